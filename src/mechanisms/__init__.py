@@ -1,0 +1,74 @@
+"""The thin mechanism core of dpstream: noise, privacy units and budgets, and the mechanisms.
+
+Imports numpy and scipy only; never a solver, never pandas-heavy logic (see DESIGN.md).
+
+References used across the docstrings
+-------------------------------------
+[PAK19]  Perrier, Asghar, Kaafar. Private Continual Release of Real-Valued Data Streams. NDSS 2019.
+[FV19]   Fioretto, Van Hentenryck. OptStream: Releasing Time Series Privately. JAIR 2019.
+[ToPS21] Wang et al. Continuous Release of Data Streams under both Centralized and Local DP. CCS 2021.
+[NRS07]  Nissim, Raskhodnikova, Smith. Smooth Sensitivity and Sampling in Private Data Analysis. STOC 2007.
+[CSS11]  Chan, Shi, Song. Private and Continual Release of Statistics. ACM TISSEC 2011.
+[DNPR10] Dwork, Naor, Pitassi, Rothblum. Differential Privacy under Continual Observation. STOC 2010.
+[HRMS10] Hay, Rastogi, Miklau, Suciu. Boosting the Accuracy of DP Histograms Through Consistency. VLDB 2010.
+[CKS20]  Canonne, Kamath, Steinke. The Discrete Gaussian for Differential Privacy. NeurIPS 2020.
+"""
+
+from ._budget import (
+    Budget,
+    BudgetLedger,
+    Charge,
+    compose_parallel,
+    compose_sequential,
+    compose_w_window,
+)
+from ._errors import BudgetExceededError, DomainError, DPStreamError, ParameterError, SolverError
+from ._noise import (
+    GaussianNoise,
+    LaplaceNoise,
+    discrete_gaussian,
+    discrete_laplace,
+    lattice_granularity,
+    snap_to_lattice,
+)
+from ._random import BitSource, SecureBits, bit_source, uniform_open
+from ._units import (
+    EventLevel,
+    LocalDP,
+    PrivacyGuarantee,
+    PrivacyUnit,
+    WAlphaIndistinguishability,
+    WEvent,
+)
+
+# -- exports of the mechanism modules (one block per module, keep alphabetical) --
+
+__all__ = [
+    "BitSource",
+    "Budget",
+    "BudgetExceededError",
+    "BudgetLedger",
+    "Charge",
+    "DPStreamError",
+    "DomainError",
+    "EventLevel",
+    "GaussianNoise",
+    "LaplaceNoise",
+    "LocalDP",
+    "ParameterError",
+    "PrivacyGuarantee",
+    "PrivacyUnit",
+    "SecureBits",
+    "SolverError",
+    "WAlphaIndistinguishability",
+    "WEvent",
+    "bit_source",
+    "compose_parallel",
+    "compose_sequential",
+    "compose_w_window",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "lattice_granularity",
+    "snap_to_lattice",
+    "uniform_open",
+]

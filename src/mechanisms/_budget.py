@@ -1,0 +1,188 @@
+"""Privacy budgets as values: validated on construction, split exactly, charged to a ledger.
+
+Budgets are checked when built (ε > 0 and finite, 0 ≤ δ < 1). A ledger keeps its accounts
+in exact rationals (``fractions.Fraction`` of the binary floats given), as Tumult Core does, so a
+thousand charges of 0.001 against a total of 1 neither overspend nor get refused by rounding.
+
+Composition rules (Dwork and Roth 2014, Thm. 3.16; McSherry 2009, Thm. 4 for parallel):
+
+* sequential: mechanisms on the same data add up, (Σε, Σδ);
+* parallel: mechanisms on disjoint parts of the stream cost the maximum, (max ε, max δ);
+* w-window (Kellaris et al. 2014, Thm. 3): a stream of per-step mechanisms is w-event ε-DP with
+  ε the largest sum of per-step losses over any w consecutive steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import NamedTuple
+
+import numpy as np
+
+from ._errors import BudgetExceededError, ParameterError
+from ._validation import check_integer, check_positive, check_probability
+
+__all__ = [
+    "Budget",
+    "BudgetLedger",
+    "Charge",
+    "compose_parallel",
+    "compose_sequential",
+    "compose_w_window",
+]
+
+_SHARE_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """A privacy loss (ε, δ): validated, immutable, composable."""
+
+    epsilon: float
+    """ε > 0, finite."""
+    delta: float = 0.0
+    """0 ≤ δ < 1."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_positive(self.epsilon, "epsilon", "Budget"))
+        object.__setattr__(self, "delta", check_probability(self.delta, "delta", "Budget"))
+
+    def split(
+        self, shares: Sequence[float], delta_shares: Sequence[float] | None = None
+    ) -> tuple[Budget | None, ...]:
+        """Split ε by ``shares`` (and δ by ``delta_shares``, default the same shares).
+
+        Shares must be non-negative and sum to one (within 1e-9). A zero ε-share yields
+        ``None`` in its place: that part gets no budget and must release nothing.
+        """
+        eps_sh = _check_shares(shares, "shares")
+        dlt_sh = eps_sh if delta_shares is None else _check_shares(delta_shares, "delta_shares")
+        if len(dlt_sh) != len(eps_sh):
+            raise ParameterError(
+                "The 'delta_shares' parameter of Budget.split must have as many entries as "
+                f"'shares' ({len(eps_sh)}). Got {len(dlt_sh)} instead."
+            )
+        out: list[Budget | None] = []
+        for e, d in zip(eps_sh, dlt_sh, strict=True):
+            out.append(None if e == 0 else Budget(self.epsilon * e, self.delta * d))
+        return tuple(out)
+
+    def __str__(self) -> str:
+        return f"(ε={self.epsilon:g}, δ={self.delta:g})"
+
+
+def _check_shares(shares: Sequence[float], name: str) -> tuple[float, ...]:
+    vals = tuple(float(s) for s in shares)
+    if not vals or any(not np.isfinite(s) or s < 0 for s in vals):
+        raise ParameterError(
+            f"The {name!r} parameter of Budget.split must be non-negative finite floats. "
+            f"Got {list(shares)!r} instead."
+        )
+    if abs(sum(vals) - 1.0) > _SHARE_TOLERANCE:
+        raise ParameterError(
+            f"The {name!r} parameter of Budget.split must sum to 1. Got a sum of "
+            f"{sum(vals)!r} instead. Normalise the shares."
+        )
+    return vals
+
+
+def compose_sequential(*budgets: Budget) -> Budget:
+    """Budget of running every mechanism on the same data: (Σε, Σδ)."""
+    if not budgets:
+        raise ParameterError("compose_sequential needs at least one Budget. Got none.")
+    eps = sum((Fraction(b.epsilon) for b in budgets), Fraction(0))
+    dlt = sum((Fraction(b.delta) for b in budgets), Fraction(0))
+    return Budget(float(eps), float(dlt))
+
+
+def compose_parallel(*budgets: Budget) -> Budget:
+    """Budget of running each mechanism on a disjoint part of the data: (max ε, max δ)."""
+    if not budgets:
+        raise ParameterError("compose_parallel needs at least one Budget. Got none.")
+    return Budget(max(b.epsilon for b in budgets), max(b.delta for b in budgets))
+
+
+def compose_w_window(step_epsilons: Sequence[float], w: int) -> float:
+    """Largest total ε spent in any ``w`` consecutive steps (w-event privacy, Kellaris et al.).
+
+    ``step_epsilons[t]`` is the loss of the mechanism that reads step t only. The stream is
+    w-event ε-DP with the returned ε.
+    """
+    w = check_integer(w, "w", "compose_w_window")
+    eps = np.asarray(step_epsilons, dtype=np.float64)
+    if eps.ndim != 1 or eps.size == 0 or not np.all(np.isfinite(eps)) or np.any(eps < 0):
+        raise ParameterError(
+            "The 'step_epsilons' parameter of compose_w_window must be a non-empty 1-D "
+            "sequence of non-negative finite floats."
+        )
+    csum = np.concatenate([[0.0], np.cumsum(eps)])
+    width = min(w, eps.size)
+    return float(np.max(csum[width:] - csum[:-width]))
+
+
+class Charge(NamedTuple):
+    """One entry of a ledger."""
+
+    label: str
+    budget: Budget
+
+
+class BudgetLedger:
+    """Charges budgets against a total and refuses to overspend (sequential composition).
+
+    Examples
+    --------
+    >>> ledger = BudgetLedger(Budget(1.0, 1e-6))
+    >>> ledger.charge(Budget(0.9, 1e-6), "threshold")
+    >>> ledger.remaining_epsilon
+    0.09999999999999998
+    """
+
+    __slots__ = ("_charges", "_eps", "_dlt", "total")
+
+    def __init__(self, total: Budget) -> None:
+        if not isinstance(total, Budget):
+            raise ParameterError(
+                f"The 'total' parameter of BudgetLedger must be a Budget. Got {total!r} instead."
+            )
+        self.total = total
+        self._eps = Fraction(0)
+        self._dlt = Fraction(0)
+        self._charges: list[Charge] = []
+
+    def charge(self, budget: Budget, label: str = "") -> None:
+        """Record ``budget`` as spent, or raise :class:`BudgetExceededError` and record nothing."""
+        if not isinstance(budget, Budget):
+            raise ParameterError(
+                f"The 'budget' parameter of BudgetLedger.charge must be a Budget. Got {budget!r}."
+            )
+        eps = self._eps + Fraction(budget.epsilon)
+        dlt = self._dlt + Fraction(budget.delta)
+        if eps > Fraction(self.total.epsilon) or dlt > Fraction(self.total.delta):
+            raise BudgetExceededError(budget, self.remaining_text, label)
+        self._eps, self._dlt = eps, dlt
+        self._charges.append(Charge(label, budget))
+
+    @property
+    def remaining_epsilon(self) -> float:
+        """ε not yet charged (rounded down to a double)."""
+        return float(Fraction(self.total.epsilon) - self._eps)
+
+    @property
+    def remaining_delta(self) -> float:
+        """δ not yet charged."""
+        return float(Fraction(self.total.delta) - self._dlt)
+
+    @property
+    def remaining_text(self) -> str:
+        return f"(ε={self.remaining_epsilon:g}, δ={self.remaining_delta:g})"
+
+    @property
+    def charges(self) -> tuple[Charge, ...]:
+        """Every successful charge, in order."""
+        return tuple(self._charges)
+
+    def __repr__(self) -> str:
+        return f"BudgetLedger(total={self.total}, remaining={self.remaining_text})"
