@@ -1,0 +1,53 @@
+"""The ``dpstream`` console command.
+
+Each command group lives in :mod:`dpstream.commands` and is registered here. Errors that are
+the user's (bad options, bad data) print one line and exit with status 2; ``--debug`` shows
+the traceback instead.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mechanisms import DPStreamError
+
+__all__ = ["cli", "main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
+@click.version_option(package_name="dpstream")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Release real-valued data streams under differential privacy.
+
+    \b
+    Examples:
+      dpstream demo                 # the whole job on bundled real data
+      dpstream demo --runs 200      # fewer repetitions, faster
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    try:
+        cli.main(args=argv, standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return 1
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except DPStreamError as exc:
+        if "--debug" in (argv if argv is not None else sys.argv):
+            raise
+        click.echo(f"Error: {exc}", err=True)
+        return 2
+    return 0
+
+
+# -- command registration (one line per command module) --

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``dpstream`` console command, one module per command group."""
