@@ -55,7 +55,9 @@ class Budget:
         """Split ε by ``shares`` (and δ by ``delta_shares``, default the same shares).
 
         Shares must be non-negative and sum to one (within 1e-9). A zero ε-share yields
-        ``None`` in its place: that part gets no budget and must release nothing.
+        ``None`` in its place: that part gets no budget and must release nothing. The parts are
+        rounded down (by at most a few ulps) so that their exact sum never exceeds the whole:
+        charging every part to a ledger of this budget always fits.
         """
         eps_sh = _check_shares(shares, "shares")
         dlt_sh = eps_sh if delta_shares is None else _check_shares(delta_shares, "delta_shares")
@@ -64,13 +66,27 @@ class Budget:
                 "The 'delta_shares' parameter of Budget.split must have as many entries as "
                 f"'shares' ({len(eps_sh)}). Got {len(dlt_sh)} instead."
             )
-        out: list[Budget | None] = []
-        for e, d in zip(eps_sh, dlt_sh, strict=True):
-            out.append(None if e == 0 else Budget(self.epsilon * e, self.delta * d))
-        return tuple(out)
+        eps = _round_down_to_fit([self.epsilon * e for e in eps_sh], self.epsilon)
+        dlt = _round_down_to_fit([self.delta * d for d in dlt_sh], self.delta)
+        return tuple(
+            None if share == 0 else Budget(e, d)
+            for share, e, d in zip(eps_sh, eps, dlt, strict=True)
+        )
 
     def __str__(self) -> str:
         return f"(ε={self.epsilon:g}, δ={self.delta:g})"
+
+
+def _round_down_to_fit(parts: list[float], total: float) -> list[float]:
+    """Lower each part by whole ulps until their exact (rational) sum is at most ``total``.
+
+    Splitting a float by float shares rounds each product to nearest; the exact sum of the
+    parts can then exceed the total by a few ulps and a ledger would (rightly) refuse the last
+    charge. Rounding down, as Tumult Core does for every float conversion, never overspends.
+    """
+    while sum((Fraction(x) for x in parts), Fraction(0)) > Fraction(total):
+        parts = [float(np.nextafter(x, 0.0)) if x > 0 else x for x in parts]
+    return parts
 
 
 def _check_shares(shares: Sequence[float], name: str) -> tuple[float, ...]:
