@@ -14,6 +14,7 @@ References used across the docstrings
 [CKS20]  Canonne, Kamath, Steinke. The Discrete Gaussian for Differential Privacy. NeurIPS 2020.
 """
 
+from ._baselines import LaplaceRelease, laplace_prefix_sums
 from ._budget import (
     Budget,
     BudgetLedger,
@@ -32,6 +33,15 @@ from ._noise import (
     snap_to_lattice,
 )
 from ._random import BitSource, SecureBits, bit_source, uniform_open
+from ._tree import (
+    BinaryTreeCounter,
+    TreeRelease,
+    binary_tree_final_sums,
+    binary_tree_noise,
+    binary_tree_prefix_sums,
+    binary_tree_release,
+    dyadic_cover,
+)
 from ._units import (
     EventLevel,
     LocalDP,
@@ -44,6 +54,16 @@ from ._units import (
 # -- exports of the mechanism modules (one block per module, keep alphabetical) --
 
 __all__ = [
+    # _tree, _baselines
+    "BinaryTreeCounter",
+    "LaplaceRelease",
+    "TreeRelease",
+    "binary_tree_final_sums",
+    "binary_tree_noise",
+    "binary_tree_prefix_sums",
+    "binary_tree_release",
+    "dyadic_cover",
+    "laplace_prefix_sums",
     "BitSource",
     "Budget",
     "BudgetExceededError",
