@@ -1,10 +1,8 @@
 """dpstream: the application layer (pipelines, bundled datasets, the ``dpstream`` command)."""
 
-__all__: list[str] = []
-__version__ = "0.1.0"
-
 # Bundled real datasets (dpstream/data, see its README.md for sources and licences).
-from .datasets import (  # noqa: E402
+from .datasets import (
+    HOUSEHOLD_MINUTES_BOUND,
     HOUSEHOLD_YEARS,
     RETAIL_BOUND,
     LightTailCheck,
@@ -21,7 +19,10 @@ from .datasets import (  # noqa: E402
     simbench_hierarchy,
 )
 
-__all__ += [
+__version__ = "0.1.0"
+
+__all__ = [
+    "HOUSEHOLD_MINUTES_BOUND",
     "HOUSEHOLD_YEARS",
     "RETAIL_BOUND",
     "LightTailCheck",

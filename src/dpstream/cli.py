@@ -51,3 +51,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # -- command registration (one line per command module) --
+from dpstream.commands.demo import demo  # noqa: E402
+
+cli.add_command(demo)

@@ -29,6 +29,7 @@ from mechanisms import ParameterError
 from mechanisms._validation import check_positive, check_probability, check_stream
 
 __all__ = [
+    "HOUSEHOLD_MINUTES_BOUND",
     "HOUSEHOLD_YEARS",
     "RETAIL_BOUND",
     "LightTailCheck",
@@ -47,6 +48,11 @@ __all__ = [
 
 RETAIL_BOUND: float = 10_000.0
 """Recommended public bound B (GBP) for :func:`retail_stream`: 74 of 36,969 totals exceed it."""
+
+HOUSEHOLD_MINUTES_BOUND: float = 36.0
+"""Public bound B (kW) for :func:`household_minutes_stream`: 36 kVA is the largest residential
+supply contract in France (where the household is), a conservative bound of the kind PAK
+assumes (its train data use B = 24 h). The stream's maximum is 10.67 kW."""
 
 HOUSEHOLD_YEARS: tuple[int, ...] = (2007, 2008, 2009)
 """Calendar years bundled for :func:`load_household`."""
@@ -183,7 +189,8 @@ def household_minutes_stream() -> np.ndarray:
 
     Light-tailed beyond its 0.005-quantile (5.826 kW) in the sense of [PAK19] Def. 12: a long
     stream for the PAK mechanism. The maximum is 10.67 kW; the source does not state the
-    supply rating, so the public bound B is the caller's choice (e.g. 12 kW, nothing clipped).
+    supply rating; :data:`HOUSEHOLD_MINUTES_BOUND` (36 kW) is the conservative public bound the
+    demo uses.
     """
     return household_minutes().to_numpy(dtype=np.float64, copy=True)
 

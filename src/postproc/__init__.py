@@ -1,7 +1,29 @@
-"""Consistent post-processing of noisy releases (not filled yet: see issue 4).
+"""Consistent post-processing of noisy releases: OptStream's Algorithm 4 over hierarchies.
 
-Will hold OptStream's constrained least squares over hierarchical features ([FV19] Alg. 4),
-with a cvxpy + OSQP path and an exact fast path.
+One weighted least-squares problem per w-period over every node of a hierarchy of streams and
+every part of a chain of features ([FV19] Alg. 4, §3.4, extended to hierarchies as in §5.2),
+with consistency (parts sum their sub-parts, parents their children) and non-negativity. Two
+solvers return the same unique optimum: an exact fast path (Kronecker-factored tree BLUE of
+[HRMS10] plus block principal pivoting for the bounds) and a general cvxpy + OSQP path.
+
+References
+----------
+[FV19]   Fioretto, Van Hentenryck. OptStream: Releasing Time Series Privately. JAIR 2019.
+[HRMS10] Hay, Rastogi, Miklau, Suciu. Boosting the Accuracy of DP Histograms Through
+         Consistency. VLDB 2010.
 """
 
-__all__: list[str] = []
+from ._cvx import OSQP_SETTINGS
+from ._fast import MAX_DENSE_SIZE
+from ._features import FeatureSet
+from ._hierarchy import Hierarchy
+from ._project import ConsistentRelease, project_consistent
+
+__all__ = [
+    "MAX_DENSE_SIZE",
+    "OSQP_SETTINGS",
+    "ConsistentRelease",
+    "FeatureSet",
+    "Hierarchy",
+    "project_consistent",
+]

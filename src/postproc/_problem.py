@@ -1,0 +1,254 @@
+"""The weighted least-squares problem of [FV19] Alg. 4 over a hierarchy (§5.2), per w-period.
+
+Notation (shared by the two solvers). ``N`` nodes of the hierarchy, ``L`` of them leaves;
+``P`` feature parts in total, ``w`` steps. ``A_H`` (N x L) and ``A_T`` (P x w) are the
+aggregation matrices of the hierarchy and of the feature set. For one period, ``C`` (N x P) holds
+the noisy estimates ``c̃`` and ``W`` (N x P) the weights. The paper's decision variables
+``ẋ[a, s]`` for every node ``a`` and part ``s`` are, under the consistency constraints O2 (parts
+sum their sub-parts) and the hierarchy constraints of §5.2 (parents sum their children), exactly
+``Y = A_H X A_T^T`` for the leaf-step values ``X`` (L x w). Eliminating the equality constraints
+this way, Algorithm 4 becomes the bound-constrained least squares
+
+    minimise  f(X) = sum_{a,s} W[a,s] (Y[a,s] - C[a,s])^2   subject to  X >= 0,
+
+since every ``Y[a, s]`` is a sum of leaf-steps, O3 on all variables is equivalent to ``X >= 0``.
+Its KKT conditions are: ``G = A_H^T (W ∘ (Y - C)) A_T`` (half the gradient) vanishes where
+``X > 0`` and is ``>= 0`` where ``X = 0`` (those entries are the bound multipliers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from mechanisms import DomainError, ParameterError
+
+from ._features import FeatureSet
+from ._hierarchy import Hierarchy
+
+__all__ = ["Problem", "build_problem"]
+
+
+class Problem:
+    """A validated batch of per-period problems (internal; built by :func:`build_problem`)."""
+
+    __slots__ = ("hierarchy", "features", "estimates", "weights", "shared_weights", "a_h", "a_t")
+
+    def __init__(
+        self, hierarchy: Hierarchy, features: FeatureSet, estimates: np.ndarray, weights: np.ndarray
+    ) -> None:
+        """``weights`` is (N, P) (shared by every period) or (B, N, P)."""
+        self.hierarchy = hierarchy
+        self.features = features
+        self.estimates = estimates  # (B, N, P), read-only
+        #: (N, P) weights shared by every period, or None when they vary by period.
+        self.shared_weights = weights if weights.ndim == 2 else None
+        #: (B, N, P) read-only (a broadcast view when shared).
+        self.weights = np.broadcast_to(weights, estimates.shape)
+        self.a_h = hierarchy.matrix
+        self.a_t = features.matrix
+
+    @property
+    def n_periods(self) -> int:
+        return self.estimates.shape[0]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """Shape (L, w) of the leaf-step variables of one period."""
+        return (self.a_h.shape[1], self.a_t.shape[1])
+
+    def groups(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Periods grouped by their weight matrix: ``[(W (N, P), period indices), ...]``.
+
+        Periods sharing weights share one factorisation (fast path) or one compiled problem
+        (cvxpy path).
+        """
+        if self.shared_weights is not None:
+            return [(self.shared_weights, np.arange(self.n_periods))]
+        flat = self.weights.reshape(self.n_periods, -1)
+        uniq, inverse = np.unique(flat, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        shape = self.weights.shape[1:]
+        return [(uniq[g].reshape(shape), np.flatnonzero(inverse == g)) for g in range(len(uniq))]
+
+    def aggregate(self, x: np.ndarray) -> np.ndarray:
+        """``Y = A_H X A_T^T``: every (node, part) value from the leaf-steps (B, L, w)."""
+        return self.a_h @ x @ self.a_t.T
+
+    def steps(self, x: np.ndarray) -> np.ndarray:
+        """``A_H X``: the per-step values of every node (B, N, w)."""
+        return self.a_h @ x
+
+    def objective(self, x: np.ndarray) -> np.ndarray:
+        """The objective O1 of [FV19] Alg. 4 per period (B,)."""
+        r = self.aggregate(x) - self.estimates
+        return np.einsum("bnp,bnp->b", self.weights * r, r)
+
+    def half_gradient(self, x: np.ndarray) -> np.ndarray:
+        """``A_H^T (W ∘ (Y - C)) A_T`` per period (B, L, w): the bound multipliers at X = 0."""
+        r = self.aggregate(x) - self.estimates
+        return self.a_h.T @ (self.weights * r) @ self.a_t
+
+    def gradient_scale(self) -> np.ndarray:
+        """A per-period scale for the gradient: ``max |A_H^T (W ∘ C) A_T|`` (or 1 if zero)."""
+        b = np.abs(self.a_h.T @ (self.weights * self.estimates) @ self.a_t)
+        scale = b.reshape(b.shape[0], -1).max(axis=1)
+        return np.where(scale > 0, scale, 1.0)
+
+    def kkt(self, x: np.ndarray, active_tol: float = 0.0) -> dict[str, float]:
+        """Relative KKT violations of a candidate solution ``x`` (B, L, w).
+
+        Returns the largest, over periods, of: ``stationarity`` (|G| where X > 0), ``dual``
+        (-min G where X = 0, i.e. negative multipliers), ``primal`` (-min X, relative to max |X|),
+        ``complementarity`` (max |X * G|, relative to max|X| * gradient scale). ``G`` is divided
+        by :meth:`gradient_scale`. All four are 0 at the exact optimum. Entries with
+        ``X <= active_tol * max|X|`` count as at the bound (an iterative solver's zeros are
+        only zero to its tolerance).
+        """
+        g = self.half_gradient(x) / self.gradient_scale()[:, None, None]
+        xs = np.abs(x).reshape(x.shape[0], -1).max(axis=1)
+        xs = np.where(xs > 0, xs, 1.0)[:, None, None]
+        free = x > active_tol * xs
+        return {
+            "stationarity": float(np.max(np.abs(np.where(free, g, 0.0)), initial=0.0)),
+            "dual": float(max(0.0, -np.min(np.where(free, 0.0, g), initial=0.0))),
+            "primal": float(max(0.0, -np.min(x / xs, initial=0.0))),
+            "complementarity": float(np.max(np.abs(x / xs * g), initial=0.0)),
+        }
+
+
+def _check_tree_inputs(hierarchy: object, features: object, owner: str) -> None:
+    if not isinstance(hierarchy, Hierarchy):
+        raise ParameterError(
+            f"The 'hierarchy' parameter of {owner} must be a Hierarchy. Got "
+            f"{type(hierarchy).__name__} instead. Build one with Hierarchy(children=...) or "
+            "Hierarchy.single(name)."
+        )
+    if not isinstance(features, FeatureSet):
+        raise ParameterError(
+            f"The 'features' parameter of {owner} must be a FeatureSet. Got "
+            f"{type(features).__name__} instead."
+        )
+
+
+def _as_estimates(
+    estimates: object, hierarchy: Hierarchy, features: FeatureSet, owner: str
+) -> np.ndarray:
+    n, p = len(hierarchy.nodes), features.n_parts
+    if isinstance(estimates, Mapping):
+        unknown = [k for k in estimates if k not in hierarchy.nodes]
+        if unknown:
+            raise ParameterError(
+                f"The 'estimates' parameter of {owner} names {len(unknown)} node(s) that are "
+                f"not in the hierarchy, e.g. {unknown[0]!r}. Known nodes: "
+                f"{list(hierarchy.nodes)[:10]}."
+            )
+        missing = [k for k in hierarchy.nodes if k not in estimates]
+        if missing:
+            raise ParameterError(
+                f"The 'estimates' parameter of {owner} must give every node of the hierarchy "
+                f"(leaves and aggregates); {len(missing)} are missing, e.g. {missing[0]!r}."
+            )
+        try:
+            rows = [np.asarray(estimates[k], dtype=np.float64) for k in hierarchy.nodes]
+        except (TypeError, ValueError):
+            raise ParameterError(
+                f"The 'estimates' parameter of {owner} must map node names to numeric arrays."
+            ) from None
+        shapes = {r.shape for r in rows}
+        if len(shapes) != 1:
+            raise ParameterError(
+                f"The 'estimates' parameter of {owner} must map every node to an array of the "
+                f"same shape, (n_periods, {p}) or ({p},). Got shapes {sorted(shapes)}."
+            )
+        arr = np.stack(rows, axis=-2)  # (..., N, P)
+    else:
+        try:
+            arr = np.array(estimates, dtype=np.float64, copy=True)
+        except (TypeError, ValueError):
+            raise ParameterError(
+                f"The 'estimates' parameter of {owner} must be a numeric array or a mapping "
+                f"node -> array. Got {type(estimates).__name__} instead."
+            ) from None
+    if arr.ndim == 2:
+        arr = arr[None]
+    if arr.ndim != 3 or arr.shape[1:] != (n, p) or arr.shape[0] == 0:
+        raise ParameterError(
+            f"The 'estimates' parameter of {owner} must have shape (n_periods, n_nodes, "
+            f"n_parts) = (B, {n}, {p}) with B >= 1 (nodes in Hierarchy.nodes order, parts in "
+            f"FeatureSet order, singletons first). Got shape {arr.shape} instead."
+        )
+    finite = np.isfinite(arr)
+    if not finite.all():
+        raise DomainError(
+            f"The 'estimates' argument of {owner} must hold finite numbers only; "
+            f"{int((~finite).sum())} entries are NaN or infinite."
+        )
+    arr = np.ascontiguousarray(arr)
+    arr.setflags(write=False)
+    return arr
+
+
+def _as_weights(
+    weights: object,
+    variances: object,
+    n_periods: int,
+    hierarchy: Hierarchy,
+    features: FeatureSet,
+    owner: str,
+) -> np.ndarray:
+    n, p = len(hierarchy.nodes), features.n_parts
+    if weights is not None and variances is not None:
+        raise ParameterError(
+            f"Give at most one of the 'weights' and 'variances' parameters of {owner} "
+            "(weights are inverse variances)."
+        )
+    name, given = ("variances", variances) if variances is not None else ("weights", weights)
+    if given is None:
+        arr = np.broadcast_to(features.paper_weights(), (n, p))
+    else:
+        try:
+            arr = np.array(given, dtype=np.float64, copy=True)
+        except (TypeError, ValueError):
+            raise ParameterError(
+                f"The {name!r} parameter of {owner} must be a numeric array. Got "
+                f"{type(given).__name__} instead."
+            ) from None
+        shapes = [(p,), (n, p), (n_periods, n, p)]
+        if arr.shape not in shapes:
+            raise ParameterError(
+                f"The {name!r} parameter of {owner} must have one of the shapes {shapes} "
+                f"(per part, per (node, part), or per (period, node, part)). Got {arr.shape}."
+            )
+        bad = int((~(np.isfinite(arr) & (arr > 0))).sum())
+        if bad:
+            raise ParameterError(
+                f"The {name!r} parameter of {owner} must hold finite floats in (0, inf). "
+                f"{bad} entries are not. Drop an estimate you do not have by giving it a "
+                "large variance rather than a zero weight."
+            )
+        if name == "variances":
+            arr = 1.0 / arr
+    if arr.ndim == 1:
+        arr = np.broadcast_to(arr, (n, p))
+    arr = np.array(arr, dtype=np.float64)  # own, contiguous copy
+    arr.setflags(write=False)
+    return arr
+
+
+def build_problem(
+    estimates: object,
+    *,
+    hierarchy: object,
+    features: object,
+    weights: object = None,
+    variances: object = None,
+    owner: str = "project_consistent",
+) -> Problem:
+    """Validate every input and return the batch of per-period problems."""
+    _check_tree_inputs(hierarchy, features, owner)
+    assert isinstance(hierarchy, Hierarchy) and isinstance(features, FeatureSet)
+    est = _as_estimates(estimates, hierarchy, features, owner)
+    wts = _as_weights(weights, variances, est.shape[0], hierarchy, features, owner)
+    return Problem(hierarchy, features, est, wts)
