@@ -4,13 +4,18 @@ Imports numpy and scipy only; never a solver, never pandas-heavy logic (see DESI
 
 References used across the docstrings
 -------------------------------------
-[PAK19]  Perrier, Asghar, Kaafar. Private Continual Release of Real-Valued Data Streams. NDSS 2019.
+[PAK19]  Perrier, Asghar, Kaafar. Private Continual Release of Real-Valued Data Streams.
+         NDSS 2019.
 [FV19]   Fioretto, Van Hentenryck. OptStream: Releasing Time Series Privately. JAIR 2019.
-[ToPS21] Wang et al. Continuous Release of Data Streams under both Centralized and Local DP. CCS 2021.
-[NRS07]  Nissim, Raskhodnikova, Smith. Smooth Sensitivity and Sampling in Private Data Analysis. STOC 2007.
+[ToPS21] Wang et al. Continuous Release of Data Streams under both Centralized and Local
+         Differential Privacy. CCS 2021.
+[NRS07]  Nissim, Raskhodnikova, Smith. Smooth Sensitivity and Sampling in Private Data
+         Analysis. STOC 2007.
 [CSS11]  Chan, Shi, Song. Private and Continual Release of Statistics. ACM TISSEC 2011.
-[DNPR10] Dwork, Naor, Pitassi, Rothblum. Differential Privacy under Continual Observation. STOC 2010.
-[HRMS10] Hay, Rastogi, Miklau, Suciu. Boosting the Accuracy of DP Histograms Through Consistency. VLDB 2010.
+[DNPR10] Dwork, Naor, Pitassi, Rothblum. Differential Privacy under Continual Observation.
+         STOC 2010.
+[HRMS10] Hay, Rastogi, Miklau, Suciu. Boosting the Accuracy of Differentially Private
+         Histograms Through Consistency. VLDB 2010.
 [CKS20]  Canonne, Kamath, Steinke. The Discrete Gaussian for Differential Privacy. NeurIPS 2020.
 """
 
@@ -32,7 +37,25 @@ from ._noise import (
     lattice_granularity,
     snap_to_lattice,
 )
+from ._pak import PakParameters, PakRelease, pak_release
+from ._quantile import (
+    EmpiricalQuantile,
+    empirical_quantile,
+    quantile_rank,
+    smooth_sensitivity_quantile,
+)
 from ._random import BitSource, SecureBits, bit_source, uniform_open
+from ._threshold import (
+    NOISE_KINDS,
+    ThresholdCalibration,
+    ThresholdRelease,
+    noise_quantile,
+    pak_kappa,
+    pak_tau_max,
+    pak_threshold,
+    pak_threshold_calibration,
+    smoothing_parameters,
+)
 from ._tree import (
     BinaryTreeCounter,
     TreeRelease,
@@ -54,6 +77,23 @@ from ._units import (
 # -- exports of the mechanism modules (one block per module, keep alphabetical) --
 
 __all__ = [
+    # _quantile, _threshold, _pak
+    "NOISE_KINDS",
+    "EmpiricalQuantile",
+    "PakParameters",
+    "PakRelease",
+    "ThresholdCalibration",
+    "ThresholdRelease",
+    "empirical_quantile",
+    "noise_quantile",
+    "pak_kappa",
+    "pak_release",
+    "pak_tau_max",
+    "pak_threshold",
+    "pak_threshold_calibration",
+    "quantile_rank",
+    "smooth_sensitivity_quantile",
+    "smoothing_parameters",
     # _tree, _baselines
     "BinaryTreeCounter",
     "LaplaceRelease",

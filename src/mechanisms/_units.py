@@ -71,7 +71,9 @@ class WAlphaIndistinguishability(PrivacyUnit):
         )
 
     def describe(self) -> str:
-        return f"(w, α)-indistinguishability: within {self.w} steps, each value moves ≤ {self.alpha:g}"
+        return (
+            f"(w, α)-indistinguishability: within {self.w} steps, each value moves ≤ {self.alpha:g}"
+        )
 
 
 @dataclass(frozen=True, slots=True)

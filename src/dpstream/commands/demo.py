@@ -64,14 +64,19 @@ def compare_final_sum_errors(
     ) as bar:
         for k in bar:
             rel = pak_release(
-                values, bound=bound, epsilon=epsilon, delta=delta, time_lag=time_lag,
+                values,
+                bound=bound,
+                epsilon=epsilon,
+                delta=delta,
+                time_lag=time_lag,
                 seed=pak_bits,
             )
             pak_err[k] = rel.prefix_sums[-1] - truth
             taus[k] = rel.threshold
-    bt_err = binary_tree_final_sums(
-        values, epsilon=epsilon, bound=bound, repetitions=runs, seed=bt_bits
-    ) - truth
+    bt_err = (
+        binary_tree_final_sums(values, epsilon=epsilon, bound=bound, repetitions=runs, seed=bt_bits)
+        - truth
+    )
     lap_runs = min(runs, 50)  # each Laplace run draws n values; its error is far larger anyway
     lap_err = np.array(
         [
@@ -100,7 +105,10 @@ def compare_final_sum_errors(
 def _print_table(title: str, rows: list[DemoRow], truth: float) -> None:
     click.echo(f"\n{title}")
     click.echo(f"  true final sum c(σ, n) = {truth:,.1f}")
-    header = f"  {'mechanism':<30} {'mean |err|':>12} {'RMSE':>12} {'98% |err|':>12} {'τ (median)':>11} {'IF':>7}"
+    header = (
+        f"  {'mechanism':<30} {'mean |err|':>12} {'RMSE':>12} {'98% |err|':>12} "
+        f"{'τ (median)':>11} {'IF':>7}"
+    )
     click.echo(header)
     click.echo("  " + "-" * (len(header) - 2))
     bt = next(r for r in rows if r.mechanism.startswith("BT"))
@@ -113,12 +121,28 @@ def _print_table(title: str, rows: list[DemoRow], truth: float) -> None:
 
 
 @click.command()
-@click.option("--runs", default=1000, show_default=True, type=click.IntRange(1, None),
-              help="Repetitions of each mechanism (PAK §VII-A uses 20,000).")
-@click.option("--epsilon", default=1.0, show_default=True, type=click.FloatRange(0, None, min_open=True))
-@click.option("--delta", default=2.0**-20, show_default="2^-20", type=click.FloatRange(0, 1, min_open=True, max_open=True))
-@click.option("--seed", default=None, type=int,
-              help="Seed for a reproducible experiment. Seeded output is NOT a private release.")
+@click.option(
+    "--runs",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(1, None),
+    help="Repetitions of each mechanism (PAK §VII-A uses 20,000).",
+)
+@click.option(
+    "--epsilon", default=1.0, show_default=True, type=click.FloatRange(0, None, min_open=True)
+)
+@click.option(
+    "--delta",
+    default=2.0**-20,
+    show_default="2^-20",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+)
+@click.option(
+    "--seed",
+    default=None,
+    type=int,
+    help="Seed for a reproducible experiment. Seeded output is NOT a private release.",
+)
 @click.option("--quick", is_flag=True, help="100 runs instead of --runs.")
 def demo(runs: int, epsilon: float, delta: float, seed: int | None, quick: bool) -> None:
     """Run PAK's Mechanism 1 against the binary tree on bundled real data.
@@ -141,10 +165,16 @@ def demo(runs: int, epsilon: float, delta: float, seed: int | None, quick: bool)
         click.secho("Seeded run: an experiment, not a private release.", fg="yellow", err=True)
     lag = time_lag_heuristic(epsilon=epsilon, delta=delta, beta=0.02, p_max=0.005)
     streams = [
-        ("household power per minute, 2007 (light-tailed)", datasets.household_minutes_stream(),
-         datasets.HOUSEHOLD_MINUTES_BOUND),
-        ("Online Retail II invoice totals (heavy-tailed; clipped to B)",
-         datasets.retail_stream(clip_to=datasets.RETAIL_BOUND), datasets.RETAIL_BOUND),
+        (
+            "household power per minute, 2007 (light-tailed)",
+            datasets.household_minutes_stream(),
+            datasets.HOUSEHOLD_MINUTES_BOUND,
+        ),
+        (
+            "Online Retail II invoice totals (heavy-tailed; clipped to B)",
+            datasets.retail_stream(clip_to=datasets.RETAIL_BOUND),
+            datasets.RETAIL_BOUND,
+        ),
     ]
     click.echo(
         f"ε = {epsilon:g}, δ = {delta:.3g}, {runs} runs; time lag m = {lag.m:,} "
@@ -154,8 +184,14 @@ def demo(runs: int, epsilon: float, delta: float, seed: int | None, quick: bool)
         m = lag.m if lag.m < values.size // 2 else values.size // 4
         start = time.perf_counter()
         rows = compare_final_sum_errors(
-            values, bound=bound, epsilon=epsilon, delta=delta, time_lag=m, runs=runs,
-            seed=seed, progress=True,
+            values,
+            bound=bound,
+            epsilon=epsilon,
+            delta=delta,
+            time_lag=m,
+            runs=runs,
+            seed=seed,
+            progress=True,
         )
         title = f"{name}: n = {values.size:,}, B = {bound:g}, m = {m:,}"
         if m != lag.m:
