@@ -54,3 +54,6 @@ def main(argv: list[str] | None = None) -> int:
 from dpstream.commands.demo import demo  # noqa: E402
 
 cli.add_command(demo)
+from dpstream.commands.plan import plan  # noqa: E402
+
+cli.add_command(plan)

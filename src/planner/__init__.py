@@ -1,7 +1,48 @@
-"""Choosing privacy parameters before touching data (not filled yet: see issue 3).
+"""Choosing privacy parameters and predicting the error they give (issue 3).
 
-Will hold PAK's Eq. 16 objective minimised with scipy's TNC, the private time-lag heuristics of
-[PAK19] §VI-B, and OptStream / ToPS settings, each with the error it predicts.
+PAK ([PAK19] §V–VI): the error bound of Eq. 16 minimised with scipy's TNC over Mechanism 1's
+local parameters (:func:`plan_pak`, an analysis tool: it reads the data), and the private
+choice of the time lag from public inputs only (:func:`time_lag_heuristic`, §VI-B).
+
+References: see :mod:`mechanisms` ([PAK19], [NRS07], [CSS11]).
 """
 
-__all__: list[str] = []
+from ._objective import BETA_KEYS, ErrorTerms, PakObjective, bt_error
+from ._pak_plan import METHODS, PakPlan, plan_pak, solve_pak
+from ._sweeps import (
+    PredictedVsRealised,
+    pak_table,
+    plot_predicted_vs_realised,
+    plot_sweeps,
+    predicted_vs_realised,
+    sweep_epsilon,
+    sweep_time_lag,
+)
+from ._time_lag import (
+    TimeLag,
+    max_quantile_count,
+    quantile_failure_probability,
+    time_lag_heuristic,
+)
+
+__all__ = [
+    "BETA_KEYS",
+    "METHODS",
+    "ErrorTerms",
+    "PakObjective",
+    "PakPlan",
+    "PredictedVsRealised",
+    "TimeLag",
+    "bt_error",
+    "max_quantile_count",
+    "pak_table",
+    "plan_pak",
+    "plot_predicted_vs_realised",
+    "plot_sweeps",
+    "predicted_vs_realised",
+    "quantile_failure_probability",
+    "solve_pak",
+    "sweep_epsilon",
+    "sweep_time_lag",
+    "time_lag_heuristic",
+]
