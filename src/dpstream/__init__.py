@@ -1,5 +1,11 @@
 """dpstream: the application layer (pipelines, bundled datasets, the ``dpstream`` command)."""
 
+# w-event baselines of [FV19] §6-7 (issue 4).
+from ._baselines import release_dft, release_laplace, release_pegasus
+
+# OptStream pipeline ([FV19] Alg. 2 + 4, issue 4).
+from ._optstream import release_optstream
+
 # Bundled real datasets (dpstream/data, see its README.md for sources and licences).
 from .datasets import (
     HOUSEHOLD_MINUTES_BOUND,
@@ -35,6 +41,10 @@ __all__ = [
     "load_retail_invoices",
     "load_simbench",
     "regional_hierarchy",
+    "release_dft",
+    "release_laplace",
+    "release_optstream",
+    "release_pegasus",
     "retail_stream",
     "simbench_hierarchy",
 ]

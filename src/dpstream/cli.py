@@ -51,9 +51,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # -- command registration (one line per command module) --
-from dpstream.commands.demo import demo  # noqa: E402
-
-cli.add_command(demo)
 from dpstream.commands.plan import plan  # noqa: E402
 
 cli.add_command(plan)
+from dpstream.commands.demo import demo  # noqa: E402
+
+cli.add_command(demo)
+from dpstream.commands.release import release  # noqa: E402
+
+cli.add_command(release)

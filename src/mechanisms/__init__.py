@@ -37,6 +37,16 @@ from ._noise import (
     lattice_granularity,
     snap_to_lattice,
 )
+from ._optstream import (
+    OPTSTREAM_SAMPLINGS,
+    OptStreamEstimates,
+    OptStreamSplit,
+    feature_answers,
+    feature_noise,
+    optstream_estimates,
+    optstream_split,
+    perturb_noise,
+)
 from ._pak import PakParameters, PakRelease, pak_release
 from ._quantile import (
     EmpiricalQuantile,
@@ -77,6 +87,15 @@ from ._units import (
 # -- exports of the mechanism modules (one block per module, keep alphabetical) --
 
 __all__ = [
+    # _optstream, _sampling
+    "OPTSTREAM_SAMPLINGS",
+    "OptStreamEstimates",
+    "OptStreamSplit",
+    "feature_answers",
+    "feature_noise",
+    "optstream_estimates",
+    "optstream_split",
+    "perturb_noise",
     # _quantile, _threshold, _pak
     "NOISE_KINDS",
     "EmpiricalQuantile",

@@ -1,0 +1,153 @@
+"""The OptStream release pipeline: consistency, non-negativity, alignment, errors before noise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dpstream
+from mechanisms import DomainError, ParameterError
+
+
+class Spy:
+    """A bit source that counts draws (errors must come before any)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def random_raw(self, size):
+        self.calls += 1
+        return np.full(size, 12345, dtype=np.uint64)
+
+    def spawn(self, n):
+        return [self] * n
+
+
+def frame(n=96, cols=("a", "b", "c"), seed=0):
+    rng = np.random.default_rng(seed)
+    idx = pd.date_range("2016-02-01", periods=n, freq="30min", name="time")
+    return pd.DataFrame(rng.uniform(0, 100, size=(n, len(cols))), index=idx, columns=list(cols))
+
+
+HIER = {"total": ["ab", "c"], "ab": ["a", "b"]}
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(1, 80),
+    w=st.sampled_from([4, 12, 24]),
+    k=st.integers(1, 4),
+    epsilon=st.sampled_from([0.01, 0.5, 5.0]),
+    sampling=st.sampled_from(["l1", "equal"]),
+    alpha=st.sampled_from([0.5, 50.0]),
+    seed=st.integers(0, 2**16),
+)
+def test_every_output_is_consistent_and_non_negative(n, w, k, epsilon, sampling, alpha, seed):
+    f = frame(n, seed=seed)
+    out = dpstream.release_optstream(
+        f, epsilon=epsilon, w=w, k=k, sampling=sampling, hierarchy=HIER, alpha=alpha, seed=seed
+    )
+    assert list(out.columns) == ["total", "ab", "c", "a", "b"]
+    assert out.index.equals(f.index)
+    assert np.isfinite(out.to_numpy()).all() and (out.to_numpy() >= 0).all()
+    tol = 1e-7 * max(1.0, float(out["total"].abs().max()))
+    assert np.allclose(out["ab"], out["a"] + out["b"], atol=tol, rtol=0)
+    assert np.allclose(out["total"], out["ab"] + out["c"], atol=tol, rtol=0)
+
+
+def test_day_parts_and_days_are_consistent_on_the_regional_data():
+    data = dpstream.load_regional()
+    month = data[data.index.month == 2].drop(columns="national")
+    out = dpstream.release_optstream(
+        month, epsilon=1.0, hierarchy=dpstream.regional_hierarchy(), alpha=10.0, seed=1
+    )
+    regions = ["rural", "semiurban", "urban", "commercial"]
+    assert np.allclose(out["national"], out[regions].sum(axis=1), rtol=1e-9, atol=1e-6)
+    assert (out.to_numpy() >= 0).all()
+    err = (out[regions] - month[regions]).abs().mean().mean()
+    assert err < 0.2 * month[regions].mean().mean()  # informative, not noise
+
+
+def test_without_hierarchy_each_column_is_released_and_series_work():
+    f = frame(50)
+    out = dpstream.release_optstream(f, epsilon=1.0, w=12, k=3, seed=2)
+    assert list(out.columns) == ["a", "b", "c"] and out.index.equals(f.index)
+    s = dpstream.release_optstream(f["a"], epsilon=1.0, w=12, k=3, seed=2)
+    assert isinstance(s, pd.Series) and s.name == "a" and (s >= 0).all()
+
+
+def test_seed_reproduces_and_none_uses_the_secure_source():
+    f = frame(48)
+    a = dpstream.release_optstream(f, epsilon=1.0, hierarchy=HIER, seed=3)
+    b = dpstream.release_optstream(f, epsilon=1.0, hierarchy=HIER, seed=3)
+    c = dpstream.release_optstream(f, epsilon=1.0, hierarchy=HIER)
+    assert a.equals(b) and not a.equals(c)
+
+
+def test_more_budget_means_less_error():
+    data = dpstream.load_regional()
+    month = data[data.index.month == 6][["urban"]]
+    errs = [
+        (dpstream.release_optstream(month, epsilon=e, alpha=50.0, seed=4) - month)
+        .abs()
+        .to_numpy()
+        .mean()
+        for e in (0.05, 5.0)
+    ]
+    assert errs[1] < errs[0]
+
+
+def test_tail_shorter_than_w_is_released():
+    f = frame(100)
+    out = dpstream.release_optstream(f, epsilon=1.0, w=48, hierarchy=HIER, seed=5)
+    assert out.shape == (100, 5) and (out.to_numpy()[96:] >= 0).all()
+
+
+def bad_cases():
+    f = frame(96)
+    nan = f.copy()
+    nan.iloc[3, 1] = np.nan
+    neg = f.copy()
+    neg.iloc[5, 0] = -1.0
+    unsorted = f.iloc[::-1]
+    dup = f.copy()
+    dup.index = f.index[[0, *range(95)]]
+    return [
+        ("nan", nan, {}, DomainError, "NaN"),
+        ("negative", neg, {}, DomainError, "negative"),
+        ("unsorted", unsorted, {}, DomainError, "backwards"),
+        ("duplicated", dup, {}, DomainError, "duplicated"),
+        ("k>w", f, {"k": 49}, ParameterError, "'k'"),
+        ("w<=0", f, {"w": 0}, ParameterError, "'w'"),
+        ("epsilon", f, {"epsilon": -1.0}, ParameterError, "'epsilon'"),
+        ("alpha", f, {"alpha": 0.0}, ParameterError, "'alpha'"),
+        ("sampling", f, {"sampling": "cubic"}, ParameterError, "'sampling'"),
+        ("theta", f, {"theta": -5.0}, ParameterError, "'theta'"),
+        ("unknown name", f, {"hierarchy": {"total": ["a", "b", "zz"]}}, ParameterError, "zz"),
+        (
+            "parent listed as a leaf",
+            f,
+            {"hierarchy": {"total": ["a", "b", "c"], "c": ["c1", "c2"]}},
+            ParameterError,
+            "c1",
+        ),
+        (
+            "not a tree",
+            f,
+            {"hierarchy": {"x": ["a"], "y": ["a", "b", "c"]}},
+            ParameterError,
+            "tree",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(("label", "f", "kwargs", "error", "match"), bad_cases())
+def test_bad_input_raises_before_any_noise(label, f, kwargs, error, match):
+    spy = Spy()
+    args = {"epsilon": 1.0} | kwargs
+    with pytest.raises(error, match=match):
+        dpstream.release_optstream(f, seed=spy, **args)
+    assert spy.calls == 0, label
