@@ -28,7 +28,6 @@ scale and rejects the scale × 0.7 and × 1.3).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -40,6 +39,7 @@ from mechanisms import bit_source
 __all__ = [
     "AuditResult",
     "ScaleTest",
+    "audit",
     "audit_samples",
     "clopper_pearson",
     "epsilon_lower_bound",
@@ -177,7 +177,7 @@ def audit_samples(
     eps_hat = float(epsilon_lower_bound(k_num / n_hold, max(k_den, 0.5) / n_hold, delta))
     side = ">" if above else "<="
     direction = "D over D'" if d_over_dp else "D' over D"
-    return AuditResult(
+    result = AuditResult(
         epsilon_lb=eps_lb,
         epsilon_hat=eps_hat,
         event=f"x {side} {t:.6g}, {direction}",
@@ -187,6 +187,8 @@ def audit_samples(
         delta=float(delta),
         alpha=float(alpha),
     )
+    print(f"[audit] N={x.size} {result}")  # shown by ``pytest -rP``: the figures of the audit
+    return result
 
 
 def sample_pair(
@@ -277,16 +279,3 @@ def ks_scale_test(
         p_smaller=p_at(scale * small),
         p_larger=p_at(scale * large),
     )
-
-
-def tail_ratio_epsilon(p_num: float, p_den: float, delta: float = 0.0) -> float:
-    """ln((p_num − δ)/p_den) for exact probabilities (used to predict an audit's power)."""
-    return float(epsilon_lower_bound(p_num, p_den, delta))
-
-
-def log_summary(name: str, result: AuditResult, n: int) -> str:
-    """One line for ``-rA``/``-s`` output: name, N and the result."""
-    return f"[audit] {name}: N={n} {result}"
-
-
-_ = math  # math is kept for callers' convenience in predictions
