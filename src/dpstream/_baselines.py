@@ -31,10 +31,12 @@ from mechanisms import (
     ParameterError,
     PrivacyGuarantee,
     WAlphaIndistinguishability,
+    WEventDFT,
+    WEventLaplace,
+    WEventPegasus,
     bit_source,
 )
 from mechanisms._validation import check_integer, check_positive
-from mechanisms._wevent_baselines import WEventDFT, WEventLaplace, WEventPegasus
 
 from ._frames import StreamFrame, from_periods, prepare_frame, to_periods, value_neighbours
 
@@ -154,7 +156,7 @@ def release_laplace(
     Each value gets Lap(w·Δ/(ε/h)), Δ = α (or bound), h = levels of the hierarchy.
 
     *Privacy*: ε per window of w steps under (w, α)-indistinguishability (or w-event privacy
-    on [0, bound]): :class:`mechanisms._wevent_baselines.WEventLaplace` per node at ε/h, one
+    on [0, bound]): :class:`mechanisms.WEventLaplace` per node at ε/h, one
     node per level changes ([FV19] Theorem 13); truncation at 0 is post-processing.
 
     Examples
@@ -199,7 +201,7 @@ def release_dft(
     -----
     Per period: orthonormal real DFT, the k lowest frequencies perturbed with Laplace of
     scale √(2kw)·Δ/(ε/h), zero-padded, inverted; then truncated at 0. The √2 over [FV19] §6
-    covers windows straddling two periods (see :class:`~mechanisms._wevent_baselines.WEventDFT`).
+    covers windows straddling two periods (see :class:`~mechanisms.WEventDFT`).
 
     *Privacy*: ε per window of w steps (unit as in :func:`release_laplace`), ε/h per level
     ([FV19] Theorem 13).
@@ -244,7 +246,7 @@ def release_pegasus(
     Notes
     -----
     *Privacy*: ε per window of w steps (unit as in :func:`release_laplace`), ε/h per level
-    ([FV19] Theorem 13); see :class:`~mechanisms._wevent_baselines.WEventPegasus`.
+    ([FV19] Theorem 13); see :class:`~mechanisms.WEventPegasus`.
     """
     owner = "release_pegasus"
     if threshold is not None:

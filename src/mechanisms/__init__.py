@@ -83,10 +83,21 @@ from ._units import (
     WAlphaIndistinguishability,
     WEvent,
 )
+from ._wevent_baselines import (
+    WEventDFT,
+    WEventLaplace,
+    WEventPegasus,
+    dft_coefficient_count,
+)
 
 # -- exports of the mechanism modules (one block per module, keep alphabetical) --
 
 __all__ = [
+    # _wevent_baselines
+    "WEventDFT",
+    "WEventLaplace",
+    "WEventPegasus",
+    "dft_coefficient_count",
     # _optstream, _sampling
     "OPTSTREAM_SAMPLINGS",
     "OptStreamEstimates",
