@@ -60,3 +60,6 @@ cli.add_command(demo)
 from dpstream.commands.release import release  # noqa: E402
 
 cli.add_command(release)
+from dpstream.commands.query import query  # noqa: E402
+
+cli.add_command(query)

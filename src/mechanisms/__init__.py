@@ -17,6 +17,10 @@ References used across the docstrings
 [HRMS10] Hay, Rastogi, Miklau, Suciu. Boosting the Accuracy of Differentially Private
          Histograms Through Consistency. VLDB 2010.
 [CKS20]  Canonne, Kamath, Steinke. The Discrete Gaussian for Differential Privacy. NeurIPS 2020.
+[SW20]   Li, Wang, Lopuhaä-Zwakenberg, Li, Škorić. Estimating Numerical Distributions under
+         Local Differential Privacy. SIGMOD 2020 (Square Wave, EMS).
+[HM19]   Wang, Xiao, Yang, Zhao, Hui, Shin, Shin, Yu. Collecting and Analyzing
+         Multidimensional Data with Local Differential Privacy. ICDE 2019 (PM, HM).
 """
 
 from ._baselines import LaplaceRelease, laplace_prefix_sums
@@ -29,6 +33,12 @@ from ._budget import (
     compose_w_window,
 )
 from ._errors import BudgetExceededError, DomainError, DPStreamError, ParameterError, SolverError
+from ._hybrid import (
+    HYBRID_SWITCH_EPSILON,
+    DuchiMechanism,
+    HybridMechanism,
+    PiecewiseMechanism,
+)
 from ._noise import (
     GaussianNoise,
     LaplaceNoise,
@@ -55,6 +65,13 @@ from ._quantile import (
     smooth_sensitivity_quantile,
 )
 from ._random import BitSource, SecureBits, bit_source, uniform_open
+from ._smoothers import SMOOTHERS, Smoother, smooth_blocks
+from ._square_wave import (
+    DistributionFit,
+    SquareWave,
+    square_wave_b,
+    square_wave_distribution,
+)
 from ._threshold import (
     NOISE_KINDS,
     ThresholdCalibration,
@@ -66,6 +83,24 @@ from ._threshold import (
     pak_threshold_calibration,
     smoothing_parameters,
 )
+from ._topl import (
+    ToplRelease,
+    ToplThresholdPlan,
+    plan_topl_threshold,
+    range_length_moments,
+    topl_release,
+)
+from ._tops import tops_perturb, tops_release
+from ._tops_stream import ToPSStream, TopsUpdate
+from ._tops_threshold import (
+    THRESHOLD_METHODS,
+    TopsThresholdRelease,
+    tops_candidates,
+    tops_kappa,
+    tops_scores,
+    tops_threshold,
+)
+from ._tops_tree import TopsRelease, consistent_tree, tops_leaf_size, tops_levels, tops_noise
 from ._tree import (
     BinaryTreeCounter,
     TreeRelease,
@@ -93,6 +128,39 @@ from ._wevent_baselines import (
 # -- exports of the mechanism modules (one block per module, keep alphabetical) --
 
 __all__ = [
+    # _square_wave, _hybrid, _topl (ToPL, issue 6)
+    "HYBRID_SWITCH_EPSILON",
+    "DistributionFit",
+    "DuchiMechanism",
+    "HybridMechanism",
+    "PiecewiseMechanism",
+    "SquareWave",
+    "ToplRelease",
+    "ToplThresholdPlan",
+    "plan_topl_threshold",
+    "range_length_moments",
+    "square_wave_b",
+    "square_wave_distribution",
+    "topl_release",
+    # _tops, _tops_threshold, _tops_tree, _smoothers (ToPS, issue 6)
+    "SMOOTHERS",
+    "THRESHOLD_METHODS",
+    "Smoother",
+    "ToPSStream",
+    "TopsRelease",
+    "TopsThresholdRelease",
+    "TopsUpdate",
+    "consistent_tree",
+    "smooth_blocks",
+    "tops_candidates",
+    "tops_kappa",
+    "tops_leaf_size",
+    "tops_levels",
+    "tops_noise",
+    "tops_perturb",
+    "tops_release",
+    "tops_scores",
+    "tops_threshold",
     # _wevent_baselines
     "WEventDFT",
     "WEventLaplace",

@@ -126,21 +126,19 @@ class PakRelease:
         self.variance.setflags(write=False)
 
     def range_sum(self, i: int, j: int) -> float:
-        """Estimated sum of steps i..j (0-based, inclusive) from the prefix sums.
+        """Estimated sum of the *released* steps i..j (0-based, inclusive), as ToPS answers.
 
-        Needs released prefix sums at j and i − 1: i ≥ m (or i = 0 with j ≥ m − 1).
+        Released step i is absolute step m + i (m = ``time_lag``; 0 for plain BT), so
+        0 ≤ i ≤ j < n − m. The answer is c(σ, m + j + 1) − c(σ, m + i): the released c(σ, m)
+        cancels, and it equals ``tree.range_sum(i, j)`` on the clipped suffix.
         """
         owner = "PakRelease.range_sum"
-        i = check_integer(i, "i", owner, minimum=0, maximum=self.n - 1)
-        j = check_integer(j, "j", owner, minimum=max(i, self.time_lag - 1), maximum=self.n - 1)
-        if 0 < i < self.time_lag:
-            raise ParameterError(
-                f"The 'i' parameter of {owner} must be 0 or at least the time lag "
-                f"{self.time_lag}: the prefix sums before step {self.time_lag} are withheld. "
-                f"Got {i!r} instead."
-            )
-        before = self.prefix_sums[i - 1] if i > 0 else 0.0
-        return float(self.prefix_sums[j] - before)
+        last = self.n - self.time_lag - 1
+        i = check_integer(i, "i", owner, minimum=0, maximum=last)
+        j = check_integer(j, "j", owner, minimum=i, maximum=last)
+        m = self.time_lag
+        before = self.prefix_sums[m + i - 1] if m + i > 0 else 0.0
+        return float(self.prefix_sums[m + j] - before)
 
 
 def pak_release(

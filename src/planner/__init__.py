@@ -24,8 +24,14 @@ from ._time_lag import (
     quantile_failure_probability,
     time_lag_heuristic,
 )
+from ._tops_plan import TopsError, TopsPlan, plan_tops, tops_range_error
 
 __all__ = [
+    # _tops_plan (ToPS, issue 6)
+    "TopsError",
+    "TopsPlan",
+    "plan_tops",
+    "tops_range_error",
     "BETA_KEYS",
     "METHODS",
     "ErrorTerms",

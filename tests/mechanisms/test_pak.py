@@ -85,15 +85,18 @@ def test_threshold_is_the_threshold_mechanism_on_the_prefix_with_eps1():
     assert rel.threshold == th.threshold == rel.threshold_release.threshold
 
 
-def test_range_sum_uses_released_prefix_sums_only():
+def test_range_sum_indexes_the_released_steps_after_the_time_lag():
+    # Released step i is absolute step m + i (as ToPS's range_sum): i = 0 is step 5000.
     x = _stream()
     rel = pak_release(x, **KW, seed=4)
-    assert rel.range_sum(5000, 5009) == pytest.approx(rel.prefix_sums[5009] - rel.prefix_sums[4999])
-    assert rel.range_sum(0, 7000) == rel.prefix_sums[7000]
-    with pytest.raises(ParameterError, match="withheld"):
-        rel.range_sum(10, 7000)
-    with pytest.raises(ParameterError):
-        rel.range_sum(0, 100)  # ends before the time lag
+    assert rel.range_sum(0, 9) == pytest.approx(rel.prefix_sums[5009] - rel.prefix_sums[4999])
+    assert rel.range_sum(10, 2000) == pytest.approx(rel.prefix_sums[7000] - rel.prefix_sums[5009])
+    assert rel.range_sum(0, 9) == pytest.approx(rel.tree.range_sum(0, 9))  # c(σ, m) cancels
+    assert rel.range_sum(0, 14999) == pytest.approx(rel.tree.prefix_sums[-1])
+    assert rel.range_sum(3, 3) == pytest.approx(rel.tree.range_sum(3, 3))
+    for bad in [(0, 15000), (-1, 5), (6, 5), (15000, 15000), (0.5, 3)]:
+        with pytest.raises(ParameterError):
+            rel.range_sum(*bad)
 
 
 def test_same_seed_same_release():

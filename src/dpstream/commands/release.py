@@ -1,4 +1,5 @@
-"""``dpstream release``: release a frame of load streams with OptStream or a w-event baseline."""
+"""``dpstream release``: release load streams with OptStream or a w-event baseline, or one stream
+with ToPS, ToPL, PAK or BT (writing a release that ``dpstream query`` answers range sums from)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from mechanisms import DomainError, DPStreamError, ParameterError
+from mechanisms import SMOOTHERS, DomainError, DPStreamError, ParameterError
 from mechanisms._validation import check_integer, check_positive
 
 __all__ = ["release"]
 
 _METHODS = ("optstream", "laplace", "dft", "pegasus")
+#: Single-stream methods: they write a values file + JSON sidecar (``dpstream query``).
+_STREAM_METHODS = ("tops", "topl", "pak", "bt")
 _TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 
 
@@ -101,9 +104,15 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
 
 
 @click.command(name="release")
-@click.argument("method", type=click.Choice(_METHODS, case_sensitive=False))
+@click.argument("method", type=click.Choice(_METHODS + _STREAM_METHODS, case_sensitive=False))
 @click.argument("input_path", metavar="INPUT", type=click.Path(dir_okay=False))
-@click.option("--epsilon", type=float, required=True, help="Privacy loss per window of w steps.")
+@click.option(
+    "--epsilon",
+    type=float,
+    required=True,
+    help="Privacy loss per window of w steps; for tops the perturber's ε_r, for topl each "
+    "report's ε, for pak/bt the whole release's ε.",
+)
 @click.option("--w", "w", type=int, default=48, show_default=True, help="Window (period) length.")
 @click.option(
     "--k", "k", type=int, default=10, show_default=True, help="Samples (OptStream) / DFT terms."
@@ -123,6 +132,22 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
 @click.option("--bound", type=float, help="Public bound on leaf values (needed with --alpha none).")
 @click.option("--theta", type=float, help="OptStream's L1-sampler threshold θ.")
 @click.option("--time-column", help="Name of INPUT's time column (default: 'time' or the first).")
+@click.option("--time-lag", type=int, help="tops/topl/pak: m, the values used for the threshold.")
+@click.option(
+    "--epsilon-threshold", type=float, help="tops: ε of the threshold (default --epsilon)."
+)
+@click.option(
+    "--delta", type=float, default=2.0**-20, show_default=True, help="pak: δ of the threshold."
+)
+@click.option("--fanout", type=int, default=16, show_default=True, help="tops: fan-out F.")
+@click.option(
+    "--smoother",
+    type=click.Choice(SMOOTHERS),
+    default="recent",
+    show_default=True,
+    help="tops: smoother of the per-step values.",
+)
+@click.option("--column", help="tops/topl/pak/bt: INPUT's value column (default: the only one).")
 @click.option("--seed", type=int, help="Seed for experiments. Seeded output is NOT private.")
 @click.option(
     "--out",
@@ -142,6 +167,12 @@ def release(
     bound: float | None,
     theta: float | None,
     time_column: str | None,
+    time_lag: int | None,
+    epsilon_threshold: float | None,
+    delta: float,
+    fanout: int,
+    smoother: str,
+    column: str | None,
     seed: int | None,
     out_path: str,
 ) -> None:
@@ -152,6 +183,12 @@ def release(
     OptStream Theorem 13); the output has one column per node. Negative values are not
     released (truncated to 0). A trailing partial period is released as a shorter period.
 
+    tops, topl, pak and bt release ONE stream (a single value column, or --column; values in
+    [0, --bound]) at event level (topl: local DP). tops, topl and pak read the first
+    --time-lag values for their threshold and release the later steps; bt releases all. The
+    output has columns 'value' and 'cumulative' plus a sidecar OUT.json; answer range sums with
+    'dpstream query OUT --range I J'.
+
     \b
     Examples:
       dpstream release laplace loads.csv --epsilon 1 --out laplace.csv
@@ -159,6 +196,10 @@ def release(
       dpstream release pegasus loads.csv --epsilon 1 --alpha 50 --out pegasus.csv
       dpstream release optstream loads.csv --epsilon 1 --hierarchy tree.json --out os.csv
       dpstream release laplace loads.csv --epsilon 1 --alpha none --bound 20000 --out l.csv
+      dpstream release tops power.csv --bound 36 --epsilon 0.05 --epsilon-threshold 0.1 \\
+          --time-lag 65536 --out tops.csv
+      dpstream release pak power.parquet --bound 36 --epsilon 1 --time-lag 65536 --out pak.csv
+      dpstream release bt power.csv --bound 36 --epsilon 1 --out bt.parquet
     """
     method = method.lower()
     out_suffix = Path(out_path).suffix.lower()
@@ -169,6 +210,26 @@ def release(
         )
     if not Path(input_path).is_file():
         raise ParameterError(f"The INPUT argument of dpstream release: no file {input_path!r}.")
+    if method in _STREAM_METHODS:
+        if hierarchy_path is not None:
+            raise ParameterError(
+                f"The '--hierarchy' option of dpstream release does not apply to {method} "
+                "(one stream). Drop it, or use optstream/laplace/dft/pegasus."
+            )
+        options = {
+            "epsilon": epsilon,
+            "bound": bound,
+            "time_lag": time_lag,
+            "epsilon_threshold": epsilon_threshold,
+            "delta": delta,
+            "fanout": fanout,
+            "smoother": smoother,
+            "seed": seed,
+        }
+        from ._stream import release_stream
+
+        release_stream(method, input_path, time_column, column, options, out_path)
+        return
     check_positive(epsilon, "epsilon", "dpstream release")
     check_integer(w, "w", "dpstream release")
     check_integer(k, "k", "dpstream release", maximum=w)

@@ -1,0 +1,185 @@
+"""``dpstream release tops|topl|pak|bt`` and ``dpstream query``: run the commands."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import mechanisms
+from dpstream.cli import cli, main
+from dpstream.commands.query import read_release, sidecar_path
+
+B = 20.0
+N, M = 3000, 1000
+
+
+@pytest.fixture
+def stream(tmp_path):
+    x = np.round(np.random.default_rng(0).exponential(2.0, N).clip(0, B), 3)
+    stamps = pd.date_range("2007-01-01", periods=N, freq="min", name="time")
+    path = tmp_path / "power.csv"
+    pd.DataFrame({"time": stamps, "kw": x}).to_csv(path, index=False)
+    return path, x
+
+
+def _run(args):
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def _query(path, ranges):
+    args = ["query", str(path)]
+    for i, j in ranges:
+        args += ["--range", str(i), str(j)]
+    out = _run([*args, "--json"]).output
+    return [a["sum"] for a in json.loads(out.splitlines()[-1])["answers"]]
+
+
+RANGES = [(0, N - M - 1), (0, 0), (17, 1500), (1999, 1999), (5, 1234)]
+
+
+def test_help_lists_the_stream_methods_with_examples():
+    out = _run(["release", "--help"]).output
+    assert "tops|topl|pak|bt" in out and "dpstream release tops" in out
+    out = _run(["query", "--help"]).output
+    assert "Examples:" in out and "dpstream query tops.csv --range 0 999" in out
+
+
+def test_tops_release_and_query_match_the_python_api(stream, tmp_path):
+    path, x = stream
+    out = tmp_path / "tops.csv"
+    args = ["release", "tops", str(path), "--bound", str(B), "--epsilon", "0.5"]
+    args += ["--epsilon-threshold", "0.2", "--time-lag", str(M), "--seed", "3", "--out", str(out)]
+    result = _run(args)
+    assert "NOT private" in result.output and "tops.csv.json" in result.output
+    frame, meta = read_release(out)
+    assert len(frame) == N - M and list(frame.columns) == ["value", "cumulative"]
+    assert frame.index[0] == "2007-01-01 16:40:00"  # input step m keeps its time stamp
+    rel = mechanisms.tops_release(
+        x, bound=B, epsilon_threshold=0.2, epsilon_perturb=0.5, time_lag=M, seed=3
+    )
+    assert np.allclose(frame["value"], rel.values, rtol=0, atol=1e-9)
+    assert meta["method"] == "tops" and meta["seeded"] is True and meta["time_lag"] == M
+    assert meta["threshold"] == rel.threshold and meta["epsilon"] == 0.5
+    assert meta["tops"]["leaf_size"] == rel.leaf_size and meta["tops"]["nodes_stored"] is False
+    got = _query(out, RANGES)
+    assert np.allclose(got, [rel.range_sum(i, j) for i, j in RANGES], rtol=1e-9, atol=1e-6)
+
+
+def test_pak_release_and_query_match_pak_range_sum(stream, tmp_path):
+    path, x = stream
+    out = tmp_path / "pak.parquet"
+    args = ["release", "pak", str(path), "--bound", str(B), "--epsilon", "1"]
+    _run([*args, "--time-lag", str(M), "--delta", "1e-6", "--seed", "4", "--out", str(out)])
+    rel = mechanisms.pak_release(x, bound=B, epsilon=1.0, delta=1e-6, time_lag=M, seed=4)
+    got = _query(out, RANGES)
+    assert np.allclose(got, [rel.range_sum(i, j) for i, j in RANGES], rtol=1e-9, atol=1e-6)
+    meta = json.loads(sidecar_path(out).read_text())
+    assert meta["delta"] == 1e-6 and meta["pak"]["prefix_sum_at_lag"] == rel.prefix_sums[M - 1]
+
+
+def test_bt_releases_every_step(stream, tmp_path):
+    path, x = stream
+    out = tmp_path / "bt.csv"
+    args = ["release", "bt", str(path), "--bound", str(B), "--epsilon", "1", "--seed", "5"]
+    _run([*args, "--out", str(out)])
+    rel = mechanisms.binary_tree_release(x, epsilon=1.0, bound=B, seed=5)
+    frame, meta = read_release(out)
+    assert len(frame) == N and meta["time_lag"] == 0
+    got = _query(out, [(0, N - 1), (10, 20)])
+    assert np.allclose(got, [rel.range_sum(0, N - 1), rel.range_sum(10, 20)], rtol=1e-9)
+
+
+def test_topl_release_and_query(stream, tmp_path):
+    path, x = stream
+    out = tmp_path / "topl.csv"
+    lag = 200  # ToPL's EM over the Square Wave reports grows with m: keep the test fast
+    args = ["release", "topl", str(path), "--bound", str(B), "--epsilon", "2"]
+    _run([*args, "--time-lag", str(lag), "--seed", "6", "--out", str(out)])
+    rel = mechanisms.topl_release(x, bound=B, epsilon=2.0, time_lag=lag, seed=6)
+    ranges = [*RANGES, (0, N - lag - 1)]
+    got = _query(out, ranges)
+    assert np.allclose(got, [rel.range_sum(i, j) for i, j in ranges], rtol=1e-9, atol=1e-6)
+    assert "local" in read_release(out)[1]["guarantee"]
+
+
+def test_single_column_parquet_without_time_column(tmp_path):
+    x = np.random.default_rng(1).uniform(0, 5, 600)
+    path = tmp_path / "s.parquet"
+    pd.DataFrame({"load": x}).to_parquet(path)
+    out = tmp_path / "o.csv"
+    code = main(
+        ["release", "tops", str(path), "--bound", "5", "--epsilon", "1", "--time-lag", "100"]
+        + ["--smoother", "median", "--fanout", "4", "--out", str(out)]
+    )
+    assert code == 0
+    frame, meta = read_release(out)
+    assert frame.index.name == "step" and frame.index[0] == 100 and meta["seeded"] is False
+    assert meta["tops"]["smoother"] == "median" and meta["tops"]["fanout"] == 4
+
+
+def test_query_prints_tab_separated_answers(stream, tmp_path):
+    path, _ = stream
+    out = tmp_path / "bt.csv"
+    _run(["release", "bt", str(path), "--bound", str(B), "--epsilon", "1", "--out", str(out)])
+    result = _run(["query", str(out), "--range", "0", "9", "--range", "3", "3"])
+    lines = result.output.strip().splitlines()
+    assert [line.split("\t")[:2] for line in lines] == [["0", "9"], ["3", "3"]]
+    frame, _ = read_release(out)
+    assert float(lines[1].split("\t")[2]) == pytest.approx(frame["value"].iloc[3])
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["tops", "--epsilon", "1", "--bound", str(B)], "--time-lag"),
+        (["tops", "--epsilon", "1", "--time-lag", "10"], "--bound"),
+        (["pak", "--epsilon", "1", "--bound", "1", "--time-lag", "1000"], "lie in [0, 1]"),
+        (["tops", "--epsilon", "0", "--bound", str(B), "--time-lag", "10"], "'epsilon'"),
+        (["tops", "--epsilon", "1", "--bound", str(B), "--time-lag", str(N)], "'time_lag'"),
+        (["bt", "--epsilon", "1", "--bound", str(B), "--column", "nope"], "--column"),
+        (["bt", "--epsilon", "1", "--bound", str(B), "--hierarchy", "t.json"], "--hierarchy"),
+    ],
+)
+def test_bad_stream_options_exit_2_with_one_line(stream, tmp_path, capsys, extra, message):
+    path, _ = stream
+    method, *rest = extra
+    out = tmp_path / "o.csv"
+    code = main(["release", method, str(path), *rest, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not out.exists() and not sidecar_path(out).exists()
+
+
+def test_two_value_columns_need_column(tmp_path, capsys):
+    path = tmp_path / "two.csv"
+    pd.DataFrame({"a": [1.0] * 10, "b": [2.0] * 10}).to_csv(path, index=False)
+    out = tmp_path / "o.csv"
+    assert (
+        main(["release", "bt", str(path), "--epsilon", "1", "--bound", "5", "--out", str(out)]) == 2
+    )
+    assert "--column" in capsys.readouterr().err
+    args = ["release", "bt", str(path), "--epsilon", "1", "--bound", "5", "--column", "b"]
+    assert main([*args, "--out", str(out)]) == 0
+    assert read_release(out)[1]["column"] == "b"
+
+
+def test_query_errors_exit_2(stream, tmp_path, capsys):
+    path, _ = stream
+    out = tmp_path / "bt.csv"
+    _run(["release", "bt", str(path), "--bound", str(B), "--epsilon", "1", "--out", str(out)])
+    assert main(["query", str(out), "--range", "0", str(N)]) == 2  # past the last step
+    assert main(["query", str(out), "--range", "5", "4"]) == 2
+    assert main(["query", str(tmp_path / "missing.csv"), "--range", "0", "1"]) == 2
+    sidecar_path(out).unlink()
+    assert main(["query", str(out), "--range", "0", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "'j' parameter" in err and "sidecar" in err
+    pd.DataFrame({"value": [1.0]}).to_csv(tmp_path / "plain.csv")
+    sidecar_path(tmp_path / "plain.csv").write_text('{"format": "other"}')
+    assert main(["query", str(tmp_path / "plain.csv"), "--range", "0", "0"]) == 2
