@@ -14,6 +14,7 @@ from pathlib import Path
 from dpstream._demo_config import DemoConfig, Progress
 from dpstream._demo_optstream import run_optstream_stage
 from dpstream._demo_pak import run_pak_stage
+from dpstream._demo_tops import run_tops_stage
 from dpstream._report import write_report
 
 __all__ = ["run_demo"]
@@ -52,6 +53,9 @@ def run_demo(config: DemoConfig, *, progress: bool = True) -> tuple[Path, dict]:
     sections.append(section)
     key.update(numbers)
     section, numbers, _releases, _truth = run_optstream_stage(config, steps)
+    sections.append(section)
+    key.update(numbers)
+    section, numbers = run_tops_stage(config, steps)
     sections.append(section)
     key.update(numbers)
     steps.finish()
