@@ -13,7 +13,9 @@ and returns a frame aligned to the input with one column per node (``Hierarchy.n
 indistinguishability ([FV19] Def. 3), Δ = α per value; α = 1 is w-event privacy for counts
 ([FV19] §5.1). ``alpha=None`` is plain w-event privacy on values in a declared public range
 [0, bound] (Δ = bound; ``bound`` is then required). ``bound``, when given, is also checked
-against the data (leaf values above it are a :class:`~mechanisms.DomainError`).
+against the data (leaf values above it are a :class:`~mechanisms.DomainError`). Neighbours
+are those of :mod:`dpstream._frames`: within one window of w steps, at each step one leaf
+(possibly a different one at each step) moves by at most Δ, and its ancestors with it.
 
 Lengths not divisible by ``w``: the last, partial period is released with the same
 mechanism and the same noise calibration as a full period (see :mod:`dpstream._frames`).
@@ -52,28 +54,46 @@ def _magnitude(prepared: StreamFrame, bound: float | None) -> float:
     return 0.0 if bound is None else float(bound) * len(prepared.leaves)
 
 
+Mechanism = WEventLaplace | WEventDFT | WEventPegasus
+
+
+def level_nodes(prepared: StreamFrame) -> list[np.ndarray]:
+    """Node indices of each level (one flat level of every column without a hierarchy)."""
+    tree = prepared.hierarchy
+    if tree is None:
+        return [np.arange(prepared.n_nodes)]
+    return [np.array([tree.index(n) for n in level]) for level in tree.levels]
+
+
 def _run(
     prepared: StreamFrame,
-    mechanism: WEventLaplace | WEventDFT | WEventPegasus,
+    mechanisms: Mechanism | list[Mechanism],
     *,
     w: int,
     seed: object,
     progress: Progress | None,
 ) -> pd.DataFrame | pd.Series:
-    """Release every node's periods with ``mechanism`` (the per-level budget is in it)."""
+    """Release every node's periods; ``mechanisms``: one for every level, or one per level
+    (in :func:`level_nodes` order). The per-level budget ε/h is in each mechanism."""
     bits = bit_source(seed)
     periods = to_periods(prepared.values, w)
+    levels = level_nodes(prepared)
+    if not isinstance(mechanisms, list):
+        mechanisms = [mechanisms] * len(levels)
     full = np.empty_like(periods.full)
+    tail = np.array(periods.tail)
     for lo in range(0, periods.full.shape[0], BATCH):
         hi = min(lo + BATCH, periods.full.shape[0])
-        full[lo:hi] = mechanism.release(periods.full[lo:hi], bits)
+        for nodes, mech in zip(levels, mechanisms, strict=True):
+            full[lo:hi, nodes] = mech.release(periods.full[lo:hi, nodes], bits)
         if progress is not None:
             progress(hi - lo)
-    tail = periods.tail
     if tail.shape[1]:
-        tail = mechanism.release(tail, bits)
+        for nodes, mech in zip(levels, mechanisms, strict=True):
+            tail[nodes] = mech.release(periods.tail[nodes], bits)
         if progress is not None:
             progress(1)
+    mechanism = mechanisms[-1]
     out = from_periods(full, tail)
     np.maximum(out, 0.0, out=out)  # [FV19] §6: negative values are truncated to zero
     result = prepared.to_frame(out)
@@ -156,8 +176,9 @@ def release_laplace(
     Each value gets Lap(w·Δ/(ε/h)), Δ = α (or bound), h = levels of the hierarchy.
 
     *Privacy*: ε per window of w steps under (w, α)-indistinguishability (or w-event privacy
-    on [0, bound]): :class:`mechanisms.WEventLaplace` per node at ε/h, one
-    node per level changes ([FV19] Theorem 13); truncation at 0 is post-processing.
+    on [0, bound]): :class:`mechanisms.WEventLaplace` per node at ε/h; per step one node of
+    each level changes, so a level's changes total at most w·Δ and its loss is ε/h; the h
+    levels compose ([FV19] Theorem 13); truncation at 0 is post-processing.
 
     Examples
     --------
@@ -200,8 +221,10 @@ def release_dft(
     Notes
     -----
     Per period: orthonormal real DFT, the k lowest frequencies perturbed with Laplace of
-    scale √(2kw)·Δ/(ε/h), zero-padded, inverted; then truncated at 0. The √2 over [FV19] §6
-    covers windows straddling two periods (see :class:`~mechanisms.WEventDFT`).
+    scale √(k·w·min(2n, w))·Δ/(ε/h) for a level of n nodes (√(2kw)·Δ/(ε/h) for one node),
+    zero-padded, inverted; then truncated at 0. Over [FV19] §6's √k·Δ₂/ε the factor √2 covers
+    windows straddling two periods and √n changes spread over the n nodes of a level, one
+    node per step (see :class:`~mechanisms.WEventDFT` and the neighbour relation above).
 
     *Privacy*: ε per window of w steps (unit as in :func:`release_laplace`), ε/h per level
     ([FV19] Theorem 13).
@@ -212,10 +235,19 @@ def release_dft(
     prepared, eps, w, dlt, unit = _common(
         frame, owner=owner, epsilon=epsilon, w=w, hierarchy=hierarchy, alpha=alpha, bound=bound
     )
-    mech = WEventDFT(
-        epsilon=eps, w=w, k=k, delta=dlt, alpha_unit=unit, magnitude=_magnitude(prepared, bound)
-    )
-    return _run(prepared, mech, w=w, seed=seed, progress=progress)
+    mechs = [
+        WEventDFT(
+            epsilon=eps,
+            w=w,
+            k=k,
+            delta=dlt,
+            alpha_unit=unit,
+            magnitude=_magnitude(prepared, bound),
+            streams=len(nodes),
+        )
+        for nodes in level_nodes(prepared)
+    ]
+    return _run(prepared, mechs, w=w, seed=seed, progress=progress)
 
 
 def release_pegasus(

@@ -33,12 +33,20 @@ periods are disjoint and every mechanism's loss bound holds for any change suppo
 period of length ``r <= w``, including a window straddling the boundary between the last full
 period and the tail (see each mechanism's *Privacy* note).
 
-Neighbours across columns
--------------------------
-Columns are disjoint populations (regions, feeders): a neighbouring frame changes *one* leaf
-stream within ``w`` consecutive steps, and therefore one node per level of the hierarchy
-([FV19] §5.2, Theorem 13: ε/h per level). Without a hierarchy every column is a leaf of a flat
-level and gets the whole ε (parallel composition).
+Neighbours across columns (the one neighbour relation of every pipeline)
+------------------------------------------------------------------------
+Columns are disjoint populations (regions, feeders). Two frames are neighbours ([FV19] Def. 3,
+§5.1; Def. 2 with Δ = B) when they differ only within one window of ``w`` consecutive steps
+and, at each step of it, in *one individual's* value, by at most Δ (α, or the bound B). The
+individual -- hence the leaf column that moves -- **may differ from step to step**: at each
+step one leaf moves by at most Δ, and its ancestors with it, so each level of a hierarchy
+moves by at most Δ per step in total, at most w·Δ over the window, spread over any of its
+nodes. Every mechanism is calibrated to that: OptStream shares one sample set per level
+(``mechanisms._optstream``), Laplace and PeGaSus have losses linear in the changes, and DFT
+carries the factor of changes spread over the n nodes of a level
+(``mechanisms.WEventDFT(streams=n)``). Levels compose sequentially, ε/h each ([FV19]
+Theorem 13). Without a hierarchy every column is a leaf of one flat level that gets the whole ε
+(the same per-level argument, not parallel composition).
 """
 
 from __future__ import annotations
@@ -409,14 +417,15 @@ def value_neighbours(
     """Resolve ``alpha`` / ``bound`` into the per-value change Δ that calibrates every noise.
 
     * ``alpha`` a float > 0 (default of the pipelines, 1.0): (w, α)-indistinguishability
-      ([FV19] Def. 3, §5.1): within ``w`` consecutive steps one leaf's values each move by at
-      most α, so Δ = α (α = 1 is w-event privacy for counts, as [FV19] §5.1 notes).
+      ([FV19] Def. 3, §5.1): within ``w`` consecutive steps, at each step one leaf's value
+      (possibly a different leaf at each step) moves by at most α, so Δ = α (α = 1 is w-event
+      privacy for counts, as [FV19] §5.1 notes).
     * ``alpha=None`` (or ``inf``): plain w-event privacy ([FV19] Def. 2) on values in the
-      declared public range [0, bound]: one leaf's values within ``w`` steps may be replaced
-      by anything in range, so Δ = bound, and ``bound`` is required.
+      declared public range [0, bound]: within ``w`` steps, at each step one leaf's value may
+      be replaced by anything in range, so Δ = bound, and ``bound`` is required.
 
-    In a hierarchy one leaf changes, so each ancestor moves by the same Δ per step (one node
-    per level, [FV19] Theorem 13).
+    The moving leaf's ancestors move with it: each level moves by at most Δ per step in
+    total (module Notes, [FV19] Theorem 13).
     """
     w = check_integer(w, "w", owner)
     plain = alpha is None or (isinstance(alpha, float) and alpha == math.inf)

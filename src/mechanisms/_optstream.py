@@ -10,8 +10,9 @@ line 2, post-processing: no budget). numpy only; features are plain partitions h
 
 Sensitivities, checked against the neighbour relation
 -----------------------------------------------------
-Unit: (w, α)-indistinguishability ([FV19] Def. 3): within w consecutive steps, at each step the
-leaf values change by at most α in total (one individual's report moves by <= α; the individual
+Unit: (w, α)-indistinguishability ([FV19] Def. 3), the one neighbour relation of every
+pipeline (``dpstream._frames``): within w consecutive steps, at each step the leaf values change
+by at most α in total (one individual's report moves by <= α; the individual, hence the leaf,
 may differ from step to step). A level's nodes partition the leaves, so per step a level moves by
 at most α in total. Plain w-event privacy on values in a public range [0, B] is α = B.
 
@@ -212,7 +213,8 @@ class OptStreamEstimates:
     """``c̃`` (B, N, P): the reconstructed ``x̃`` (the singletons) then every feature's parts."""
     variances: np.ndarray
     """(B, N, P) noise variances: interpolated perturbation noise for ``x̃`` (excluding the
-    interpolation bias), the Laplace variance for the parts."""
+    interpolation bias: ``postproc.bias_aware_variances`` adds an estimate), the Laplace
+    variance for the parts."""
     samples: np.ndarray
     """(B, h, r) boolean sample sets, one per period and level."""
     split: OptStreamSplit

@@ -18,6 +18,8 @@ from ._noise import LaplaceNoise, lattice_granularity, snap_to_lattice
 from ._random import BitSource
 
 __all__ = [
+    "interpolation_matrix",
+    "interpolation_weights",
     "l1_score",
     "l1_sensitivity",
     "null_rate_threshold",
@@ -197,6 +199,40 @@ def sample_l1(
     return mask
 
 
+def interpolation_matrix(mask: np.ndarray) -> np.ndarray:
+    """Linear-interpolation operator of each period's sample set ([FV19] §3.3, ξ^S).
+
+    Parameters
+    ----------
+    mask
+        Sample sets ``(B, r)``; step 0 must be sampled in every period.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(B, r, r)`` with ``x̃ = M @ y``: row ``t`` holds the weights of the sampled steps
+        (columns of unsampled steps are 0) in the interpolated value at step ``t``; steps after
+        the last sample hold it (weight 1 on the last sample).
+    """
+    m = np.asarray(mask, dtype=bool)
+    b, r = m.shape
+    steps = np.arange(r)
+    left = np.maximum.accumulate(np.where(m, steps, -1), axis=1)  # last sample <= t
+    right = np.minimum.accumulate(np.where(m, steps, r)[:, ::-1], axis=1)[:, ::-1]  # first >= t
+    if (left < 0).any():
+        raise ValueError("every sample set must contain step 0")
+    hold = right >= r  # after the last sample: constant extension
+    right = np.where(hold, left, right)
+    span = np.maximum(right - left, 1)
+    lam = np.where(hold, 0.0, (steps[None, :] - left) / span)
+    out = np.zeros((b, r, r))
+    rows = np.broadcast_to(steps, (b, r))
+    bi = np.broadcast_to(np.arange(b)[:, None], (b, r))
+    np.add.at(out, (bi, rows, left), 1.0 - lam)
+    np.add.at(out, (bi, rows, right), lam)
+    return out
+
+
 def reconstruct(mask: np.ndarray, noisy: np.ndarray) -> np.ndarray:
     """Linear interpolation through the noisy samples ([FV19] §3.3, ξ^S).
 
@@ -212,24 +248,15 @@ def reconstruct(mask: np.ndarray, noisy: np.ndarray) -> np.ndarray:
     numpy.ndarray
         ``(B, n, r)``; values after the last sample hold it (constant extension).
     """
-    b, r = mask.shape
-    steps = np.arange(r, dtype=np.float64)
-    out = np.empty((b, noisy.shape[1], r))
-    for p in range(b):
-        where = np.flatnonzero(mask[p]).astype(np.float64)
-        for a in range(noisy.shape[1]):
-            out[p, a] = np.interp(steps, where, noisy[p, a])
-    return out
+    m = np.asarray(mask, dtype=bool)
+    b, r = m.shape
+    full = np.zeros((b, noisy.shape[1], r))
+    full.transpose(0, 2, 1)[m] = (
+        np.asarray(noisy, dtype=np.float64).transpose(0, 2, 1).reshape(-1, noisy.shape[1])
+    )
+    return np.einsum("btj,bnj->bnt", interpolation_matrix(m), full)
 
 
 def interpolation_weights(mask: np.ndarray) -> np.ndarray:
     """Sum of squared interpolation weights per step ``(B, r)``: Var(x̃_t) / Var(noise)."""
-    b, r = mask.shape
-    steps = np.arange(r, dtype=np.float64)
-    out = np.empty((b, r))
-    for p in range(b):
-        where = np.flatnonzero(mask[p])
-        eye = np.eye(where.size)
-        weights = np.stack([np.interp(steps, where.astype(np.float64), e) for e in eye])
-        out[p] = (weights**2).sum(axis=0)
-    return out
+    return (interpolation_matrix(mask) ** 2).sum(axis=2)

@@ -7,17 +7,27 @@ stream); the noise is always calibrated to the window ``w``. Values are in the s
 α under (w, α)-indistinguishability ([FV19] §5.1), the public bound B under plain w-event
 privacy on values in [0, B] ([FV19] Def. 2).
 
-Windows straddling two periods
-------------------------------
-A w-event neighbour may change steps ``t .. t + w - 1`` that straddle the boundary of two
-released periods ([FV19] Def. 2 allows any window, not only aligned ones). Every loss bound
-below is therefore checked for a change split into a piece of ``m`` steps in one period and
-``w - m`` in the next:
+The neighbour relation (one definition for the whole package)
+-------------------------------------------------------------
+[FV19] Def. 3 ((w, α)-indistinguishability; Def. 2 with Δ = B for plain w-event privacy): two
+stream prefixes are neighbours if they differ only within one window of ``w`` consecutive steps
+and, at each step of it, in *one individual's* report, by at most Δ. The individual may differ
+from step to step. A baseline applied to the ``n`` streams of one level of a hierarchy (or to
+``n`` independent columns) therefore sees, at each step, a change of at most Δ in *one* of
+the streams, possibly a different one at each step.
 
-* Laplace and PeGaSus have losses *linear* in the number of changed values, so the two pieces
-  add up to at most the loss of one period: straddling is free.
-* DFT's bound goes through the L2 norm, and ``sqrt(m) + sqrt(w - m) <= sqrt(2 w)``: its noise
-  carries a factor √2 that [FV19] §6 (noise ``√k Δ₂/ε`` per coefficient) omits.
+Windows straddling two periods, changes spread over streams
+-----------------------------------------------------------
+A neighbour's window ``t .. t + w - 1`` may straddle the boundary of two released periods
+([FV19] Def. 2 allows any window, not only aligned ones), and its changes may fall in several
+streams of a level. Every loss bound below is checked for a change split into *pieces*, one per
+(stream, period) it touches, of ``m_1 + m_2 + ... <= w`` steps:
+
+* Laplace and PeGaSus have losses *linear* in the changed values, so the pieces add up to at
+  most the loss of one stream's period: straddling and spreading are free.
+* DFT's bound goes through the L2 norm of each piece, and ``Σ_i sqrt(m_i) <= sqrt(P w)`` for
+  ``P`` pieces: ``P <= 2`` for one stream (a factor √2 that [FV19] §6's ``√k Δ₂/ε`` omits),
+  ``P <= min(2 n, w)`` for a level of ``n`` streams (:class:`WEventDFT` ``streams=n``).
 
 References
 ----------
@@ -85,7 +95,8 @@ class WEventLaplace:
     most Δ (Δ = α, or the bound B).
 
     *Privacy*: ε-w-event private (or (w, α)-indistinguishable when ``alpha_unit``): a
-    neighbour changes at most w values by at most Δ each, wherever the window falls, and the
+    neighbour changes at most w values by at most Δ each, wherever the window falls and in
+    whichever of the streams it is applied to (one stream per step, module Notes), and the
     loss of independent Laplace noise is ‖Δx‖₁/scale ≤ w·Δ/(w·Δ/ε) = ε ([FV19] §2.3).
     """
 
@@ -159,15 +170,20 @@ class WEventDFT:
     Notes
     -----
     Sensitivity. By Parseval, |ΔF0|² + 2 Σ_{0<j<L/2} |ΔF_j|² (+ |ΔF_{L/2}|²) ≤ ‖Δx‖₂², and
-    |Re| + |Im| ≤ √2 |·|, so by Cauchy–Schwarz the L1 change of the released coordinates is at
-    most √k'·‖Δx‖₂. Within one period ‖Δx‖₂ ≤ √w·Δ; a window straddling two periods splits into
-    pieces of m and w − m steps and the two losses add: √k·Δ·(√m + √(w − m)) ≤ √k·Δ·√(2w).
-    The noise scale is therefore b = √(2kw)·Δ/ε (plus the lattice rounding of 2(2k − 1)
-    coordinates). [FV19] §6 states √k·Δ₂/ε, which covers aligned windows only.
+    |Re| + |Im| ≤ √2 |·|, so by Cauchy–Schwarz the L1 change of the released coordinates of one
+    period of one stream is at most √k'·‖Δx‖₂. A neighbour's change splits into pieces, one per
+    (stream, period) it touches, of m_i steps with Σ m_i ≤ w (one stream changes per step, see
+    the module Notes), and the losses of the pieces add: √k'·Δ·Σ √m_i ≤ √k'·Δ·√(P·w) for P
+    pieces. One stream: P ≤ 2 (aligned or straddling window); a level of ``streams`` = n
+    streams: P ≤ min(2n, w). The noise scale is therefore b = √(k'·w·min(2n, w))·Δ/ε, i.e.
+    √(2k'w)·Δ/ε for one stream (plus the lattice rounding of 2(2k' − 1) coordinates per piece).
+    [FV19] §6 states √k·Δ₂/ε, which covers one stream and aligned windows only.
 
     *Privacy*: ε-w-event private (or (w, α)-indistinguishable) for any window of w steps,
-    aligned or straddling two periods, by the Laplace mechanism on the coefficient vector; the
-    inverse DFT is post-processing.
+    aligned or straddling two periods, with the changes in any of the ``streams`` streams the
+    mechanism is applied to, by the Laplace mechanism on the coefficient vectors; the inverse
+    DFT is post-processing. ``tests/privacy/test_wevent_baselines_audit.py`` shows the
+    one-stream calibration failing when the change is spread over 8 streams.
     """
 
     epsilon: float
@@ -182,8 +198,11 @@ class WEventDFT:
     """True: (w, α)-indistinguishability with α = delta; False: w-event on [0, B]."""
     magnitude: float = 0.0
     """Public bound on |value| of a step (keeps the lattice exact); 0 when none is known."""
+    streams: int = 1
+    """Number n of streams (one level's nodes) released with this mechanism whose changes may
+    be spread over them, one stream per step ([FV19] Def. 3); 1 for a single stream."""
     noise: LaplaceNoise = field(init=False)
-    """Noise of each real coefficient coordinate (scale √(2kw)·(Δ + O(γ))/ε)."""
+    """Noise of each real coefficient coordinate (scale √(k'w·min(2n, w))·(Δ + O(γ))/ε)."""
 
     def __post_init__(self) -> None:
         owner = "WEventDFT"
@@ -192,17 +211,23 @@ class WEventDFT:
         k = check_integer(self.k, "k", owner, maximum=w)
         dlt = check_positive(self.delta, "delta", owner)
         mag = check_positive(self.magnitude, "magnitude", owner, allow_zero=True)
+        n = check_integer(self.streams, "streams", owner)
         kk = dft_coefficient_count(k, w)
-        sens = math.sqrt(2.0 * kk * w) * dlt  # straddling window: √k·Δ·(√m + √(w − m))
-        object.__setattr__(self, "noise", _laplace(sens, eps, 2 * (2 * kk - 1), mag * math.sqrt(w)))
+        pieces = min(2 * n, w)  # (stream, period) pieces of one neighbour's change
+        sens = math.sqrt(kk * w * pieces) * dlt  # √k'·Δ·Σ √m_i <= √k'·Δ·√(P w)
+        coords = pieces * (2 * kk - 1)
+        object.__setattr__(self, "noise", _laplace(sens, eps, coords, mag * math.sqrt(w)))
 
     @property
     def guarantee(self) -> PrivacyGuarantee:
-        """ε per window of w steps (Laplace on k coefficients, L1 sensitivity √(2kw)·Δ)."""
+        """ε per window of w steps (Laplace on k coefficients, L1 sensitivity √(k'wP)·Δ)."""
         return PrivacyGuarantee(
             unit=_unit(self.w, self.delta, self.alpha_unit),
             budget=Budget(epsilon=self.epsilon),
-            proof="[FV19] §6 DFT with sensitivity √(2kw)·Δ (Parseval; straddling windows)",
+            proof=(
+                "[FV19] §6 DFT with sensitivity √(k'·w·P)·Δ, P = min(2n, w) pieces (Parseval; "
+                "straddling windows, changes spread over n streams)"
+            ),
         )
 
     def release(self, periods: np.ndarray, bits: BitSource) -> np.ndarray:
@@ -231,19 +256,29 @@ class WEventPegasus:
     Notes
     -----
     [FV19] §7 divides the budget equally over the w steps of a period: each step gets the
-    event-level PeGaSus with ε/w. Here: ε_p = ``perturb_share``·ε, ε_g = ε − ε_p (0.8/0.2 as in
-    [PGS17] §6); one changed value moves ``dev`` by < 2Δ, so a w-event change moves the
-    deviations of all groups together by at most D = 2wΔ. Each group is one AboveThreshold run
-    with threshold noise Lap(2D/ε_g) and query noise Lap(4D/ε_g) ([PGS17] Alg. 2 with
-    Δ_dev = 2 at ε_g/w per step). The default threshold is θ = 5·w·Δ/ε_g, [PGS17]'s θ = 5/ε_g
-    for unit counts at the per-step budget ε_g/w (our transcription; pass ``threshold``
-    otherwise).
+    event-level PeGaSus with ε/w. Here: ε_p = ``perturb_share``·ε, ε_g = ε − ε_p; one changed
+    value moves ``dev`` by < 2Δ, so a w-event change moves the deviations of all groups
+    together by at most D = 2wΔ. Each group is one AboveThreshold run with threshold noise
+    Lap(2D/ε_g) and query noise Lap(4D/ε_g) ([PGS17] Alg. 2 with Δ_dev = 2 at ε_g/w per
+    step). The default threshold θ = 5·w·Δ/ε_g is [PGS17]'s θ = 5/ε_g for unit counts at the
+    per-step budget ε_g/w.
+
+    *Defaults, checked as far as possible*: [FV19] §7 only says it uses "the values of the
+    meta-parameters indicated in the original paper". The split 0.8/0.2 and θ = 5/ε_g are
+    [PGS17] §6's settings as we remember them; the PeGaSus paper is not among the shared
+    papers and the stored public copies we could search hold its abstract only, so they are
+    unverified. Measured sensitivity (``docs/results/optstream_accuracy.md``, January, α/ε =
+    50, regional hierarchy): over shares {0.5, 0.8, 0.9} x θ x {1/5, 1, 5}, the defaults'
+    error is within 36% of the best cell on the regions and 9% on the national node, and no
+    cell changes PeGaSus's rank against OptStream or Laplace.
 
     *Privacy*: ε-w-event private (or (w, α)-indistinguishable): the perturber's loss is
     ‖Δx‖₁/(wΔ/ε_p) ≤ ε_p; each value lies in exactly one group, and an AboveThreshold run
     whose queries move by D_j loses at most ε_g·D_j/D, so all groups together lose at most
-    ε_g, for aligned and straddling windows alike (both losses are linear in the changes);
-    smoothing is post-processing. Lattice rounding is added to every sensitivity.
+    ε_g, for aligned and straddling windows alike and for changes spread over several streams
+    of a level (both losses are linear in the changes, which total at most w·Δ over all
+    streams, module Notes); smoothing is post-processing. Lattice rounding is added to every
+    sensitivity.
     """
 
     epsilon: float

@@ -18,6 +18,7 @@ from ._fast import MAX_DENSE_SIZE
 from ._features import FeatureSet
 from ._hierarchy import Hierarchy
 from ._project import ConsistentRelease, project_consistent
+from ._weights import bias_aware_variances, interpolation_bias_variance
 
 __all__ = [
     "MAX_DENSE_SIZE",
@@ -25,5 +26,7 @@ __all__ = [
     "ConsistentRelease",
     "FeatureSet",
     "Hierarchy",
+    "bias_aware_variances",
+    "interpolation_bias_variance",
     "project_consistent",
 ]

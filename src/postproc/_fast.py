@@ -10,7 +10,8 @@ Kronecker product ``M = M_H ⊗ M_T`` with ``M_H = A_H^T D_u A_H`` (L x L) and
 ``K = M^{-1}`` is the 1-D tree BLUE of [HRMS10] (with weights) applied along the time-feature
 tree and then along the hierarchy; it costs two small matrix products per period, batched over
 periods. *Other weights*: ``M`` is factored densely (Cholesky of an Lw x Lw matrix, once per
-distinct weight matrix), refused above :data:`MAX_DENSE_SIZE` unknowns.
+distinct weight matrix; columns of its inverse solved only where the bounds need them),
+refused above :data:`MAX_DENSE_SIZE` unknowns.
 
 *Non-negativity* (O3): block principal pivoting (Júdice & Pires 1994; Kim & Park 2011) on the
 set ``Z`` of leaf-steps held at 0. For a given ``Z`` the equality-constrained optimum is, by a
@@ -37,6 +38,7 @@ __all__ = ["MAX_DENSE_SIZE", "solve_fast"]
 #: densely; beyond it use separable weights or ``method="cvxpy"``.
 MAX_DENSE_SIZE = 4096
 _REL_TOL = 1e-11  # relative tolerance of the pivoting's sign decisions
+_EXPLICIT_PERIODS = 4  # dense weights shared by more periods: form K = M^{-1} once
 
 
 def _inverse_spd(m: np.ndarray) -> np.ndarray:
@@ -77,25 +79,44 @@ class _KronFactor:
 
 
 class _DenseFactor:
-    """``K = M^{-1}`` formed densely for weights that are not separable."""
+    """``K = M^{-1}`` for weights that are not separable, through a Cholesky factor of ``M``.
 
-    def __init__(self, a_h: np.ndarray, a_t: np.ndarray, weights: np.ndarray) -> None:
+    Shared by many periods (``explicit``), ``K`` is formed once. For a weight matrix of one or
+    a few periods it is not: the unconstrained optimum is one solve, and the pivoting asks for
+    the columns ``K[:, Z]`` of the (usually few) bound indices only, solved on demand.
+    """
+
+    def __init__(
+        self, a_h: np.ndarray, a_t: np.ndarray, weights: np.ndarray, explicit: bool = False
+    ) -> None:
         a = np.kron(a_h, a_t)  # (N P, L w)
-        wa = weights.reshape(-1)[:, None] * a
-        m = a.T @ wa
-        self.k = _inverse_spd(m)
-        self.g = self.k @ wa.T  # (L w, N P)
+        self.wa = weights.reshape(-1)[:, None] * a
+        self.factor = linalg.cho_factor(a.T @ self.wa, lower=True)
         self.shape = (a_h.shape[1], a_t.shape[1])
+        self._cached: tuple[bytes, np.ndarray] | None = None
+        self.k = None
+        if explicit:
+            inv = linalg.cho_solve(self.factor, np.eye(self.wa.shape[1]))
+            self.k = (inv + inv.T) / 2.0
 
     def unconstrained(self, c: np.ndarray) -> np.ndarray:
-        flat = c.reshape(c.shape[0], -1) @ self.g.T
+        rhs = self.wa.T @ c.reshape(c.shape[0], -1).T  # (L w, b)
+        flat = linalg.cho_solve(self.factor, rhs).T
         return flat.reshape((c.shape[0], *self.shape))
 
     def columns(self, idx: np.ndarray) -> np.ndarray:
-        return self.k[:, idx]
+        if self.k is not None:
+            return self.k[:, idx]
+        key = idx.tobytes()
+        if self._cached is None or self._cached[0] != key:
+            eye = np.zeros((self.wa.shape[1], idx.size))
+            eye[idx, np.arange(idx.size)] = 1.0
+            self._cached = (key, linalg.cho_solve(self.factor, eye))
+        return self._cached[1]
 
     def block(self, idx: np.ndarray) -> np.ndarray:
-        return self.k[np.ix_(idx, idx)]
+        cols = self.columns(idx)[idx]
+        return (cols + cols.T) / 2.0
 
 
 def _pivot(
@@ -166,7 +187,9 @@ def solve_fast(problem: Problem, *, max_iter: int = 1000) -> dict[str, object]:
                     f"leaf-step unknowns, more than the {MAX_DENSE_SIZE} the fast path factors "
                     "densely. Use separable weights or method='cvxpy'."
                 )
-            factor: _KronFactor | _DenseFactor = _DenseFactor(problem.a_h, problem.a_t, weights)
+            factor: _KronFactor | _DenseFactor = _DenseFactor(
+                problem.a_h, problem.a_t, weights, explicit=len(periods) > _EXPLICIT_PERIODS
+            )
         else:
             factor = _KronFactor(problem.a_h, problem.a_t, *uv)
         x0 = factor.unconstrained(problem.estimates[periods])  # [HRMS10] closed form

@@ -19,6 +19,8 @@ from mechanisms import (
     perturb_noise,
 )
 from mechanisms._sampling import (
+    interpolation_matrix,
+    interpolation_weights,
     l1_score,
     l1_sensitivity,
     null_rate_threshold,
@@ -117,11 +119,31 @@ def test_null_rate_threshold_gives_the_equally_spaced_rate():
     assert null_rate_threshold(w=20, k=10, epsilon=1.0, alpha=1.0) == 0.0
 
 
+@settings(max_examples=40, deadline=None)
+@given(r=st.integers(1, 30), k=st.integers(1, 30), seed=st.integers(0, 2**16))
+def test_interpolation_matrix_is_numpy_interp(r, k, seed):
+    """Row t of M interpolates linearly between the samples around t, holds after the last."""
+    rng = np.random.default_rng(seed)
+    k = min(k, r)
+    mask = np.zeros((3, r), dtype=bool)
+    for p in range(3):
+        mask[p, np.r_[0, rng.choice(np.arange(1, r), size=k - 1, replace=False)]] = True
+    y = rng.normal(size=(3, 2, k))
+    steps = np.arange(r, dtype=float)
+    ref = np.array(
+        [[np.interp(steps, np.flatnonzero(mask[p]), y[p, a]) for a in range(2)] for p in range(3)]
+    )
+    assert np.allclose(reconstruct(mask, y), ref, rtol=0, atol=1e-12)
+    m = interpolation_matrix(mask)
+    assert np.allclose(m.sum(axis=2), 1.0) and (m >= 0).all()
+    assert np.allclose(interpolation_weights(mask), (m**2).sum(axis=2))
+
+
 def test_reconstruct_interpolates_and_holds_after_last_sample():
     mask = np.zeros((1, 8), dtype=bool)
     mask[0, [0, 2, 5]] = True
     out = reconstruct(mask, np.array([[[0.0, 4.0, 1.0]]]))
-    assert out[0, 0].tolist() == [0.0, 2.0, 4.0, 3.0, 2.0, 1.0, 1.0, 1.0]
+    assert np.allclose(out[0, 0], [0.0, 2.0, 4.0, 3.0, 2.0, 1.0, 1.0, 1.0], rtol=0, atol=1e-12)
 
 
 def test_sensitivities_scale_with_alpha():

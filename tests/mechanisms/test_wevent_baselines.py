@@ -63,6 +63,7 @@ def test_release_keeps_shape_and_accepts_a_short_tail():
         (WEventLaplace, {"epsilon": 1.0, "w": 4, "delta": -1.0}, "delta"),
         (WEventDFT, {"epsilon": 1.0, "w": 4, "k": 5, "delta": 1.0}, "k"),
         (WEventDFT, {"epsilon": 1.0, "w": 4, "k": 0, "delta": 1.0}, "k"),
+        (WEventDFT, {"epsilon": 1.0, "w": 4, "k": 2, "delta": 1.0, "streams": 0}, "streams"),
         (WEventPegasus, {"epsilon": 1.0, "w": 4, "delta": 1.0, "perturb_share": 1.0}, "perturb"),
         (WEventPegasus, {"epsilon": 1.0, "w": 4, "delta": 1.0, "smoother": "max"}, "smoother"),
         (WEventPegasus, {"epsilon": 1.0, "w": 4, "delta": 1.0, "threshold": -2.0}, "threshold"),
@@ -74,6 +75,14 @@ def test_parameters_are_validated(cls, kwargs, name):
 
 
 # -- DFT -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("streams", "pieces"), [(1, 2), (2, 4), (4, 8), (30, 48)])
+def test_dft_noise_scale_covers_changes_spread_over_streams(streams, pieces):
+    """√(k·w·P)·Δ/ε with P = min(2n, w) (stream, period) pieces ([FV19] Def. 3)."""
+    m = WEventDFT(epsilon=0.5, w=48, k=10, delta=3.0, streams=streams)
+    assert m.noise.scale == pytest.approx(math.sqrt(10 * 48 * pieces) * 3.0 / 0.5, rel=1e-4)
+    assert "n streams" in m.guarantee.proof
 
 
 def test_dft_noise_scale_covers_straddling_windows():
