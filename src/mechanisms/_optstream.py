@@ -156,6 +156,13 @@ def optstream_split(
         )
     if not has_features:
         o = 0.0
+    elif o == 0:
+        raise ParameterError(
+            f"The 'shares' parameter of {owner} must give the feature queries a positive share "
+            f"when the feature set has queries beyond the singletons. Got {list(shares)!r} "
+            "instead. To skip feature queries, pass features with only the singletons "
+            "(postproc.FeatureSet.from_breaks(w, []))."
+        )
     mult = 2.0 if (sampling == "l1" and windows == "any") else 1.0
     unit = (eps / h) / (mult * (s + p) + o)
     # Round the parts down so the any-window total never exceeds ε/h by an ulp.

@@ -4,10 +4,15 @@ PAK ([PAK19] §V–VI): the error bound of Eq. 16 minimised with scipy's TNC ove
 local parameters (:func:`plan_pak`, an analysis tool: it reads the data), and the private
 choice of the time lag from public inputs only (:func:`time_lag_heuristic`, §VI-B).
 
+OptStream ([FV19] §4, §6): the number of samples k predicted from history
+(:func:`plan_optstream`). ToPS ([ToPS21]): the predicted range-query error of a threshold and
+the leaf size (:func:`tops_range_error`, :func:`plan_tops`).
+
 References: see :mod:`mechanisms` ([PAK19], [NRS07], [CSS11]).
 """
 
 from ._objective import BETA_KEYS, ErrorTerms, PakObjective, bt_error
+from ._optstream_plan import OptStreamPlan, plan_optstream
 from ._pak_plan import METHODS, PakPlan, plan_pak, solve_pak
 from ._sweeps import (
     PredictedVsRealised,
@@ -27,6 +32,9 @@ from ._time_lag import (
 from ._tops_plan import TopsError, TopsPlan, plan_tops, tops_range_error
 
 __all__ = [
+    # _optstream_plan (OptStream k from history)
+    "OptStreamPlan",
+    "plan_optstream",
     # _tops_plan (ToPS, issue 6)
     "TopsError",
     "TopsPlan",

@@ -213,6 +213,13 @@ def bad_cases():
         ("features w", f, {"features": FeatureSet.default(24)}, ParameterError, "'features'"),
         ("features", f, {"features": [[[0, 1]]]}, ParameterError, "'partitions'"),
         ("shares", f, {"shares": (1.0, 0.0, 1.0)}, ParameterError, "'shares'"),
+        (
+            "no feature share",
+            f,
+            {"shares": (0.0, 1.0, 0.0), "sampling": "equal"},
+            ParameterError,
+            "singletons",
+        ),
         ("unknown name", f, {"hierarchy": {"total": ["a", "b", "zz"]}}, ParameterError, "zz"),
         (
             "parent listed as a leaf",
