@@ -25,8 +25,12 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
     \b
     Examples:
-      dpstream demo                 # the whole job on bundled real data
-      dpstream demo --runs 200      # fewer repetitions, faster
+      dpstream demo                          # the whole job on bundled data, a report
+      dpstream demo --quick --out report     # the same, small, in well under a minute
+      dpstream data export regional regional.csv
+      dpstream release optstream regional.csv --epsilon 1 --alpha 50 \
+          --hierarchy regional.hierarchy.json --out released.csv
+      dpstream forecast released.csv --truth regional.csv --days 7 --out forecasts.csv
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
@@ -63,3 +67,6 @@ cli.add_command(release)
 from dpstream.commands.query import query  # noqa: E402
 
 cli.add_command(query)
+from dpstream.commands.data import data  # noqa: E402
+
+cli.add_command(data)

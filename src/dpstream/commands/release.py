@@ -38,6 +38,8 @@ def _read_input(path: str, time_column: str | None) -> pd.DataFrame:
             f"The INPUT file {file.name!r} of dpstream release could not be read "
             f"({type(exc).__name__})."
         ) from None
+    if frame.index.name is not None:  # Parquet written from a time-indexed frame
+        frame = frame.reset_index()
     if time_column is None:
         time_column = "time" if "time" in frame.columns else str(frame.columns[0])
     if time_column not in frame.columns:
