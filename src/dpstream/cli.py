@@ -67,6 +67,9 @@ cli.add_command(release)
 from dpstream.commands.query import query  # noqa: E402
 
 cli.add_command(query)
+from dpstream.commands.forecast import forecast  # noqa: E402
+
+cli.add_command(forecast)
 from dpstream.commands.data import data  # noqa: E402
 
 cli.add_command(data)
