@@ -49,7 +49,7 @@ class DemoConfig:
         """Build a config: the quick or default sizes, overridden by ``sizes``."""
         base = seed if seed is not None else int.from_bytes(os.urandom(4), "little")
         defaults: dict[str, object] = (
-            {"pak_runs": 30, "optstream_trials": 1, "days": 7, "tops_runs": 1, "forecast_days": 2}
+            {"pak_runs": 30, "optstream_trials": 1, "days": 7, "tops_runs": 1, "forecast_days": 1}
             if quick
             else {}
         )

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from dpstream._demo_config import DemoConfig, Progress
+from dpstream._demo_forecast import run_forecast_stage
 from dpstream._demo_optstream import run_optstream_stage
 from dpstream._demo_pak import run_pak_stage
 from dpstream._demo_tops import run_tops_stage
@@ -47,7 +48,7 @@ def run_demo(config: DemoConfig, *, progress: bool = True) -> tuple[Path, dict]:
     """Run every stage; return the path of ``index.html`` and the key numbers."""
     started = time.perf_counter()
     config.out.mkdir(parents=True, exist_ok=True)
-    steps = Progress(total=4, enabled=progress)
+    steps = Progress(total=5, enabled=progress)
     sections, key = [], {}
     section, numbers = run_pak_stage(config, steps)
     sections.append(section)
@@ -56,6 +57,9 @@ def run_demo(config: DemoConfig, *, progress: bool = True) -> tuple[Path, dict]:
     sections.append(section)
     key.update(numbers)
     section, numbers = run_tops_stage(config, steps)
+    sections.append(section)
+    key.update(numbers)
+    section, numbers = run_forecast_stage(config, steps)
     sections.append(section)
     key.update(numbers)
     steps.finish()
