@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 QUICK_TOUR = [
     (
         "md",
@@ -180,7 +181,9 @@ print("use threshold:", plan.use_threshold, " predicted IF:", round(plan.improve
 ]
 
 OPTSTREAM = [
-    ("md", """
+    (
+        "md",
+        """
 # OptStream: releasing time series privately (Fioretto & Van Hentenryck, JAIR 2019)
 
 On the bundled SimBench 2016 regions (four regions summing to a national total, half-hourly):
@@ -188,8 +191,11 @@ the release itself (Fig. 2), its hierarchical consistency (Fig. 4), errors by me
 (Figs. 3/8), by α (Fig. 10), the planner's choice of k, and the 30-trial protocol's results
 (`scripts/optstream_accuracy.py`, written to `docs/results/`). Sizes are small: one week, few
 trials.
-"""),
-    ("code", """
+""",
+    ),
+    (
+        "code",
+        """
 from pathlib import Path
 import numpy as np
 import pandas as pd
@@ -204,14 +210,20 @@ week = regional.loc["2016-02-01":"2016-02-07"]
 leaves = week[hierarchy["national"]]
 history = regional.loc["2016-01"].to_numpy()     # January, treated as public history
 regional.describe().T[["mean", "std", "min", "max"]].round(0)
-"""),
-    ("md", """
+""",
+    ),
+    (
+        "md",
+        """
 ## Fig. 2: real and released national load (ε = 1, α = 50 kW)
 
 (w, α)-indistinguishability: any change of a load by up to α within a day (w = 48) is hidden.
 The planner picks k from January; the paper's setting is the L1 sampler with k = 10.
-"""),
-    ("code", """
+""",
+    ),
+    (
+        "code",
+        """
 plan = planner.plan_optstream(history, epsilon=1.0, alpha=50.0, n_levels=2)
 print("planned k =", plan.k, "; predicted gain over Laplace:", round(plan.predicted_gain, 2))
 common = dict(epsilon=1.0, alpha=50.0, hierarchy=hierarchy)
@@ -229,18 +241,24 @@ for ax, (name, out) in zip(axes, releases.items()):
     ax.plot(out.index, out["national"], lw=0.9)
     ax.set_title(name, fontsize=9)
 fig.tight_layout()
-"""),
+""",
+    ),
     ("md", "## Fig. 4: consistency — national minus the sum of the released regions"),
-    ("code", """
+    (
+        "code",
+        """
 pd.DataFrame({
     name: {"max |national − Σ regions| (kW)":
            (out["national"] - out[hierarchy["national"]].sum(axis=1)).abs().max(),
            "negative values": int((out < 0).to_numpy().sum())}
     for name, out in releases.items()
 }).T
-"""),
+""",
+    ),
     ("md", "## Figs. 3 and 10: mean L1 error per step by method, ε and α"),
-    ("code", """
+    (
+        "code",
+        """
 rows = []
 for eps, alpha in [(1.0, 10.0), (1.0, 50.0), (1.0, 100.0), (0.1, 50.0)]:
     plan = planner.plan_optstream(history, epsilon=eps, alpha=alpha, n_levels=2)
@@ -258,26 +276,35 @@ for eps, alpha in [(1.0, 10.0), (1.0, 50.0), (1.0, 100.0), (0.1, 50.0)]:
                          "regions": err[hierarchy["national"]].mean(), "national": err["national"]})
 errors = pd.DataFrame(rows).groupby(["ε", "α", "method"]).mean().round(0)
 errors.unstack("method")["regions"]
-"""),
-    ("md", """
+""",
+    ),
+    (
+        "md",
+        """
 ## The 30-trial protocol (precomputed)
 
 `scripts/optstream_accuracy.py` runs February, June and October, 30 trials, ε ∈ {1, 0.1, 0.01}
 and α ∈ {10, 50, 100}, with the ablation (P / P+O / P+S / P+S+O) and every variant; the
 findings, including why we fall short of the paper's 10×, are in
 `docs/results/optstream_findings.md`.
-"""),
-    ("code", """
+""",
+    ),
+    (
+        "code",
+        """
 results = Path(dpstream.__file__).resolve().parents[2] / "docs" / "results"
 table = pd.read_csv(results / "optstream_accuracy.csv")
 main = table[(table.level == "regional") & table.method.isin(
     ["LS", "ES", "ES-tuned", "Laplace", "DFT", "PeGaSus", "P", "P+O", "P+S", "P+S+O"])]
 main.pivot_table(index="alpha/eps", columns="method", values="l1").round(0)
-"""),
+""",
+    ),
 ]
 
 TOPS = [
-    ("md", """
+    (
+        "md",
+        """
 # ToPS and ToPL: continuous release under central and local DP (Wang et al., CCS 2021)
 
 Reproduces at small sizes the paper's comparison (MSE of uniform random range sums; m = 65,536
@@ -285,8 +312,11 @@ values choose the threshold, the rest are perturbed) on the bundled light-tailed
 shows each stage: the private threshold, the consistent hierarchy, the smoothers, ToPL.
 `scripts/tops_accuracy.py` and `scripts/topl_accuracy.py` run the full protocol
 (results in `docs/results/`).
-"""),
-    ("code", """
+""",
+    ),
+    (
+        "code",
+        """
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
@@ -300,14 +330,20 @@ prefix, suffix = values[:M], values[M:]
 r = suffix.size
 cumulative = np.concatenate([[0.0], np.cumsum(suffix)])
 print(f"n = {values.size:,}, m = {M:,}, r = {r:,}, B = {bound} kW")
-"""),
-    ("md", """
+""",
+    ),
+    (
+        "md",
+        """
 ## 1. The threshold optimizer
 
 Score q(θ) = −m_θ − κθ over a public grid (m_θ: prefix values above θ; κ from the perturber's
 settings), selected by report-noisy-max. As ε grows θ concentrates on the best candidate.
-"""),
-    ("code", """
+""",
+    ),
+    (
+        "code",
+        """
 rows = []
 for eps in [0.01, 0.1, 1.0]:
     picks = [mechanisms.tops_threshold(prefix, bound=bound, epsilon=eps, horizon=r,
@@ -316,14 +352,20 @@ for eps in [0.01, 0.1, 1.0]:
                  "max θ": max(picks)})
 print("prefix maximum:", prefix.max().round(2), "kW")
 pd.DataFrame(rows)
-"""),
-    ("md", """
+""",
+    ),
+    (
+        "md",
+        """
 ## 2. The perturber: an online, consistent F-ary hierarchy
 
 The whole tree's noise is drawn and projected once; each node is released, already consistent,
 when its interval completes. Streaming and batch give identical numbers.
-"""),
-    ("code", """
+""",
+    ),
+    (
+        "code",
+        """
 rel = mechanisms.tops_release(values, bound=bound, epsilon_threshold=1.0, epsilon_perturb=1.0,
                               time_lag=M, seed=1)
 print(f"θ = {rel.threshold:.2f} kW, leaf size g = {rel.leaf_size}, levels = {rel.levels}")
@@ -335,9 +377,12 @@ stream = mechanisms.ToPSStream(bound=bound, epsilon_threshold=1.0, epsilon_pertu
                                time_lag=M, horizon=r, seed=1)
 update = stream.extend(values)
 print("streaming == batch:", np.array_equal(np.asarray(update.values), rel.values))
-"""),
+""",
+    ),
     ("md", "## 3. Smoothers: every block sums to its consistent estimate"),
-    ("code", """
+    (
+        "code",
+        """
 hours = 24 * 3
 fig, ax = plt.subplots(figsize=(10, 3))
 ax.plot(suffix[: hours * 60].reshape(hours, 60).mean(axis=1), color="black", label="real")
@@ -346,14 +391,20 @@ for smoother in mechanisms.SMOOTHERS:
                                     epsilon_perturb=1.0, time_lag=M, seed=1, smoother=smoother)
     ax.plot(rel_s.values[: hours * 60].reshape(hours, 60).mean(axis=1), lw=0.9, label=smoother)
 ax.set(xlabel="hour", ylabel="kW (hourly mean)"); ax.legend(fontsize=8);
-"""),
-    ("md", """
+""",
+    ),
+    (
+        "md",
+        """
 ## 4. The paper's comparison (small): ToPS against PAK and the all-zero answer
 
 PAK here is Mechanism 1 with the same time lag, its threshold τ clipped to B (free
 post-processing) or not (as in the paper's PAK), the suffix released by BT with bound τ.
-"""),
-    ("code", """
+""",
+    ),
+    (
+        "code",
+        """
 def pak_answers(eps_t, eps_r, q, seed, clip):
     th = mechanisms.pak_threshold(prefix, bound=bound, epsilon=eps_t, clip=False, seed=seed,
                                   delta=2.0**-20, lam=0.85, p=0.005, beta_lt=0.004, r=1.5)
@@ -383,14 +434,20 @@ for eps_t, eps_r in [(0.01, 0.05), (0.1, 0.05), (1.0, 1.0)]:
               "MSE / ToPS": np.mean(e) / base} for k, e in errors.items()]
 table = pd.DataFrame(rows)
 table.pivot(index="method", columns=["ε_θ", "ε_r"], values="MSE / ToPS")
-"""),
-    ("md", """
+""",
+    ),
+    (
+        "md",
+        """
 ## 5. ToPL: local DP
 
 The first m users report with Square Wave; the server recovers their distribution by EMS and
 picks θ; later users report min(v, θ) with the Hybrid Mechanism.
-"""),
-    ("code", """
+""",
+    ),
+    (
+        "code",
+        """
 rows = []
 q = np.sort(np.random.default_rng(0).integers(0, r, size=(QUERIES, 2)), axis=1)
 truth = cumulative[q[:, 1] + 1] - cumulative[q[:, 0]]
@@ -400,7 +457,8 @@ for eps in [0.5, 2.0]:
     rows.append({"ε": eps, "θ (kW)": topl.threshold, "MSE": np.mean((answers - truth) ** 2),
                  "all-zero MSE": np.mean(truth**2)})
 pd.DataFrame(rows)
-"""),
+""",
+    ),
 ]
 
 NOTEBOOKS = {
