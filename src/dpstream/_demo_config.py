@@ -25,22 +25,22 @@ class DemoConfig:
     truth, so it is an experiment, never a private release, either way."""
     epsilon: float = 1.0
     """ε of the PAK and ToPS releases (their planners' sweeps cover other values)."""
-    pak_runs: int = 200
+    pak_runs: int = 1000
     """Repetitions of Mechanism 1 and BT."""
     optstream_epsilons: tuple[float, ...] = (1.0, 0.1)
     """ε of the hierarchy releases (w-event, w = 48)."""
     alpha: float = 50.0
     """α of the hierarchy releases in kW: a change of any load by up to α within a day is
     hidden (the paper's α = 10–100 MW on regional loads of a few GW, scaled to SimBench's kW)."""
-    optstream_trials: int = 3
+    optstream_trials: int = 10
     """Trials per method and ε for the hierarchy."""
     month: str = "2016-02"
     """Month of the regional data released (February, as in [FV19] Fig. 2)."""
     days: int | None = None
     """Days of the month released (None: all)."""
-    tops_runs: int = 5
+    tops_runs: int = 20
     """Runs of ToPS and PAK for range queries."""
-    forecast_days: int = 7
+    forecast_days: int = 14
     """Forecast origins (days) per method."""
     _base_seed: int = field(default=0, repr=False)
 

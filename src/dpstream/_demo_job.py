@@ -35,8 +35,13 @@ def _answers(key: dict) -> list[str]:
         eps = k.removeprefix("optstream_regions_l1_eps")
         out.append(
             f"Hierarchy release at ε = {eps}: OptStream's mean error per region and step is "
-            f"{key[k]:,.0f} kW, {key['optstream_vs_laplace_eps' + eps]:.2f}× Laplace's, "
-            "and the release is consistent and non-negative."
+            f"{key[k]:,.0f} kW, {1 / key['optstream_vs_laplace_eps' + eps]:.1f}× lower than "
+            "Laplace's; "
+            + (
+                "every OptStream release is consistent and non-negative."
+                if key["optstream_consistent"]
+                else "WARNING: an OptStream release was not consistent or not non-negative."
+            )
         )
     for k in ("tops_answer", "forecast_answer"):
         if k in key:

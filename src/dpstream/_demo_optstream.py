@@ -183,10 +183,15 @@ def run_optstream_stage(
             ),
         ),
     )
+    ours = table[table["method"].str.startswith("OptStream")]
+    consistent = bool(
+        (ours["consistency_gap"] < 1e-6).all() and (ours["negative_values"] == 0).all()
+    )
     key = {f"optstream_regions_l1_eps{e:g}": float(best.loc[e, "regions"]) for e in best.index} | {
         f"optstream_vs_laplace_eps{e:g}": float(best.loc[e, "regions / Laplace"])
         for e in best.index
     }
+    key["optstream_consistent"] = consistent
     return section, key, kept, month
 
 

@@ -38,13 +38,13 @@ __all__ = ["demo"]
     "--runs",
     default=None,
     type=click.IntRange(2, None),
-    help="Repetitions of Mechanism 1 and BT [default: 200; 30 with --quick].",
+    help="Repetitions of Mechanism 1 and BT [default: 1000; 30 with --quick].",
 )
 @click.option(
     "--trials",
     default=None,
     type=click.IntRange(1, None),
-    help="Trials per method and ε for the hierarchy [default: 3; 1 with --quick].",
+    help="Trials per method and ε for the hierarchy [default: 10; 1 with --quick].",
 )
 @click.option("--quiet", is_flag=True, help="No progress display.")
 def demo(
