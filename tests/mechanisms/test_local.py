@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+from _recording_bits import RecordingBits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -29,21 +30,6 @@ from mechanisms import (
 from mechanisms._local import uniform_ints
 
 N = 200_000
-
-
-class RecordingBits:
-    """A seeded bit source that records every request (to prove nothing was drawn)."""
-
-    def __init__(self, seed: int = 0) -> None:
-        self._inner = np.random.PCG64(seed)
-        self.words = 0
-
-    def random_raw(self, size: int) -> np.ndarray:
-        self.words += int(size)
-        return self._inner.random_raw(size)
-
-    def spawn(self, n_children: int) -> list:
-        return [RecordingBits(i) for i in range(n_children)]
 
 
 def test_recording_bits_records_draws():  # the helper must be able to fail the tests below

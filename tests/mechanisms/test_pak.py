@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from _recording_bits import RecordingBits
 
 from mechanisms import (
     Budget,
@@ -21,23 +22,6 @@ from mechanisms import (
 
 DELTA = 2.0**-20
 B = 100.0
-
-
-class RecordingBits:
-    """A seeded bit source that records every request (to prove nothing was drawn)."""
-
-    def __init__(self, seed: int = 0) -> None:
-        self._inner = np.random.PCG64(seed)
-        self.words = 0
-        self.spawned = 0
-
-    def random_raw(self, size: int) -> np.ndarray:
-        self.words += int(size)
-        return self._inner.random_raw(size)
-
-    def spawn(self, n_children: int) -> list:
-        self.spawned += int(n_children)
-        return [RecordingBits(i) for i in range(n_children)]
 
 
 def test_recording_bits_records_draws():  # the helper above must be able to fail the tests

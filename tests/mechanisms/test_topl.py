@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pytest
+from _recording_bits import RecordingBits
 from scipy import stats
 
 from mechanisms import (
@@ -30,21 +31,6 @@ from mechanisms import (
     square_wave_distribution,
     topl_release,
 )
-
-
-class RecordingBits:
-    """A seeded bit source that records every request (to prove nothing was drawn)."""
-
-    def __init__(self, seed: int = 0) -> None:
-        self._inner = np.random.PCG64(seed)
-        self.words = 0
-
-    def random_raw(self, size: int) -> np.ndarray:
-        self.words += int(size)
-        return self._inner.random_raw(size)
-
-    def spawn(self, n_children: int) -> list:
-        return [RecordingBits(i) for i in range(n_children)]
 
 
 def test_recording_bits_records_draws():  # the helper must be able to fail the tests below

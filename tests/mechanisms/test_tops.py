@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from _recording_bits import RecordingBits as _RecordingBits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,22 +34,11 @@ from mechanisms._tops_variance import leaf_variance_units, mean_query_units
 B = 20.0
 
 
-class RecordingBits:
-    """A seeded bit source that counts words, or refuses to give any."""
+class RecordingBits(_RecordingBits):
+    """Recording bits that refuse to spawn (every draw is counted here)."""
 
-    def __init__(self, seed: int = 0, refuse: bool = False) -> None:
-        self._inner = np.random.PCG64(seed)
-        self.words = 0
-        self.refuse = refuse
-
-    def random_raw(self, size: int) -> np.ndarray:
-        if self.refuse:
-            raise AssertionError("bits were drawn")
-        self.words += int(size)
-        return self._inner.random_raw(size)
-
-    def spawn(self, n_children: int) -> list:
-        raise AssertionError("spawn was called")
+    def __init__(self, seed: int = 0, *, refuse: bool = False) -> None:
+        super().__init__(seed, refuse=refuse, spawn=False)
 
 
 def _stream(seed: int = 0, n: int = 3000) -> np.ndarray:

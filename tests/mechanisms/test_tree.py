@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from _recording_bits import RecordingBits as _RecordingBits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -32,22 +33,11 @@ from mechanisms._tree import (
 )
 
 
-class RecordingBits:
-    """A seeded bit source that counts the words drawn, or refuses to give any."""
+class RecordingBits(_RecordingBits):
+    """Recording bits that refuse to spawn (every draw is counted here)."""
 
     def __init__(self, seed: int = 0, *, refuse: bool = False) -> None:
-        self._inner = np.random.PCG64(seed)
-        self.refuse = refuse
-        self.words = 0
-
-    def random_raw(self, size: int) -> np.ndarray:
-        if self.refuse:
-            raise AssertionError("bits were drawn")
-        self.words += int(size)
-        return self._inner.random_raw(size)
-
-    def spawn(self, n_children: int) -> list:
-        raise AssertionError("spawn was called")
+        super().__init__(seed, refuse=refuse, spawn=False)
 
 
 class ConstantBits:
