@@ -37,20 +37,46 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit status."""
+    """Entry point of the console script; returns the exit status.
+
+    Every failure is one line on stderr: what was wrong and how to fix it. Exit status 2 for
+    the user's errors (bad options, bad data, files that cannot be read or written), 1 for an
+    unexpected error (a bug: ``--debug`` shows its traceback).
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
     try:
-        cli.main(args=argv, standalone_mode=False)
+        cli.main(args=args, prog_name="dpstream", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         return 1
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "dpstream"
+        click.echo(f"Error: {exc.format_message()} See '{where} --help'.", err=True)
+        return exc.exit_code
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"Error: {exc.format_message()}", err=True)
         return exc.exit_code
     except DPStreamError as exc:
-        if "--debug" in (argv if argv is not None else sys.argv):
+        if debug:
             raise
         click.echo(f"Error: {exc}", err=True)
         return 2
+    except OSError as exc:
+        if debug:
+            raise
+        target = f" {exc.filename!r}" if exc.filename else ""
+        click.echo(f"Error: cannot read or write{target}: {exc.strerror or exc}.", err=True)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the last resort of a console command
+        if debug:
+            raise
+        click.echo(
+            f"Error: unexpected {type(exc).__name__}: {exc}. This is a bug in dpstream; "
+            "re-run with --debug for the traceback and report it.",
+            err=True,
+        )
+        return 1
     return 0
 
 
