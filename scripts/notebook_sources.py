@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 QUICK_TOUR = [
     (
         "md",
@@ -102,7 +101,7 @@ span = regional.loc["2016-02-01":"2016-03-01"]
 plan = planner.plan_optstream(regional.loc["2016-01"].to_numpy(), epsilon=1.0, alpha=50.0,
                               n_levels=2)
 release = dpstream.release_optstream(span[hierarchy["national"]], epsilon=1.0, alpha=50.0,
-                                     hierarchy=hierarchy, seed=3, **plan.release_parameters)
+                                     hierarchy=hierarchy, seed=3, **plan.release_parameters())
 on_release = forecasting.rolling_forecast(release["national"], days=1)
 on_real = forecasting.rolling_forecast(span["national"], days=1)
 errors = pd.concat({
@@ -254,7 +253,7 @@ plan = planner.plan_optstream(history, epsilon=1.0, alpha=50.0, n_levels=2)
 print("planned k =", plan.k, "; predicted gain over Laplace:", round(plan.predicted_gain, 2))
 common = dict(epsilon=1.0, alpha=50.0, hierarchy=hierarchy)
 releases = {
-    "OptStream (planned k)": dpstream.release_optstream(leaves, seed=1, **plan.release_parameters,
+    "OptStream (planned k)": dpstream.release_optstream(leaves, seed=1, **plan.release_parameters(),
                                                         **common),
     "OptStream (L1, k = 10)": dpstream.release_optstream(leaves, seed=2, **common),
     "Laplace": dpstream.release_laplace(leaves, seed=3, **common),
@@ -292,7 +291,7 @@ for eps, alpha in [(1.0, 10.0), (1.0, 50.0), (1.0, 100.0), (0.1, 50.0)]:
     for trial in range(TRIALS):
         outs = {
             "OptStream (planned k)": dpstream.release_optstream(
-                leaves, seed=trial, **plan.release_parameters, **common),
+                leaves, seed=trial, **plan.release_parameters(), **common),
             "Laplace": dpstream.release_laplace(leaves, seed=100 + trial, **common),
             "DFT": dpstream.release_dft(leaves, seed=200 + trial, **common),
         }

@@ -52,7 +52,7 @@ def run_forecast_stage(config: DemoConfig, progress: Progress) -> tuple[ReportSe
     )
     seed = config.experiment_seed(4)
     common = {"epsilon": EPSILON, "alpha": config.alpha, "hierarchy": hierarchy}
-    optstream = {"seed": seed, **plan.release_parameters, **common}
+    optstream = {"seed": seed, **plan.release_parameters(), **common}
     series = {
         "Real": span["national"],
         "OptStream (planned k)": release_optstream(leaves, **optstream)["national"],

@@ -36,7 +36,7 @@ def release_hierarchy_methods(
 ) -> dict[str, pd.DataFrame]:  # fmt: skip
     """One release of the hierarchy per method (same ε, w = 48, α); columns are the nodes."""
     common = {"epsilon": epsilon, "hierarchy": hierarchy, "alpha": alpha}
-    planned = plan.release_parameters
+    planned = plan.release_parameters()
     return {
         METHODS[0]: release_optstream(leaves, seed=seed, **planned, **common),
         METHODS[1]: release_optstream(leaves, sampling="l1", seed=seed + 1, **common),

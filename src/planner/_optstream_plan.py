@@ -73,7 +73,6 @@ class OptStreamPlan:
     note: str = _NOTE
     """What the plan may be used for."""
 
-    @property
     def release_parameters(self) -> dict:
         """Keyword arguments of ``dpstream.release_optstream`` that realise this plan.
 

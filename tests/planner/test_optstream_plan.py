@@ -48,7 +48,7 @@ def test_prediction_matches_realised_error_on_held_out_month(alpha):
     for seed in range(3):
         out = dpstream.release_optstream(
             feb[hierarchy["national"]], epsilon=1.0, alpha=alpha, hierarchy=hierarchy,
-            seed=seed, **plan.release_parameters,
+            seed=seed, **plan.release_parameters(),
         )  # fmt: skip
         errors.append(float((out - feb[out.columns]).abs().to_numpy().mean()))
     predicted = float(plan.predicted[plan.candidates == plan.k][0])
