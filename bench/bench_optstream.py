@@ -31,8 +31,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import dpstream  # noqa: E402
-from dpstream._optstream import _weights  # noqa: E402
-from mechanisms._optstream import optstream_estimates  # noqa: E402
+from dpstream.pipelines._optstream_pipeline import _weights  # noqa: E402
+from mechanisms.optstream._estimates import optstream_estimates  # noqa: E402
 from postproc import FeatureSet, Hierarchy, project_consistent  # noqa: E402
 
 W = 48

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from mechanisms import smooth_sensitivity_quantile, smoothing_parameters
-from mechanisms._quantile import _smooth_sensitivity_quantile_reference, quantile_rank
+from mechanisms.pak._quantile import _smooth_sensitivity_quantile_reference, quantile_rank
 
 
 def best_of(fn, repeat: int) -> float:

@@ -317,7 +317,7 @@ findings, including why we fall short of the paper's 10×, are in
     (
         "code",
         """
-results = Path(dpstream.__file__).resolve().parents[2] / "docs" / "results"
+results = Path(dpstream.__file__).resolve().parents[1] / "docs" / "results"
 table = pd.read_csv(results / "optstream_accuracy.csv")
 main = table[(table.level == "regional") & table.method.isin(
     ["LS", "ES", "ES-tuned", "Laplace", "DFT", "PeGaSus", "P", "P+O", "P+S", "P+S+O"])]

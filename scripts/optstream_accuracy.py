@@ -49,11 +49,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import dpstream  # noqa: E402
-import mechanisms._optstream as mo  # noqa: E402
-from dpstream._optstream import _post_process  # noqa: E402
+import mechanisms.optstream._estimates as mo  # noqa: E402
+from dpstream.pipelines._optstream_pipeline import _post_process  # noqa: E402
 from mechanisms import bit_source  # noqa: E402
-from mechanisms._optstream import optstream_estimates  # noqa: E402
-from mechanisms._sampling import (  # noqa: E402
+from mechanisms.optstream._estimates import optstream_estimates  # noqa: E402
+from mechanisms.optstream._sampling import (  # noqa: E402
     l1_score,
     sample_equal,  # noqa: E402
     svt_noises,

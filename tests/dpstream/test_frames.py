@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpstream import load_regional, regional_hierarchy
-from dpstream._frames import (
+from dpstream.pipelines._frames import (
     from_periods,
     prepare_frame,
     resolve_hierarchy,

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpstream
-from dpstream._optstream import OPTSTREAM_WEIGHTS, release_periods
+from dpstream.pipelines._optstream_pipeline import OPTSTREAM_WEIGHTS, release_periods
 from mechanisms import DomainError, ParameterError, bit_source
 from postproc import FeatureSet, Hierarchy
 

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 from click.testing import CliRunner
 
-from dpstream._report import ReportFigure, ReportSection, ReportTable, write_report
 from dpstream.cli import cli
+from dpstream.demo._report import ReportFigure, ReportSection, ReportTable, write_report
 
 
 def _png(path):

@@ -27,7 +27,7 @@ from mechanisms import (
     bit_source,
     square_wave_b,
 )
-from mechanisms._local import uniform_ints
+from mechanisms.local._randomizers import uniform_ints
 
 N = 200_000
 

@@ -18,7 +18,7 @@ from mechanisms import (
     optstream_split,
     perturb_noise,
 )
-from mechanisms._sampling import (
+from mechanisms.optstream._sampling import (
     interpolation_matrix,
     interpolation_weights,
     l1_score,

@@ -16,7 +16,7 @@ from mechanisms import (
     quantile_rank,
     smooth_sensitivity_quantile,
 )
-from mechanisms._quantile import _smooth_sensitivity_quantile_reference as reference
+from mechanisms.pak._quantile import _smooth_sensitivity_quantile_reference as reference
 
 
 def _close(fast: float, ref: float) -> bool:

@@ -20,8 +20,8 @@ from mechanisms import (
     smooth_sensitivity_quantile,
     smoothing_parameters,
 )
-from mechanisms._random import bit_source
-from mechanisms._threshold import _release_threshold
+from mechanisms.core._random import bit_source
+from mechanisms.pak._threshold import _release_threshold
 
 DELTA_PAK = 2.0**-20  # [PAK19] §VI-A/B
 

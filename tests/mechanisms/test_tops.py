@@ -29,7 +29,7 @@ from mechanisms import (
     tops_release,
     tops_threshold,
 )
-from mechanisms._tops_variance import leaf_variance_units, mean_query_units
+from mechanisms.tops._variance import leaf_variance_units, mean_query_units
 
 B = 20.0
 

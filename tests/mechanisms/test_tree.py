@@ -24,7 +24,7 @@ from mechanisms import (
     binary_tree_release,
     dyadic_cover,
 )
-from mechanisms._tree import (
+from mechanisms.counting._tree import (
     _consistent_nodes,
     _consistent_variance_units,
     _online_nodes,

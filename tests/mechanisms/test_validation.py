@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mechanisms import DomainError, DPStreamError, ParameterError
-from mechanisms._validation import check_integer, check_probability, check_stream
+from mechanisms.core._validation import check_integer, check_probability, check_stream
 
 
 def test_errors_are_typed_and_share_one_root():

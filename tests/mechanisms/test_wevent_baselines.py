@@ -12,7 +12,7 @@ from hypothesis.extra.numpy import arrays
 from scipy import stats
 
 from mechanisms import ParameterError, WAlphaIndistinguishability, WEvent, bit_source
-from mechanisms._wevent_baselines import (
+from mechanisms.wevent._baselines import (
     WEventDFT,
     WEventLaplace,
     WEventPegasus,

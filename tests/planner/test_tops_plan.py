@@ -17,7 +17,7 @@ from mechanisms import (
     tops_perturb,
     tops_scores,
 )
-from mechanisms._tops_variance import mean_query_units, public_queries
+from mechanisms.tops._variance import mean_query_units, public_queries
 from planner import plan_tops, tops_range_error
 
 B = 50.0

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mechanisms import ParameterError
-from mechanisms._sampling import interpolation_matrix, sample_equal
+from mechanisms.optstream._sampling import interpolation_matrix, sample_equal
 from postproc import FeatureSet, bias_aware_variances, interpolation_bias_variance
 
 W = 12

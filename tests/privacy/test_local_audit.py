@@ -26,8 +26,8 @@ import pytest
 from _audit import audit
 
 from mechanisms import DuchiMechanism, HybridMechanism, PiecewiseMechanism, SquareWave
-from mechanisms._hybrid import _hybrid_sample, _piecewise_sample
-from mechanisms._square_wave import _N_CELLS, _square_wave_sample
+from mechanisms.local._hybrid import _hybrid_sample, _piecewise_sample
+from mechanisms.local._square_wave import _N_CELLS, _square_wave_sample
 
 N = 100_000
 N_SLOW = 2_000_000

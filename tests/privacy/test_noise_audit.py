@@ -1,4 +1,4 @@
-"""Audits of the lattice noise in ``mechanisms._noise``.
+"""Audits of the lattice noise in ``mechanisms.core._noise``.
 
 * Tumult-style scale checks: 100,000 draws; a Kolmogorov–Smirnov test accepts the true scale
   (p ≥ 1e-6) and rejects the scale × 0.7 and × 1.3. The draws are lattice-valued while the

@@ -20,8 +20,8 @@ import pytest
 from _audit import audit
 
 from mechanisms import feature_answers, feature_noise, optstream_estimates, perturb_noise
-from mechanisms._noise import LaplaceNoise
-from mechanisms._sampling import sample_l1
+from mechanisms.core._noise import LaplaceNoise
+from mechanisms.optstream._sampling import sample_l1
 
 N = 100_000
 EPS = 1.0

@@ -36,7 +36,8 @@ import numpy as np
 import pytest
 from _audit import audit_samples
 
-from mechanisms import _pak, bit_source, pak_release
+from mechanisms import bit_source, pak_release
+from mechanisms.pak import _mechanism1 as _pak
 
 EPSILON, DELTA, BOUND = 1.0, 1e-6, 1.0
 M, SUFFIX = 8000, 8

@@ -1,4 +1,4 @@
-"""Audits of the PAK threshold τ in ``mechanisms._threshold`` ((ε, δ)-DP, smooth sensitivity).
+"""Audits of the PAK threshold τ in ``mechanisms.pak._threshold`` ((ε, δ)-DP, smooth sensitivity).
 
 Sampling. ``pak_threshold`` = a deterministic calibration (x̂_λp, SS, κ, τ', scale: exposed
 without noise by ``pak_threshold_calibration``) followed by one draw (``_release_threshold``).
@@ -34,8 +34,9 @@ import numpy as np
 import pytest
 from _audit import audit_samples
 
-from mechanisms import _threshold, bit_source
-from mechanisms._threshold import pak_threshold, pak_threshold_calibration
+from mechanisms import bit_source
+from mechanisms.pak import _calibration, _threshold
+from mechanisms.pak._threshold import pak_threshold, pak_threshold_calibration
 
 EPSILON, DELTA = 1.0, 1e-6
 PARAMS = {"bound": 1.0, "epsilon": EPSILON, "delta": DELTA, "lam": 0.5, "p": 0.1, "beta_lt": 0.05}
@@ -175,7 +176,7 @@ def test_threshold_audit_local_sensitivity_variant(monkeypatch, noise):
 
     real = run(10)
     assert real.passes(EPSILON), real
-    monkeypatch.setattr(_threshold, "_smooth_sensitivity_sorted", local_sensitivity_only)
+    monkeypatch.setattr(_calibration, "_smooth_sensitivity_sorted", local_sensitivity_only)
     assert pak_threshold_calibration(tied, **params).smooth_sensitivity == 0.0
     broken = run(10)
     assert not broken.passes(EPSILON), broken

@@ -24,7 +24,7 @@ import pytest
 from _audit import audit_samples
 
 from mechanisms import ToPSStream, bit_source, tops_candidates, tops_kappa, tops_threshold
-from mechanisms._tops_threshold import _select
+from mechanisms.tops._threshold import _select
 
 EPSILON = 1.0
 N_THRESHOLD = 20_000

@@ -1,4 +1,4 @@
-"""Audits of the binary-tree (BT) counter in ``mechanisms._tree``.
+"""Audits of the binary-tree (BT) counter in ``mechanisms.counting._tree``.
 
 Neighbours: a base stream D with σ(i) = 0 and D' with σ(i) = B, for a position i early (1), in
 the middle and late (n). Values above B are not a neighbour here: the BT release refuses them

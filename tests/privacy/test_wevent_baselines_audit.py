@@ -1,4 +1,4 @@
-"""Privacy audits of the w-event baselines (``mechanisms._wevent_baselines``).
+"""Privacy audits of the w-event baselines (``mechanisms.wevent._baselines``).
 
 Each audit runs the mechanism on neighbouring inputs (w-event / (w, α) neighbours: values
 within one window of w steps move by at most Δ), reduces each output to its privacy-loss
@@ -25,7 +25,7 @@ import pytest
 from _audit import audit
 
 from mechanisms import LaplaceNoise
-from mechanisms._wevent_baselines import WEventDFT, WEventLaplace, WEventPegasus
+from mechanisms.wevent._baselines import WEventDFT, WEventLaplace, WEventPegasus
 
 N = 200_000
 

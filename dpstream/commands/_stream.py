@@ -1,0 +1,163 @@
+"""Single-stream releases of ``dpstream release``: tops, topl, pak and bt ([ToPS21], [PAK19]).
+
+Each reads one value column of INPUT, runs the mechanism and writes a values file and its JSON
+sidecar in the format of :mod:`dpstream.commands.query` (answered by ``dpstream query``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import numpy as np
+import pandas as pd
+
+import mechanisms
+from mechanisms import DomainError, ParameterError
+from mechanisms.core._validation import check_positive
+
+from .query import write_release
+
+__all__ = ["release_stream"]
+
+_TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+def _read_stream(path: str, time_column: str | None, column: str | None) -> pd.Series:
+    """One value column of INPUT; the time column ('time', or --time-column) as the index, else
+    the 0-based step."""
+    file = Path(path)
+    if file.suffix.lower() not in _TABLE_SUFFIXES:
+        raise ParameterError(
+            f"The INPUT argument of dpstream release must be a .csv or .parquet file. Got "
+            f"{file.name!r}."
+        )
+    try:
+        frame = pd.read_parquet(file) if file.suffix.lower() != ".csv" else pd.read_csv(file)
+    except (OSError, ValueError, ImportError) as exc:
+        raise ParameterError(
+            f"The INPUT file {file.name!r} of dpstream release could not be read "
+            f"({type(exc).__name__})."
+        ) from None
+    names = [str(c) for c in frame.columns]
+    frame.columns = names
+    stamp = time_column if time_column is not None else ("time" if "time" in names else None)
+    if stamp is not None:
+        if stamp not in names:
+            raise ParameterError(
+                f"The '--time-column' option of dpstream release must name a column of INPUT. "
+                f"Got {stamp!r}; columns are {names[:10]}."
+            )
+        frame = frame.set_index(stamp)
+    else:
+        frame.index = pd.RangeIndex(len(frame), name="step")
+    if column is None:
+        if frame.shape[1] != 1:
+            raise ParameterError(
+                f"INPUT of dpstream release must hold one value column for a single-stream "
+                f"method; it has {frame.shape[1]} ({[str(c) for c in frame.columns][:10]}). "
+                "Pass --column (and --time-column if one of them is the time)."
+            )
+        column = str(frame.columns[0])
+    if column not in frame.columns:
+        raise ParameterError(
+            f"The '--column' option of dpstream release must name a column of INPUT. Got "
+            f"{column!r}; columns are {[str(c) for c in frame.columns][:10]}."
+        )
+    values = pd.to_numeric(frame[column], errors="coerce")
+    if values.isna().any():
+        raise DomainError(
+            f"The value column {column!r} of INPUT must hold numbers only; "
+            f"{int(values.isna().sum())} entries are missing or not numeric."
+        )
+    return values.astype(np.float64)
+
+
+def release_stream(method, input_path, time_column, column, options, out_path) -> None:
+    """Run tops/topl/pak/bt on one stream and write the values file + sidecar."""
+    owner = f"dpstream release {method}"
+    if options["bound"] is None:
+        raise ParameterError(
+            f"The '--bound' option of {owner} is required: the public bound B on every value."
+        )
+    bound = check_positive(options["bound"], "bound", owner)
+    eps = check_positive(options["epsilon"], "epsilon", owner)
+    lag = options["time_lag"]
+    if method != "bt" and lag is None:
+        raise ParameterError(
+            f"The '--time-lag' option of {owner} is required: m, the values used for the "
+            "threshold (e.g. --time-lag 65536)."
+        )
+    series = _read_stream(input_path, time_column, column)
+    x, seed = series.to_numpy(), options["seed"]
+    if seed is not None:
+        click.secho("Seeded run: an experiment, NOT a private release.", fg="yellow", err=True)
+    meta: dict = {"method": method, "column": str(series.name), "n_input": int(x.size)}
+    if method == "tops":
+        eps_t = eps if options["epsilon_threshold"] is None else options["epsilon_threshold"]
+        rel = mechanisms.tops_release(
+            x,
+            bound=bound,
+            epsilon_threshold=eps_t,
+            epsilon_perturb=eps,
+            time_lag=lag,
+            fanout=options["fanout"],
+            smoother=options["smoother"],
+            seed=seed,
+        )
+        values, cumulative, m = rel.values, np.cumsum(rel.values), rel.time_lag
+        meta["tops"] = {
+            "epsilon_threshold": rel.epsilon_threshold,
+            "epsilon_perturb": rel.epsilon_perturb,
+            "fanout": rel.fanout,
+            "leaf_size": rel.leaf_size,
+            "levels": rel.levels,
+            "tree_size": rel.tree_size,
+            "smoother": rel.smoother,
+            "node_scale": rel.noise.scale,
+            "nodes_stored": False,
+            "nodes": "node (l, k) = sum of value over released steps [k*g*F^l, (k+1)*g*F^l)",
+        }
+    elif method == "topl":
+        rel = mechanisms.topl_release(x, bound=bound, epsilon=eps, time_lag=lag, seed=seed)
+        values, cumulative, m = rel.values, np.cumsum(rel.values), rel.time_lag
+    elif method == "pak":
+        rel = mechanisms.pak_release(
+            x, bound=bound, epsilon=eps, delta=options["delta"], time_lag=lag, seed=seed
+        )
+        m = rel.time_lag
+        cumulative = rel.prefix_sums[m:] - rel.prefix_sums[m - 1]
+        values = np.diff(cumulative, prepend=0.0)
+        meta["pak"] = {
+            "epsilon1": rel.epsilon1,
+            "epsilon2": rel.epsilon2,
+            "prefix_sum_at_lag": float(rel.prefix_sums[m - 1]),
+        }
+    else:
+        rel = mechanisms.binary_tree_release(x, epsilon=eps, bound=bound, seed=seed)
+        m, cumulative = 0, rel.prefix_sums
+        values = np.diff(cumulative, prepend=0.0)
+    budget = rel.guarantee.budget
+    meta.update(
+        {
+            "time_lag": int(m),
+            "released_steps": int(x.size - m),
+            "bound": bound,
+            "epsilon": budget.epsilon,
+            "delta": budget.delta,
+            "threshold": float(getattr(rel, "threshold", bound)),
+            "guarantee": str(rel.guarantee),
+            "seeded": seed is not None,
+        }
+    )
+    frame = pd.DataFrame(
+        {"value": np.asarray(values), "cumulative": np.asarray(cumulative)},
+        index=series.index[m:],
+    )
+    side = write_release(frame, meta, out_path)
+    label = " (seeded: NOT private)" if seed is not None else ""
+    click.echo(
+        f"Released {len(frame)} steps (after a time lag of {m}) with {method}, "
+        f"{rel.guarantee.budget}, threshold {meta['threshold']:.6g}, to {out_path} and "
+        f"{side.name}{label}."
+    )

@@ -1,0 +1,200 @@
+"""``dpstream forecast``: day-ahead ARMA forecasts from released streams, scored on the truth."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from dpstream.commands.release import _read_input
+from mechanisms import ParameterError
+from mechanisms.core._validation import check_integer
+
+__all__ = ["forecast"]
+
+_TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+_OWNER = "dpstream forecast"
+
+
+def _check_table_path(path: str, option: str) -> Path:
+    file = Path(path)
+    if file.suffix.lower() not in _TABLE_SUFFIXES:
+        raise ParameterError(
+            f"The {option!r} option of {_OWNER} must end in .csv or .parquet. Got {file.name!r}."
+        )
+    return file
+
+
+def _write(frame: pd.DataFrame, file: Path) -> None:
+    frame = frame.copy()
+    frame.attrs = {}
+    if file.suffix.lower() == ".csv":
+        frame.to_csv(file, index=False)
+    else:
+        frame.to_parquet(file, index=False)
+
+
+def _read_table(path: str, time_column: str | None) -> pd.DataFrame:
+    """``release._read_input``, plus Parquet files whose time stamps are the index.
+
+    ``dpstream release --out x.parquet`` stores the time as the Parquet index, which
+    ``_read_input`` would skip (it takes the first *column* as the time): keep such an index.
+    """
+    if Path(path).suffix.lower() != ".csv":
+        try:
+            frame = pd.read_parquet(path)
+        except (OSError, ValueError, ImportError):
+            frame = None  # let _read_input report it
+        if frame is not None and not isinstance(frame.index, pd.RangeIndex):
+            if time_column is None or time_column == frame.index.name:
+                return frame
+    return _read_input(path, time_column)
+
+
+def _columns(frame: pd.DataFrame, wanted: tuple[str, ...], what: str) -> list[str]:
+    names = [str(c) for c in frame.columns]
+    frame.columns = names
+    if not wanted:
+        return names
+    missing = [c for c in wanted if c not in names]
+    if missing:
+        raise ParameterError(
+            f"The '--column' option of {_OWNER} must name columns of {what}. Got {missing}; "
+            f"columns are {names[:10]}."
+        )
+    return list(wanted)
+
+
+@click.command(name="forecast")
+@click.argument("input_path", metavar="RELEASED", type=click.Path(dir_okay=False))
+@click.option(
+    "--truth",
+    "truth_path",
+    type=click.Path(dir_okay=False),
+    help="The real streams (same columns and time stamps) to score the forecasts against.",
+)
+@click.option("--column", "columns", multiple=True, help="Stream(s) to forecast (default: all).")
+@click.option(
+    "--order", nargs=2, type=int, default=(1, 1), show_default=True, help="ARMA orders p q."
+)
+@click.option(
+    "--train", type=int, default=1344, show_default=True, help="Training steps per origin."
+)
+@click.option("--horizon", type=int, default=48, show_default=True, help="Steps forecast.")
+@click.option("--days", type=int, help="Number of forecast origins (default: all).")
+@click.option(
+    "--noise-variance",
+    type=float,
+    help="Known noise variance of the release: fit ARMA + noise (intervals for the truth).",
+)
+@click.option("--level", type=float, default=0.95, show_default=True, help="Interval coverage.")
+@click.option(
+    "--vs-real",
+    is_flag=True,
+    help="Also forecast from --truth and report each error as a ratio to the real-data error.",
+)
+@click.option("--time-column", help="Name of the time column (default: 'time' or the first).")
+@click.option(
+    "--out",
+    "out_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Forecasts file: .csv or .parquet (one row per series, origin and step).",
+)
+@click.option(
+    "--errors-out",
+    type=click.Path(dir_okay=False),
+    help="Errors file (one row per series and origin); default: --out with '_errors' added.",
+)
+def forecast(
+    input_path: str,
+    truth_path: str | None,
+    columns: tuple[str, ...],
+    order: tuple[int, int],
+    train: int,
+    horizon: int,
+    days: int | None,
+    noise_variance: float | None,
+    level: float,
+    vs_real: bool,
+    time_column: str | None,
+    out_path: str,
+    errors_out: str | None,
+) -> None:
+    """Forecast each day of RELEASED with ARMA, trained on the previous four weeks.
+
+    RELEASED is a CSV or Parquet table (a time column, one column per stream), e.g. the output
+    of `dpstream release`. At every day boundary with --train steps before it, an ARMA(p, q)
+    with a constant is fitted to those steps and forecasts --horizon steps (OptStream §6.1.3).
+    With --truth, each forecast is scored against the real streams (mean L1 error, MAPE,
+    RMSE, interval coverage).
+
+    \b
+    Examples:
+      dpstream forecast released.csv --out forecasts.csv
+      dpstream forecast released.csv --truth real.csv --column rural --out fc.csv
+      dpstream forecast released.parquet --truth real.csv --vs-real --days 7 --out fc.parquet
+      dpstream forecast laplace.csv --truth real.csv --noise-variance 460814 --out fc.csv
+    """
+    from forecasting import error_ratio, forecast_errors, forecast_origins, rolling_forecast
+
+    out_file = _check_table_path(out_path, "--out")
+    err_file = None
+    if truth_path is not None:
+        default = out_file.with_name(f"{out_file.stem}_errors{out_file.suffix}")
+        err_file = _check_table_path(errors_out, "--errors-out") if errors_out else default
+    elif errors_out or vs_real:
+        raise ParameterError(
+            f"The '--errors-out' and '--vs-real' options of {_OWNER} need --truth."
+        )
+    for path, what in ((input_path, "RELEASED"), (truth_path, "--truth")):
+        if path is not None and not Path(path).is_file():
+            raise ParameterError(f"The {what} argument of {_OWNER}: no file {path!r}.")
+    p, q = (check_integer(v, "order", _OWNER, minimum=0) for v in order)
+    options = {"order": (p, 0, q), "train": train, "horizon": horizon, "days": days}
+    frame = _read_table(input_path, time_column)
+    names = _columns(frame, columns, "RELEASED")
+    truth = None
+    if truth_path is not None:
+        truth = _read_table(truth_path, time_column)
+        _columns(truth, tuple(names), "--truth")
+    # Validates every series (and train/horizon/days) before the first fit.
+    count = sum(
+        len(forecast_origins(frame[c], train=train, horizon=horizon, days=days)) for c in names
+    )
+    runs = [("released", frame, noise_variance)] + ([("real", truth, None)] if vs_real else [])
+    forecasts, errors = [], []
+    with click.progressbar(length=count * len(runs), label="Forecasting", file=sys.stderr) as bar:
+        for name in names:
+            for kind, source, nv in runs:
+                out = rolling_forecast(
+                    source[name], noise_variance=nv, level=level, progress=bar.update, **options
+                )
+                out.insert(0, "series", name)
+                if kind == "released":
+                    forecasts.append(out)
+                if truth is not None:
+                    err = forecast_errors(out, truth[name])
+                    err.insert(0, "series", name)
+                    err.insert(1, "data", kind)
+                    errors.append(err)
+    table = pd.concat(forecasts, ignore_index=True)
+    _write(table, out_file)
+    click.echo(f"Wrote {len(table)} forecasts ({len(names)} series) to {out_file}.")
+    if truth is None:
+        return
+    scores = pd.concat(errors, ignore_index=True)
+    if not vs_real:
+        scores = scores.drop(columns="data")
+    _write(scores, err_file)
+    click.echo(f"Wrote errors per origin to {err_file}.")
+    for name in names:
+        mine = scores[scores["series"] == name]
+        rel = mine[mine["data"] == "released"] if vs_real else mine
+        line = f"  {name}: mean L1 {rel['l1'].mean():.4g}, MAPE {rel['mape'].mean():.3g} %"
+        if vs_real:
+            ratio = error_ratio(rel, mine[mine["data"] == "real"])
+            line += f", {ratio:.3g} x the error of forecasts from the real data"
+        click.echo(line)

@@ -1,0 +1,154 @@
+"""``dpstream query``: range sums from a release written by ``dpstream release tops|topl|pak|bt``.
+
+Release files (format ``dpstream-release``, version 1)
+------------------------------------------------------
+* **values file** (the ``--out`` of ``dpstream release``, .csv or .parquet): one row per released
+  step, i.e. the steps after the time lag m (all steps for ``bt``), indexed like the input (its
+  time column, or the 0-based input step ``step``). Columns: ``value``, the per-step release, and
+  ``cumulative``, the released-step sums: ``cumulative[k]`` answers V(0, k).
+* **sidecar** ``<values file>.json``: the method, the privacy guarantee and every parameter (ε's,
+  δ, bound B, time lag m, the threshold), whether the run was seeded (not private), and for ToPS
+  the hierarchy's shape (fan-out F, leaf size g, levels L, tree size T, smoother).
+
+Answers. V(i, j) over released steps i..j (0-based, inclusive; released step i is input step
+m + i) is ``cumulative[j] − cumulative[i − 1]``, as the mechanisms' ``range_sum`` computes it:
+
+* ``pak``/``bt``: ``cumulative`` holds the released prefix sums minus the released c(σ, m)
+  (which cancels in every range), so answers equal ``PakRelease.range_sum`` up to rounding;
+* ``tops``: ``cumulative`` is the running sum of the smoothed values. The hierarchy's nodes are
+  *not stored*: node (ℓ, k) covers released steps [k·g·Fˡ, (k + 1)·g·Fˡ) and equals the sum of the
+  stored values over it (each complete leaf block of values sums to its consistent estimate, and
+  consistent leaves sum to every node), so these answers equal the canonical decomposition of
+  ``TopsRelease.range_sum`` up to floating-point rounding;
+* ``topl``: the running sum of the per-step estimates (``ToplRelease.range_sum``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import numpy as np
+import pandas as pd
+
+from mechanisms import ParameterError
+from mechanisms.core._validation import check_integer
+
+__all__ = ["FORMAT", "query", "read_release", "sidecar_path", "write_release"]
+
+FORMAT = "dpstream-release"
+VERSION = 1
+_SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+def sidecar_path(path: str | Path) -> Path:
+    """The JSON sidecar of a values file: ``<values file>.json``."""
+    file = Path(path)
+    return file.with_name(file.name + ".json")
+
+
+def write_release(frame: pd.DataFrame, meta: dict, path: str | Path) -> Path:
+    """Write the values file (CSV or Parquet by extension) and its JSON sidecar."""
+    file = Path(path)
+    if file.suffix.lower() == ".csv":
+        frame.to_csv(file)
+    else:
+        frame.to_parquet(file)
+    side = sidecar_path(file)
+    full = {"format": FORMAT, "version": VERSION, "values_file": file.name, **meta}
+    side.write_text(json.dumps(full, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return side
+
+
+def read_release(path: str | Path) -> tuple[pd.DataFrame, dict]:
+    """Read a values file and its sidecar; check the format."""
+    file = Path(path)
+    if file.suffix.lower() not in _SUFFIXES or not file.is_file():
+        raise ParameterError(
+            f"The RELEASE argument of dpstream query must be an existing .csv or .parquet file "
+            f"written by dpstream release. Got {file.name!r}."
+        )
+    side = sidecar_path(file)
+    try:
+        meta = json.loads(side.read_text(encoding="utf-8"))
+    except OSError:
+        raise ParameterError(
+            f"dpstream query needs the sidecar {side.name!r} next to {file.name!r} (written by "
+            "dpstream release tops|topl|pak|bt)."
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise ParameterError(
+            f"The sidecar {side.name!r} is not valid JSON (line {exc.lineno})."
+        ) from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != 1:
+        raise ParameterError(f"The sidecar {side.name!r} is not a {FORMAT} version {VERSION} file.")
+    try:
+        frame = (
+            pd.read_csv(file, index_col=0)
+            if file.suffix.lower() == ".csv"
+            else (pd.read_parquet(file))
+        )
+    except (OSError, ValueError, ImportError) as exc:
+        raise ParameterError(
+            f"The release {file.name!r} could not be read ({type(exc).__name__})."
+        ) from None
+    if "cumulative" not in frame.columns or len(frame) != meta.get("released_steps"):
+        raise ParameterError(
+            f"The release {file.name!r} does not match its sidecar (a 'cumulative' column and "
+            f"{meta.get('released_steps')} rows are expected)."
+        )
+    return frame, meta
+
+
+def range_sums(frame: pd.DataFrame, ranges: list[tuple[int, int]]) -> list[float]:
+    """V(i, j) = cumulative[j] − cumulative[i − 1] for each range (validated)."""
+    cum = frame["cumulative"].to_numpy(dtype=np.float64)
+    last = cum.size - 1
+    out = []
+    for i, j in ranges:
+        i = check_integer(i, "i", "dpstream query --range", minimum=0, maximum=last)
+        j = check_integer(j, "j", "dpstream query --range", minimum=i, maximum=last)
+        out.append(float(cum[j] - (cum[i - 1] if i > 0 else 0.0)))
+    return out
+
+
+@click.command(name="query")
+@click.argument("release_path", metavar="RELEASE", type=click.Path(dir_okay=False))
+@click.option(
+    "--range",
+    "ranges",
+    type=(int, int),
+    multiple=True,
+    required=True,
+    metavar="I J",
+    help="Released steps I..J (0-based, inclusive; step 0 is the first after the time lag).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the answers as JSON.")
+def query(release_path: str, ranges: tuple[tuple[int, int], ...], as_json: bool) -> None:
+    """Answer range sums V(I, J) from a release written by dpstream release tops|topl|pak|bt.
+
+    RELEASE is the values file (.csv or .parquet); its sidecar RELEASE.json must sit next to it.
+    Answers are post-processing of the release: they cost no privacy budget.
+
+    \b
+    Examples:
+      dpstream query tops.csv --range 0 999
+      dpstream query pak.parquet --range 0 9 --range 100 1099 --json
+    """
+    frame, meta = read_release(release_path)
+    answers = range_sums(frame, list(ranges))
+    if as_json:
+        payload = {
+            "method": meta.get("method"),
+            "seeded": meta.get("seeded"),
+            "answers": [
+                {"i": i, "j": j, "sum": a} for (i, j), a in zip(ranges, answers, strict=True)
+            ],
+        }
+        click.echo(json.dumps(payload))
+        return
+    for (i, j), a in zip(ranges, answers, strict=True):
+        click.echo(f"{i}\t{j}\t{a!r}")
+    if meta.get("seeded"):
+        click.secho("Seeded release: an experiment, NOT private.", fg="yellow", err=True)

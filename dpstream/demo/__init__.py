@@ -1,0 +1,1 @@
+"""The ``dpstream demo`` job: every stage on bundled real data, and the report it writes."""

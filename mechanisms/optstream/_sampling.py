@@ -1,0 +1,262 @@
+"""OptStream's Sample and Reconstruct steps ([FV19] §3.1, Algorithm 3, §3.3).
+
+Arrays are batched over w-periods: a *level* of a hierarchy is an array ``(B, n, r)`` of ``B``
+periods, ``n`` nodes (the nodes of one level, or one stream) and ``r <= w`` steps. Sample sets
+are boolean masks ``(B, r)``: one sample set per period, *shared by every node of the level*
+(see :func:`sample_l1` for why).
+
+Indices are 0-based here; [FV19] numbers steps from 1.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core._noise import LaplaceNoise, lattice_granularity, snap_to_lattice
+from ..core._random import BitSource
+
+__all__ = [
+    "interpolation_matrix",
+    "interpolation_weights",
+    "l1_score",
+    "l1_sensitivity",
+    "null_rate_threshold",
+    "reconstruct",
+    "sample_equal",
+    "sample_l1",
+    "svt_noises",
+]
+
+
+def sample_equal(r: int, k: int) -> np.ndarray:
+    """Equally spaced sample steps ([FV19] §3.1): ``round(linspace(0, r - 1, k))``.
+
+    The first and last steps are always sampled (for ``k >= 2``); ``k >= r`` samples every
+    step. Data-independent, so it costs no budget (ε_s = 0).
+    """
+    k = min(int(k), int(r))
+    if k <= 1:
+        return np.zeros(1, dtype=np.int64)
+    return np.rint(np.linspace(0.0, r - 1.0, k)).astype(np.int64)
+
+
+def l1_sensitivity(w: int, k: int, alpha: float) -> float:
+    """ΔL = 2α(w − k) of [FV19] Theorem 6 and §5.1, checked (see Notes of :func:`sample_l1`)."""
+    return 2.0 * alpha * (w - k)
+
+
+def l1_score(x: np.ndarray, tp: np.ndarray, i: int) -> np.ndarray:
+    """The L1 score L1^[tp, i] of [FV19] Eq. 3, summed over the nodes of a level.
+
+    Parameters
+    ----------
+    x
+        Level values ``(B, n, r)``.
+    tp
+        Last sampled step of each period ``(B,)``, every entry ``< i``.
+    i
+        Candidate step (the same for every period).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(B,)``: ``sum_nodes sum_{tp < j < i} |ξ^[tp,i](j) − x_j|`` (the end points contribute 0).
+    """
+    b, _, r = x.shape
+    j = np.arange(r, dtype=np.float64)[None, :]
+    tpf = tp.astype(np.float64)[:, None]
+    lam = (j - tpf) / (i - tpf)  # (B, r)
+    inside = (j > tpf) & (j < i)
+    xa = np.take_along_axis(x, tp[:, None, None].repeat(x.shape[1], axis=1), axis=2)  # (B, n, 1)
+    xb = x[:, :, i : i + 1]
+    line = xa + lam[:, None, :] * (xb - xa)  # [FV19 §3.1, ξ^[a,b]]
+    return np.where(inside[:, None, :], np.abs(line - x), 0.0).sum(axis=(1, 2))
+
+
+def svt_noises(
+    *, w: int, k: int, epsilon: float, alpha: float
+) -> tuple[LaplaceNoise, LaplaceNoise]:
+    """The threshold and query noises of Algorithm 3, on one shared lattice.
+
+    ρ ~ Lap(2ΔL/ε_s) (line 2) and μ_i ~ Lap(4kΔL/ε_s) (line 4), i.e. the SVT of Lyu, Su and
+    Li (2017, Alg. 1) with half the budget on the threshold and ``c = k`` positive answers.
+    Both live on the lattice γℤ of the smaller scale; the scores and θ are snapped to it, so
+    the sensitivity becomes ΔL + γ, which is what both scales use.
+    """
+    delta_l = l1_sensitivity(w, k, alpha)
+    gamma = lattice_granularity(delta_l * 2.0 / epsilon)
+    rho = LaplaceNoise(sensitivity=delta_l, epsilon=epsilon / 2.0, granularity=gamma)
+    mu = LaplaceNoise(sensitivity=delta_l, epsilon=epsilon / (4.0 * k), granularity=gamma)
+    return rho, mu
+
+
+def null_rate_threshold(*, w: int, k: int, epsilon: float, alpha: float) -> float:
+    """The public default θ of the L1 sampler: b_μ · ln(w / 2k), or 0 when w <= 2k.
+
+    With no signal (scores far below the query-noise scale b_μ = 4k(ΔL + γ)/ε_s) a step is
+    accepted with probability ``P[μ >= θ] = exp(−θ/b_μ)/2 = k/w``, the rate of equally spaced
+    sampling; larger scores raise it. It depends on (w, k, α, ε_s) only, never on the data.
+    """
+    if w <= 2 * k:
+        return 0.0
+    _, mu = svt_noises(w=w, k=k, epsilon=epsilon, alpha=alpha)
+    return mu.scale * math.log(w / (2.0 * k))
+
+
+def sample_l1(
+    x: np.ndarray,
+    *,
+    k: int,
+    epsilon: float,
+    alpha: float,
+    theta: float,
+    bits: BitSource,
+    window: int | None = None,
+) -> np.ndarray:
+    """The L1-based adaptive sampler ([FV19] Algorithm 3), one SVT per period and level.
+
+    Parameters
+    ----------
+    x
+        Level values ``(B, n, r)``; the score of a segment is summed over the ``n`` nodes.
+    k
+        Number of samples (``min(k, r)`` are taken).
+    epsilon
+        ε_s of one period.
+    alpha
+        Largest change of the level's values at one step, summed over its nodes (see Notes).
+    theta
+        Public threshold θ, in the units of the summed score.
+    bits
+        Bit source.
+    window
+        The w the noise is calibrated for (default ``r``); a short last period uses the full
+        period's calibration.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean mask ``(B, r)`` with exactly ``min(k, r)`` sampled steps per period, step 0
+        always among them.
+
+    Notes
+    -----
+    Lines of Algorithm 3 (0-based): S = {0}, t_p = 0; ρ; for i = 1..r−1: accept i if
+    ``L1^[t_p,i] + μ_i >= θ + ρ``; if ``r − 1 − i <= k − |S|`` add every later step; stop at
+    ``|S| = k``. Steps after the last sample are reconstructed by holding its value.
+
+    *Sensitivity* (checked, [FV19] Theorem 6): for an interior step j of [a, b], ξ(j) is a convex
+    combination of x_a and x_b, so |Δξ(j)| <= α and ||ξ'(j) − x'_j| − |ξ(j) − x_j|| <= 2α; the
+    end points contribute 0. Hence ΔL1^[a,b] <= 2α(b − a − 1). A query is only asked while
+    ``i <= r − k + |S| − 1`` and ``t_p >= |S| − 1`` (0-based), so ``b − a <= r − k <= w − k`` and
+    ``ΔL = 2α(w − k)`` is valid (tight up to the factor (w−k−1)/(w−k)).
+
+    *Why one sample set per level*: [FV19] Def. 3 lets *different* individuals (hence different
+    leaves) change at different steps of a window. Independent samplers per node would then
+    not compose in parallel across the level (node a's sampler and perturbation can see the
+    changes at a's sampled steps, node b's at b's: up to ``n·k`` sampled changes instead of
+    ``k``). Summing the score over the level keeps ΔL: per step the level's values change by at
+    most α in total, so the summed interior terms move by at most 2α per step. With a shared S,
+    the perturbation of the level also keeps sensitivity kα. For one stream this is exactly
+    Algorithm 3.
+
+    *Privacy*: ε_s-DP for the period under (w, α) neighbours (SVT, Lyu et al. 2017 Thm. 2, with
+    c = k >= the number of positive answers, and adaptively chosen queries of sensitivity ΔL).
+    Noise is lattice Laplace; scores and θ are snapped to the lattice, the rounding is in ΔL + γ.
+    """
+    b, _, r = x.shape
+    w_cal = r if window is None else int(window)
+    k_eff = min(int(k), r)
+    mask = np.zeros((b, r), dtype=bool)
+    mask[:, 0] = True
+    if k_eff >= r:
+        mask[:] = True
+        return mask
+    if k_eff <= 1:
+        return mask
+    rho_noise, mu_noise = svt_noises(w=w_cal, k=k, epsilon=epsilon, alpha=alpha)
+    gamma = rho_noise.granularity
+    level = float(snap_to_lattice(theta, gamma)) + rho_noise.sample(b, bits)  # [FV19 Alg. 3 l. 2]
+    tp = np.zeros(b, dtype=np.int64)
+    count = np.ones(b, dtype=np.int64)
+    active = np.ones(b, dtype=bool)
+    for i in range(1, r):
+        score = snap_to_lattice(l1_score(x, tp, i), gamma)
+        mu = mu_noise.sample(b, bits)  # [FV19 Alg. 3 l. 4]
+        hit = active & (score + mu >= level)  # [FV19 Alg. 3 l. 5]
+        mask[hit, i] = True
+        tp[hit] = i
+        count[hit] += 1
+        forced = active & (r - 1 - i <= k_eff - count)  # [FV19 Alg. 3 l. 8-9]
+        if forced.any():
+            mask[forced, i + 1 :] = True
+            count[forced] += r - 1 - i
+        active &= ~forced & (count < k_eff)  # [FV19 Alg. 3 l. 10]
+        if not active.any():
+            break
+    return mask
+
+
+def interpolation_matrix(mask: np.ndarray) -> np.ndarray:
+    """Linear-interpolation operator of each period's sample set ([FV19] §3.3, ξ^S).
+
+    Parameters
+    ----------
+    mask
+        Sample sets ``(B, r)``; step 0 must be sampled in every period.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(B, r, r)`` with ``x̃ = M @ y``: row ``t`` holds the weights of the sampled steps
+        (columns of unsampled steps are 0) in the interpolated value at step ``t``; steps after
+        the last sample hold it (weight 1 on the last sample).
+    """
+    m = np.asarray(mask, dtype=bool)
+    b, r = m.shape
+    steps = np.arange(r)
+    left = np.maximum.accumulate(np.where(m, steps, -1), axis=1)  # last sample <= t
+    right = np.minimum.accumulate(np.where(m, steps, r)[:, ::-1], axis=1)[:, ::-1]  # first >= t
+    if (left < 0).any():
+        raise ValueError("every sample set must contain step 0")
+    hold = right >= r  # after the last sample: constant extension
+    right = np.where(hold, left, right)
+    span = np.maximum(right - left, 1)
+    lam = np.where(hold, 0.0, (steps[None, :] - left) / span)
+    out = np.zeros((b, r, r))
+    rows = np.broadcast_to(steps, (b, r))
+    bi = np.broadcast_to(np.arange(b)[:, None], (b, r))
+    np.add.at(out, (bi, rows, left), 1.0 - lam)
+    np.add.at(out, (bi, rows, right), lam)
+    return out
+
+
+def reconstruct(mask: np.ndarray, noisy: np.ndarray) -> np.ndarray:
+    """Linear interpolation through the noisy samples ([FV19] §3.3, ξ^S).
+
+    Parameters
+    ----------
+    mask
+        Sample sets ``(B, r)``.
+    noisy
+        Noisy sampled values ``(B, n, k)``, in step order of each period's sample set.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(B, n, r)``; values after the last sample hold it (constant extension).
+    """
+    m = np.asarray(mask, dtype=bool)
+    b, r = m.shape
+    full = np.zeros((b, noisy.shape[1], r))
+    full.transpose(0, 2, 1)[m] = (
+        np.asarray(noisy, dtype=np.float64).transpose(0, 2, 1).reshape(-1, noisy.shape[1])
+    )
+    return np.einsum("btj,bnj->bnt", interpolation_matrix(m), full)
+
+
+def interpolation_weights(mask: np.ndarray) -> np.ndarray:
+    """Sum of squared interpolation weights per step ``(B, r)``: Var(x̃_t) / Var(noise)."""
+    return (interpolation_matrix(mask) ** 2).sum(axis=2)

@@ -1,0 +1,354 @@
+"""PAK Mechanism 1: threshold from a withheld prefix, then BT scaled to τ ([PAK19] §III-C).
+
+Steps (Mechanism 1, with the threshold of §IV and r of §V-B):
+
+1. withhold the first m = ``time_lag`` steps; release τ from them with (ε₁, δ)
+   (:func:`~mechanisms.pak_threshold`, ×r, clipped to [0, B]);
+2. release c(σ, m) = Σ_{i ≤ m} min(σ(i), τ) with Laplace noise of scale τ/ε₂;
+3. for i = m+1..n clip σ(i) to τ and release the prefix sums with BT(ε, bound τ)
+   (:func:`~mechanisms.binary_tree_release`), offset by the released c(σ, m).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core._budget import Budget, BudgetLedger, compose_parallel, compose_sequential
+from ..core._errors import ParameterError
+from ..core._noise import LaplaceNoise
+from ..core._random import BitSource, bit_source
+from ..core._units import EventLevel, PrivacyGuarantee
+from ..core._validation import (
+    check_fraction,
+    check_integer,
+    check_positive,
+    check_probability,
+    check_stream,
+)
+from ..counting._tree import TreeRelease, _tree_release
+from ._calibration import _check_beta_lt, _check_r, pak_threshold_calibration
+from ._quantile import _check_noise
+from ._threshold import ThresholdRelease, _release_threshold
+
+__all__ = ["PakParameters", "PakRelease", "pak_release"]
+
+#: τ is raised to at least B·2⁻³⁰ (public post-processing) so the noise scales stay positive.
+_MIN_THRESHOLD = 2.0**-30
+_PROOF = (
+    "[PAK19] §III-C: sequential composition on σ(1..m) (threshold (ε₁, δ) + Laplace sum ε₂), "
+    "BT ε on σ(m+1..n), parallel composition of the disjoint parts"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PakParameters:
+    """The local parameters of Mechanism 1 (defaults from [PAK19] Tables I–II and §VI-B)."""
+
+    eps1_share: float = 0.85
+    """ε₁/ε, the threshold's share (§VI-B: 0.8 to 0.9); ε₂ = ε − ε₁ releases c(σ, m)."""
+    lam: float = 0.85
+    """λ: the threshold estimates the λp-quantile (Tables I–II: 0.81 to 0.87)."""
+    p: float = 0.005
+    """p ≤ p_max = 0.005 (§V-B)."""
+    beta_lt: float = 0.004
+    """β_lt: Pr[τ < x̂_λp] bound (Tables I–II: 0.1 to 0.3 of β = 0.02)."""
+    r: float = 1.5
+    """Multiplier r ≥ 1 of Eq. 15 (§VI-B: r between 1 and 2)."""
+    noise: str = "laplace"
+    """Threshold noise, ``"laplace"`` or ``"gaussian"``."""
+    threshold: bool = True
+    """False: no threshold, plain BT with B over the whole stream (nothing withheld)."""
+
+    def __post_init__(self) -> None:
+        owner = "pak_release"
+        if not isinstance(self.threshold, bool):
+            raise ParameterError(
+                f"The 'threshold' parameter of {owner} must be a bool. Got {self.threshold!r}."
+            )
+        share = check_fraction(self.eps1_share, "eps1_share", owner)
+        lam = check_probability(self.lam, "lam", owner, closed_low=False, closed_high=True)
+        object.__setattr__(self, "eps1_share", share)
+        object.__setattr__(self, "lam", lam)
+        object.__setattr__(self, "p", check_fraction(self.p, "p", owner))
+        object.__setattr__(self, "beta_lt", _check_beta_lt(self.beta_lt, "beta_lt", owner))
+        object.__setattr__(self, "r", _check_r(self.r, owner))
+        object.__setattr__(self, "noise", _check_noise(self.noise, owner))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PakRelease:
+    """The output of Mechanism 1: prefix sums after the time lag, the threshold, the budget."""
+
+    prefix_sums: np.ndarray
+    """Noisy c(σ, i) at index i − 1, i = 1..n; NaN for the withheld steps i < m."""
+    variance: np.ndarray
+    """Noise variance of each released prefix sum given τ (NaN where withheld); excludes the
+    bias from clipping values above τ."""
+    threshold: float
+    """τ used to clip (released); B when no threshold was used."""
+    threshold_release: ThresholdRelease | None
+    """The threshold release (None when ``threshold=False``)."""
+    time_lag: int
+    """m, the number of withheld steps (the sum of steps 1..m is released at step m); 0 for
+    plain BT."""
+    tree: TreeRelease
+    """BT release of the clipped suffix σ(m+1..n) (of the whole stream for plain BT)."""
+    prefix_noise: LaplaceNoise | None
+    """Noise of the released c(σ, m) (sensitivity τ, ε₂); None for plain BT."""
+    parameters: PakParameters
+    """The local parameters used."""
+    epsilon: float
+    """Total ε."""
+    delta: float
+    """Total δ (0 for plain BT)."""
+    epsilon1: float
+    """ε₁ of the threshold (0 for plain BT)."""
+    epsilon2: float
+    """ε₂ of the prefix sum (0 for plain BT)."""
+    bound: float
+    """The public bound B."""
+    guarantee: PrivacyGuarantee
+    """Event-level (ε, δ)."""
+    n: int = field(init=False)
+    """Stream length."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n", int(self.prefix_sums.size))
+        self.prefix_sums.setflags(write=False)
+        self.variance.setflags(write=False)
+
+    def range_sum(self, i: int, j: int) -> float:
+        """Estimated sum of the *released* steps i..j (0-based, inclusive), as ToPS answers.
+
+        Released step i is absolute step m + i (m = ``time_lag``; 0 for plain BT), so
+        0 ≤ i ≤ j < n − m. The answer is c(σ, m + j + 1) − c(σ, m + i): the released c(σ, m)
+        cancels, and it equals ``tree.range_sum(i, j)`` on the clipped suffix.
+        """
+        owner = "PakRelease.range_sum"
+        last = self.n - self.time_lag - 1
+        i = check_integer(i, "i", owner, minimum=0, maximum=last)
+        j = check_integer(j, "j", owner, minimum=i, maximum=last)
+        m = self.time_lag
+        before = self.prefix_sums[m + i - 1] if m + i > 0 else 0.0
+        return float(self.prefix_sums[m + j] - before)
+
+
+def pak_release(
+    values: object,
+    *,
+    bound: float,
+    epsilon: float,
+    delta: float,
+    time_lag: int,
+    seed: object = None,
+    ledger: BudgetLedger | None = None,
+    eps1_share: float = 0.85,
+    lam: float = 0.85,
+    p: float = 0.005,
+    beta_lt: float = 0.004,
+    r: float = 1.5,
+    noise: str = "laplace",
+    threshold: bool = True,
+) -> PakRelease:
+    """Release every prefix sum after the time lag with PAK's Mechanism 1 ([PAK19] §III-C).
+
+    Parameters
+    ----------
+    values
+        The stream σ(1..n), every value in [0, B]; finite.
+    bound
+        The public bound B.
+    epsilon, delta
+        Total privacy loss (ε, δ); 0 ≤ δ < 1, and δ > 0 when ``threshold`` (smooth sensitivity
+        needs it).
+    time_lag
+        m, 1 ≤ m < n: steps withheld to estimate τ (λ·p·m ≥ 1 is required).
+    seed
+        None (OS secure source, for release), or an int / bit source (tests only).
+    ledger
+        Optional :class:`BudgetLedger` to charge (ε, δ) to; a fresh one otherwise. Charged
+        after validation and before any draw.
+    eps1_share, lam, p, beta_lt, r, noise, threshold
+        Local parameters, see :class:`PakParameters`.
+
+    Returns
+    -------
+    PakRelease
+
+    Notes
+    -----
+    The prefix sum c(σ, m) is released as Σ_{i ≤ m} min(σ(i), τ) + Lap(τ/ε₂): clipping the
+    prefix to τ is what makes the sensitivity τ (one value of [0, B] can move the raw sum by B;
+    clipped to [0, τ] it moves it by at most τ). Values are put on the noise lattice (exact
+    integer sums, as in the BT) so that bound is exact in floating point. Steps i > m get
+    ĉ(σ, m) + BT prefix sums of min(σ(m+1..i), τ), BT run with bound τ and the whole ε.
+
+    If τ ≥ B (after ×r the release is clipped to B) the mechanism still runs with τ = B:
+    switching to BT over the whole stream after seeing τ would use the prefix twice and cost
+    ε₁ more. With ``threshold=False`` (decided before seeing data) it is plain BT(ε, B) over
+    the whole stream: nothing withheld, ``time_lag`` 0, δ unused. τ is raised to at least
+    B·2⁻³⁰ (post-processing) so that the noise scales stay positive.
+
+    *Privacy*: event-level (ε, δ)-DP ([PAK19] §III-C privacy paragraph). On the prefix
+    σ(1..m), the threshold is (ε₁, δ)-DP (:func:`pak_threshold`) and c(σ, m) given τ is
+    ε₂-DP (Laplace, sensitivity τ): sequential composition gives (ε₁ + ε₂, δ) = (ε, δ). The
+    suffix σ(m+1..n) is read only by BT, ε-DP for any fixed τ. The parts are disjoint, and
+    the suffix mechanism depends on the prefix only through the released τ: for neighbours
+    differing in the prefix the BT output has the same distribution given τ (loss (ε, δ));
+    differing in the suffix, the prefix outputs are identical in distribution and BT costs ε
+    (parallel composition, adaptively). Overall (ε, δ).
+
+    Examples
+    --------
+    >>> x = [1.0] * 600 + [2.0] * 400
+    >>> rel = pak_release(x, bound=100.0, epsilon=1.0, delta=1e-6, time_lag=500, seed=3)
+    >>> rel.time_lag, bool(np.isnan(rel.prefix_sums[498])), bool(np.isnan(rel.prefix_sums[499]))
+    (500, True, False)
+    """
+    bits, params, arr, bnd, eps, dlt, m = _validate(
+        values,
+        bound,
+        epsilon,
+        delta,
+        time_lag,
+        seed,
+        ledger,
+        eps1_share,
+        lam,
+        p,
+        beta_lt,
+        r,
+        noise,
+        threshold,
+    )
+    n = arr.size
+    if not params.threshold:
+        total = Budget(eps, 0.0)
+        _charge(ledger, total)
+        tree = _tree_release(arr, epsilon=eps, bound=bnd, bits=bits, owner="pak_release")
+        return PakRelease(
+            prefix_sums=np.array(tree.prefix_sums),
+            variance=np.array(tree.variance),
+            threshold=bnd,
+            threshold_release=None,
+            time_lag=0,
+            tree=tree,
+            prefix_noise=None,
+            parameters=params,
+            epsilon=eps,
+            delta=0.0,
+            epsilon1=0.0,
+            epsilon2=0.0,
+            bound=bnd,
+            guarantee=PrivacyGuarantee(unit=EventLevel(), budget=total, proof=tree.guarantee.proof),
+        )
+
+    eps1 = eps * params.eps1_share
+    eps2 = eps - eps1
+    prefix, suffix = arr[:m], arr[m:]
+    cal = pak_threshold_calibration(  # raises (κ ≤ 0, λpm < 1) before anything is drawn
+        prefix,
+        bound=bnd,
+        epsilon=eps1,
+        delta=dlt,
+        lam=params.lam,
+        p=params.p,
+        beta_lt=params.beta_lt,
+        r=params.r,
+        noise=params.noise,
+    )
+    total = compose_parallel(compose_sequential(Budget(eps1, dlt), Budget(eps2)), Budget(eps))
+    _charge(ledger, total)
+
+    th = _release_threshold(cal, bits, clip=True)  # [PAK19 Mech. 1 step 1]
+    tau = max(th.threshold, bnd * _MIN_THRESHOLD)
+    prefix_noise = LaplaceNoise(sensitivity=tau, epsilon=eps2, magnitude=m * tau)
+    c_m = _clipped_lattice_sum(prefix, tau, prefix_noise) + float(
+        prefix_noise.sample(1, bits)[0]
+    )  # [PAK19 Mech. 1 step 2]
+    tree = _tree_release(  # [PAK19 Mech. 1 steps 3-6]
+        np.minimum(suffix, tau), epsilon=eps, bound=tau, bits=bits, owner="pak_release"
+    )
+    sums = np.full(n, np.nan)
+    var = np.full(n, np.nan)
+    sums[m - 1] = c_m
+    var[m - 1] = prefix_noise.variance
+    sums[m:] = c_m + tree.prefix_sums
+    var[m:] = prefix_noise.variance + tree.variance
+    return PakRelease(
+        prefix_sums=sums,
+        variance=var,
+        threshold=tau,
+        threshold_release=th,
+        time_lag=m,
+        tree=tree,
+        prefix_noise=prefix_noise,
+        parameters=params,
+        epsilon=eps,
+        delta=dlt,
+        epsilon1=eps1,
+        epsilon2=eps2,
+        bound=bnd,
+        guarantee=PrivacyGuarantee(unit=EventLevel(), budget=total, proof=_PROOF),
+    )
+
+
+def _validate(
+    values,
+    bound,
+    epsilon,
+    delta,
+    time_lag,
+    seed,
+    ledger,
+    eps1_share,
+    lam,
+    p,
+    beta_lt,
+    r,
+    noise,
+    threshold,
+) -> tuple[BitSource, PakParameters, np.ndarray, float, float, float, int]:
+    """Check every argument (no draws, no charges); return them normalised."""
+    owner = "pak_release"
+    bnd = check_positive(bound, "bound", owner)
+    eps = check_positive(epsilon, "epsilon", owner)
+    dlt = check_probability(delta, "delta", owner)
+    params = PakParameters(
+        eps1_share=eps1_share,
+        lam=lam,
+        p=p,
+        beta_lt=beta_lt,
+        r=r,
+        noise=noise,
+        threshold=threshold,
+    )
+    if params.threshold and dlt == 0.0:
+        raise ParameterError(
+            f"The 'delta' parameter of {owner} must be a float in (0, 1) when threshold=True "
+            "(smooth sensitivity gives (ε, δ)-DP with δ > 0). Got 0.0 instead. Pass a δ such "
+            "as 1/n², or threshold=False for plain BT."
+        )
+    arr = check_stream(values, "values", owner, bound=bnd, min_length=2)
+    m = check_integer(time_lag, "time_lag", owner, minimum=1, maximum=arr.size - 1)
+    if ledger is not None and not isinstance(ledger, BudgetLedger):
+        raise ParameterError(
+            f"The 'ledger' parameter of {owner} must be a BudgetLedger or None. Got "
+            f"{ledger!r} instead."
+        )
+    return bit_source(seed), params, arr, bnd, eps, dlt, m
+
+
+def _charge(ledger: BudgetLedger | None, total: Budget) -> None:
+    """Charge the whole (ε, δ) before any draw (a fresh ledger when none is given)."""
+    (BudgetLedger(total) if ledger is None else ledger).charge(total, "pak_release")
+
+
+def _clipped_lattice_sum(values: np.ndarray, tau: float, noise: LaplaceNoise) -> float:
+    """Σ min(x, τ) with every term snapped to γℤ inside [0, τ]: an exact sum (sensitivity τ)."""
+    gamma = noise.granularity
+    units = np.clip(np.rint(values / gamma), 0, math.floor(tau / gamma)).astype(np.int64)
+    return float(units.sum()) * gamma

@@ -1,0 +1,175 @@
+"""ToPS end to end: threshold optimizer → perturber → smoother ([ToPS21]; tops-notes §1–3).
+
+The first m = ``time_lag`` values are read by the threshold optimizer only
+(:func:`~mechanisms.tops_threshold`, ε_θ); nothing else about them is released. Every later value
+is clipped to θ and fed to the online consistent F-ary hierarchy (``_tops_tree.py``, ε_r), whose
+leaf estimates the smoother turns into one final value per step as the steps arrive
+(``_smoothers.py``). Range sums are answered from the released hierarchy by its canonical
+decomposition, with partial leaves from the smoothed values (:meth:`TopsRelease.range_sum`).
+
+Steps are indexed after the time lag: released step i is absolute step m + i (0-based).
+"""
+
+from __future__ import annotations
+
+from ..core._budget import BudgetLedger
+from ..core._validation import check_integer, check_positive, check_stream
+from ._smoothers import DEFAULT_ALPHA
+from ._stream import ToPSStream
+from ._threshold import DEFAULT_C
+from ._tree import TopsRelease
+
+__all__ = ["tops_perturb", "tops_release"]
+
+
+def _validated_values(values, bound, time_lag, owner, *, minimum_lag=1):
+    bnd = check_positive(bound, "bound", owner)
+    arr = check_stream(values, "values", owner, bound=bnd, min_length=2 if minimum_lag else 1)
+    m = check_integer(time_lag, "time_lag", owner, minimum=minimum_lag, maximum=arr.size - 1)
+    return arr, bnd, m
+
+
+def tops_release(
+    values: object,
+    *,
+    bound: float,
+    epsilon_threshold: float,
+    epsilon_perturb: float,
+    time_lag: int,
+    fanout: int = 16,
+    seed: object = None,
+    smoother: str = "recent",
+    leaf_size: int | None = None,
+    levels: int | None = None,
+    candidates: object = None,
+    c: float = DEFAULT_C,
+    threshold_method: str = "laplace",
+    alpha: float = DEFAULT_ALPHA,
+    ledger: BudgetLedger | None = None,
+) -> TopsRelease:
+    """Release a stream with ToPS: private θ, consistent hierarchy, smoothed steps ([ToPS21]).
+
+    Parameters
+    ----------
+    values
+        The stream v₁ … v_n, every value in [0, ``bound``]; n ≥ 2.
+    bound
+        Public bound B.
+    epsilon_threshold
+        ε_θ of the threshold optimizer on the first m values.
+    epsilon_perturb
+        ε_r of the perturber on the n − m later values.
+    time_lag
+        m, 1 ≤ m < n.
+    fanout
+        F ≥ 2 of the hierarchy.
+    seed
+        None (OS secure source), or an int / bit source (tests and experiments only).
+    smoother, leaf_size, levels, candidates, c, threshold_method, alpha, ledger
+        See :class:`ToPSStream` (horizon r = n − m).
+
+    Returns
+    -------
+    TopsRelease
+        ``.threshold``, ``.values`` (length n − m) and ``.range_sum(i, j)`` over released steps.
+
+    Notes
+    -----
+    Runs :class:`ToPSStream` over the whole stream in one ``extend``: the batch and the stream
+    draw the same noise in the same order and give identical releases for the same seed.
+
+    *Privacy*: event-level max(ε_θ, ε_r)-DP (:class:`ToPSStream`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).exponential(1.0, 5000).clip(0, 50)
+    >>> rel = tops_release(x, bound=50.0, epsilon_threshold=1.0, epsilon_perturb=1.0,
+    ...                    time_lag=1000, seed=1)
+    >>> rel.values.size, rel.threshold < 50.0, rel.leaf_size
+    (4000, True, 16)
+    """
+    owner = "tops_release"
+    arr, bnd, m = _validated_values(values, bound, time_lag, owner)
+    stream = ToPSStream(
+        bound=bnd,
+        epsilon_threshold=epsilon_threshold,
+        epsilon_perturb=epsilon_perturb,
+        time_lag=m,
+        horizon=arr.size - m,
+        fanout=fanout,
+        smoother=smoother,
+        leaf_size=leaf_size,
+        levels=levels,
+        candidates=candidates,
+        c=c,
+        threshold_method=threshold_method,
+        alpha=alpha,
+        seed=seed,
+        ledger=ledger,
+        _owner=owner,
+    )
+    stream.extend(arr)
+    return stream.release()
+
+
+def tops_perturb(
+    values: object,
+    *,
+    threshold: float,
+    bound: float,
+    epsilon: float,
+    fanout: int = 16,
+    leaf_size: int | None = None,
+    levels: int | None = None,
+    smoother: str = "recent",
+    alpha: float = DEFAULT_ALPHA,
+    seed: object = None,
+    ledger: BudgetLedger | None = None,
+) -> TopsRelease:
+    """The perturber and smoother alone, with a public θ: every value is released.
+
+    Parameters
+    ----------
+    values
+        The stream, every value in [0, ``bound``]; clipped to θ before release.
+    threshold
+        θ ∈ (0, B], public (chosen without looking at ``values``).
+    bound
+        Public bound B.
+    epsilon
+        ε_r of the hierarchy.
+    fanout, leaf_size, levels, smoother, alpha, seed, ledger
+        As for :class:`ToPSStream` (horizon = ``len(values)``).
+
+    Returns
+    -------
+    TopsRelease
+        With ``time_lag`` 0 and ``threshold_release`` None.
+
+    Notes
+    -----
+    *Privacy*: event-level ε-DP (Laplace mechanism on each tree, L1 sensitivity L·θ; trees
+    are disjoint). θ must not depend on ``values`` (use :func:`tops_release` for that).
+    """
+    owner = "tops_perturb"
+    bnd = check_positive(bound, "bound", owner)
+    arr = check_stream(values, "values", owner, bound=bnd)
+    stream = ToPSStream(
+        bound=bnd,
+        epsilon_threshold=1.0,
+        epsilon_perturb=epsilon,
+        time_lag=0,
+        horizon=arr.size,
+        fanout=fanout,
+        smoother=smoother,
+        threshold=threshold,
+        leaf_size=leaf_size,
+        levels=levels,
+        alpha=alpha,
+        seed=seed,
+        ledger=ledger,
+        _owner=owner,
+    )
+    stream.extend(arr)
+    return stream.release()

@@ -1,0 +1,330 @@
+"""Streaming ToPS: threshold optimizer → online consistent hierarchy → smoother ([ToPS21]).
+
+The first m = ``time_lag`` values are read by the threshold optimizer only
+(:func:`~mechanisms.tops_threshold`, ε_θ); nothing else about them is released. Every later value
+is clipped to θ and fed to the online consistent F-ary hierarchy (``_tops_tree.py``, ε_r), whose
+leaf estimates the smoother turns into one final value per step as the steps arrive
+(``_smoothers.py``). Steps are indexed after the time lag: released step i is absolute step m + i.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from numbers import Real
+
+import numpy as np
+
+from ..core._budget import Budget, BudgetLedger, compose_parallel
+from ..core._errors import DomainError, ParameterError
+from ..core._noise import LaplaceNoise
+from ..core._random import bit_source
+from ..core._units import EventLevel, PrivacyGuarantee
+from ..core._validation import check_integer, check_positive, check_probability, check_stream
+from ._smoothers import DEFAULT_ALPHA, Smoother, _check_smoother, block_values
+from ._threshold import (
+    DEFAULT_C,
+    TopsThresholdRelease,
+    _check_method,
+    _select,
+    tops_candidates,
+    tops_kappa,
+)
+from ._tree import Hierarchy, TopsRelease, max_levels, tops_leaf_size, tops_levels
+
+__all__ = ["ToPSStream", "TopsUpdate"]
+
+_PROOF = (
+    "[ToPS21]: threshold (report-noisy-max, ε_θ) on steps 1..m, Laplace hierarchy (sensitivity "
+    "L·θ, ε_r) on the later steps; parallel composition of the disjoint parts"
+)
+_PROOF_PERTURB = "[ToPS21] perturber: Laplace mechanism on the F-ary tree (L1 sensitivity L·θ)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopsUpdate:
+    """What became final during one ``push``/``extend`` call."""
+
+    start: int
+    """Released-step index of ``values[0]`` (released step i is absolute step m + i)."""
+    values: np.ndarray
+    """The new final smoothed per-step values (one per pushed step after the time lag)."""
+    node_levels: np.ndarray
+    """Level ℓ of each newly released consistent node."""
+    node_indices: np.ndarray
+    """Index k of each new node: it covers released steps [k·g·Fˡ, (k + 1)·g·Fˡ)."""
+    node_values: np.ndarray
+    """Consistent estimate of each new node."""
+    threshold: float | None = None
+    """θ if it was chosen during this call, else None."""
+
+    def __post_init__(self) -> None:
+        for arr in (self.values, self.node_levels, self.node_indices, self.node_values):
+            arr.setflags(write=False)
+
+
+def _empty_update(start: int, threshold: float | None = None) -> TopsUpdate:
+    return TopsUpdate(
+        start=start,
+        values=np.empty(0),
+        node_levels=np.empty(0, dtype=np.int64),
+        node_indices=np.empty(0, dtype=np.int64),
+        node_values=np.empty(0),
+        threshold=threshold,
+    )
+
+
+class ToPSStream:
+    """Streaming ToPS: push values one at a time or in batches, get releases as they are final.
+
+    Parameters
+    ----------
+    bound
+        Public bound B on every value.
+    epsilon_threshold, epsilon_perturb
+        ε_θ of the threshold optimizer (on the first m values) and ε_r of the perturber.
+    time_lag
+        m ≥ 1, the values read by the threshold optimizer.
+    horizon
+        Planned number r of released steps (public): sets κ, the leaf size g and the levels L
+        (hence the tree size T = g·F^{L−1}). The stream may run longer or stop earlier: a new
+        tree starts every T steps.
+    fanout
+        F ≥ 2 (16: [ToPS21], after Qardaji et al. 2013).
+    smoother
+        ``"recent"`` (the paper's), ``"mean"``, ``"median"`` or ``"exponential"``.
+    threshold, leaf_size, levels
+        Public overrides: a fixed θ in (0, B] (then ``time_lag`` may be 0 and ε_θ is unused),
+        a leaf size g and a number of levels L; None uses the optimizer, the pruning rule and
+        :func:`tops_levels`.
+    candidates, c, threshold_method
+        The optimizer's grid, constant c and selection (:func:`tops_threshold`).
+    alpha
+        α of the exponential smoother.
+    seed
+        None (OS secure source), or an int / bit source (tests and experiments only).
+    ledger
+        Optional :class:`BudgetLedger`, charged once here, after validation and before any
+        draw.
+
+    Notes
+    -----
+    After the time lag each ``push`` returns the step's smoothed value, final at once: steps
+    of a leaf block other than its last carry the prediction from the blocks already released,
+    the last step makes the block sum to its consistent estimate (``_smoothers.py``). Nodes are
+    released, consistent, when their interval completes (``_tops_tree.py``).
+
+    *Privacy*: event-level max(ε_θ, ε_r)-DP for a stream fixed in advance, of any length. The
+    threshold reads steps 1..m (ε_θ-DP, :func:`tops_threshold`); the trees read disjoint later
+    steps, each an ε_r-DP Laplace mechanism given θ (L1 sensitivity L·θ); a replaced value lies
+    in one part only and the later parts depend on the earlier ones only through the released θ
+    (parallel composition, as in [PAK19] Mechanism 1). Smoothing and range sums are
+    post-processing. The analysis is for a stream fixed in advance (non-adaptive), as in
+    [ToPS21]: a node released early carries projected noise that mixes in the noise of nodes
+    that complete later.
+
+    Examples
+    --------
+    >>> s = ToPSStream(bound=10.0, epsilon_threshold=1.0, epsilon_perturb=1.0, time_lag=100,
+    ...                horizon=256, seed=5)
+    >>> _ = s.extend([1.0] * 100)
+    >>> s.threshold is not None, s.push(2.0).values.size
+    (True, 1)
+    """
+
+    def __init__(
+        self,
+        *,
+        bound: float,
+        epsilon_threshold: float,
+        epsilon_perturb: float,
+        time_lag: int,
+        horizon: int,
+        fanout: int = 16,
+        smoother: str = "recent",
+        threshold: float | None = None,
+        leaf_size: int | None = None,
+        levels: int | None = None,
+        candidates: object = None,
+        c: float = DEFAULT_C,
+        threshold_method: str = "laplace",
+        alpha: float = DEFAULT_ALPHA,
+        seed: object = None,
+        ledger: BudgetLedger | None = None,
+        _owner: str = "ToPSStream",
+    ) -> None:
+        owner = _owner
+        self.bound = check_positive(bound, "bound", owner)
+        self.epsilon_perturb = check_positive(epsilon_perturb, "epsilon_perturb", owner)
+        self.fanout = check_integer(fanout, "fanout", owner, minimum=2)
+        self.horizon = check_integer(horizon, "horizon", owner)
+        self.smoother_name = _check_smoother(smoother, owner)
+        self.alpha = check_probability(alpha, "alpha", owner, closed_low=False, closed_high=True)
+        if threshold is None:
+            self.time_lag = check_integer(time_lag, "time_lag", owner)
+            self.epsilon_threshold = check_positive(epsilon_threshold, "epsilon_threshold", owner)
+            self.method = _check_method(threshold_method, owner)
+            self.kappa = tops_kappa(
+                time_lag=self.time_lag,
+                horizon=self.horizon,
+                epsilon_perturb=self.epsilon_perturb,
+                fanout=self.fanout,
+                c=c,
+            )
+            self.candidates = tops_candidates(self.bound, candidates)
+            budget = compose_parallel(Budget(self.epsilon_threshold), Budget(self.epsilon_perturb))
+        else:
+            theta = check_positive(threshold, "threshold", owner)
+            if theta > self.bound:
+                raise ParameterError(
+                    f"The 'threshold' parameter of {owner} must be a float in (0, bound="
+                    f"{self.bound:g}]. Got {threshold!r} instead."
+                )
+            self.time_lag = check_integer(time_lag, "time_lag", owner, minimum=0)
+            self.epsilon_threshold, self.method, self.kappa = 0.0, "fixed", math.nan
+            self.candidates = np.array([theta])
+            budget = Budget(self.epsilon_perturb)
+        self.leaf_size = (
+            tops_leaf_size(self.horizon, self.epsilon_perturb, self.fanout)
+            if leaf_size is None
+            else check_integer(leaf_size, "leaf_size", owner)
+        )
+        self.levels = (
+            tops_levels(self.horizon, self.leaf_size, self.fanout)
+            if levels is None
+            else check_integer(levels, "levels", owner, maximum=max_levels(self.fanout))
+        )
+        if ledger is not None and not isinstance(ledger, BudgetLedger):
+            raise ParameterError(
+                f"The 'ledger' parameter of {owner} must be a BudgetLedger or None. Got "
+                f"{ledger!r} instead."
+            )
+        self._bits = bit_source(seed)
+        (BudgetLedger(budget) if ledger is None else ledger).charge(budget, owner)
+        self.guarantee = PrivacyGuarantee(
+            unit=EventLevel(), budget=budget, proof=_PROOF if threshold is None else _PROOF_PERTURB
+        )
+        self.threshold_release: TopsThresholdRelease | None = None
+        self.threshold: float | None = None if threshold is None else theta
+        self._prefix: list[np.ndarray] = []
+        self._seen = 0
+        self._hier: Hierarchy | None = None
+        self._smoother: Smoother | None = None
+        self._values: list[np.ndarray] = []
+        self._nodes: list[list[np.ndarray]] = [[] for _ in range(self.levels)]
+        if self.threshold is not None:
+            self._start_perturber()
+
+    # -- state ---------------------------------------------------------------------------
+    @property
+    def released(self) -> int:
+        """Number of released steps so far (steps after the time lag)."""
+        return max(self._seen - self.time_lag, 0)
+
+    @property
+    def noise(self) -> LaplaceNoise | None:
+        """The noise of every node (None before θ is known)."""
+        return None if self._hier is None else self._hier.noise
+
+    @property
+    def prediction(self) -> float | None:
+        """Per-step smoothed prediction for the open block (None before θ is known)."""
+        return None if self._smoother is None else self._smoother.prediction
+
+    def _start_perturber(self) -> None:
+        self._hier = Hierarchy(
+            threshold=self.threshold,
+            epsilon=self.epsilon_perturb,
+            fanout=self.fanout,
+            leaf_size=self.leaf_size,
+            levels=self.levels,
+            bits=self._bits,
+        )
+        self._smoother = Smoother(
+            self.smoother_name, block=self.leaf_size, prior=self.threshold / 2.0, alpha=self.alpha
+        )
+
+    # -- input ---------------------------------------------------------------------------
+    def push(self, value: float) -> TopsUpdate:
+        """Add the next value (in [0, B]); return what became final."""
+        if isinstance(value, bool) or not isinstance(value, Real):
+            raise DomainError("The 'value' argument of ToPSStream.push must be a real number.")
+        return self.extend(np.array([float(value)]))
+
+    def extend(self, values: object) -> TopsUpdate:
+        """Add values in order (each in [0, B]); return what became final, as one update.
+
+        The whole batch is validated before anything is consumed or drawn.
+        """
+        arr = check_stream(values, "values", "ToPSStream.extend", bound=self.bound, min_length=0)
+        start, chosen = self.released, None
+        if self.threshold is None:
+            need = self.time_lag - self._seen
+            self._prefix.append(arr[:need])
+            self._seen += min(need, arr.size)
+            arr = arr[need:]
+            if self._seen < self.time_lag:
+                return _empty_update(start)
+            prefix = np.concatenate(self._prefix)
+            self._prefix = []
+            self.threshold_release = _select(
+                prefix, self.candidates, self.kappa, self.epsilon_threshold, self.method, self._bits
+            )
+            self.threshold = chosen = self.threshold_release.threshold
+            self._start_perturber()
+        if arr.size == 0:
+            return _empty_update(start, chosen)
+        return self._perturb(arr, start, chosen)
+
+    def _perturb(self, arr: np.ndarray, start: int, chosen: float | None) -> TopsUpdate:
+        hier, sm, g = self._hier, self._smoother, self.leaf_size
+        first = hier.steps
+        estimates, nodes = hier.extend(hier.units(arr))
+        preds = np.concatenate(([sm.prediction], sm.feed(estimates)))
+        values = block_values(preds, estimates, g, first, arr.size)
+        self._seen += arr.size
+        self._values.append(values)
+        for level, _index, vals in nodes:
+            self._nodes[level].append(vals)
+        levels = [np.full(v.size, h, dtype=np.int64) for h, _, v in nodes]
+        indices = [k + np.arange(v.size, dtype=np.int64) for _, k, v in nodes]
+        return TopsUpdate(
+            start=start,
+            values=values,
+            node_levels=np.concatenate(levels) if nodes else np.empty(0, dtype=np.int64),
+            node_indices=np.concatenate(indices) if nodes else np.empty(0, dtype=np.int64),
+            node_values=np.concatenate([v for *_, v in nodes]) if nodes else np.empty(0),
+            threshold=chosen,
+        )
+
+    # -- output --------------------------------------------------------------------------
+    def release(self) -> TopsRelease:
+        """Everything released so far, as a :class:`TopsRelease` (the stream may continue)."""
+        if self._hier is None:
+            raise DomainError(
+                "ToPSStream.release needs the threshold: push at least time_lag values first."
+            )
+        values = np.concatenate(self._values) if self._values else np.empty(0)
+        self._values = [values]
+        nodes = []
+        for h in range(self.levels):
+            nodes.append(np.concatenate(self._nodes[h]) if self._nodes[h] else np.empty(0))
+            self._nodes[h] = [nodes[-1]]
+        hier = self._hier
+        return TopsRelease(
+            values=values.copy(),
+            nodes=tuple(a.copy() for a in nodes),
+            threshold=float(self.threshold),
+            threshold_release=self.threshold_release,
+            time_lag=self.time_lag,
+            leaf_size=self.leaf_size,
+            fanout=self.fanout,
+            levels=self.levels,
+            tree_size=hier.tree_size,
+            noise=hier.noise,
+            smoother=self.smoother_name,
+            epsilon_threshold=self.epsilon_threshold,
+            epsilon_perturb=self.epsilon_perturb,
+            bound=self.bound,
+            guarantee=self.guarantee,
+        )

@@ -1,0 +1,219 @@
+"""Planning ToPS: the predicted range-query error of a threshold θ, and the leaf size g.
+
+Predicted error ([ToPS21]'s metric: the mean squared error of a range query V(i, j) over the
+r released steps, i and j uniform and sorted)
+--------------------------------------------------------------------------------------------
+    MSE(θ) = noise(θ) + partial(θ) + bias(θ)²
+
+* **noise**: the exact noise variance of the canonical answer over the complete leaf blocks
+  [a, b) of a query, averaged over a fixed public set of ``queries`` uniform random queries.
+  With v the variance of one node's Laplace noise (sensitivity L·θ, ε_r; ``tops_noise``) and
+  the consistent (BLUE) estimates, Var = v·Σₖ cₖ(Qₖ − Qₖ₊₁), cₖ = (F − 1)/(F^{k+1} − 1),
+  Qₖ = Σ over level-k blocks β of |β ∩ [a, b)|²/Fᵏ (leaf units), Q_L = 0 (the inverse of
+  AᵀA = Σₗ Fˡ Eₗ on the nested block averages Eₗ; cf. ``mechanisms.tops._tree``).
+* **partial**: the error of the smoothed values inside the partial leaves at the two ends:
+  θ²·g²/36 for the signal (the second term of [ToPS21]'s pruning objective, tops-notes §2) plus
+  (5/3)·v_leaf for their noise (with the recent smoother the head of a query is eₖ − p·eₖ₋₁/g
+  and its tail q·eₖ₋₁/g, p, q uniform in [0, g): (1 + 1/3) + 1/3 consistent leaf variances,
+  covariances neglected). An approximation; the tests check it within a factor 1.5.
+* **bias**: truncation. Clipping at θ removes μ_θ = mean over the prefix of (v − θ)⁺ per step
+  on average (the stream is assumed stationary: the prefix stands for the future), so a query
+  of length ℓ is biased by about −ℓ·μ_θ; its mean square is E[ℓ²]·μ_θ², with E[ℓ²] over the same
+  queries.
+
+Both the noise and partial terms scale with θ², the bias term falls with θ: the best θ trades
+them. :func:`plan_tops` evaluates the prediction on the optimizer's candidate grid. It reads the
+prefix: an analysis tool, not a private release (``private=False``), like ``plan_pak``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mechanisms import (
+    tops_candidates,
+    tops_kappa,
+    tops_leaf_size,
+    tops_levels,
+    tops_noise,
+    tops_scores,
+)
+from mechanisms.core._validation import check_integer, check_positive, check_stream
+from mechanisms.tops._variance import QUERIES, mean_query_units, public_queries, variance_units
+
+__all__ = ["TopsError", "TopsPlan", "plan_tops", "tops_range_error"]
+
+#: Number of public random queries the noise and length terms are averaged over.
+DEFAULT_QUERIES = QUERIES
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopsError:
+    """The predicted mean squared error of a random range query for one θ (module notes)."""
+
+    threshold: float
+    """θ."""
+    leaf_size: int
+    """g (the pruning rule unless given)."""
+    levels: int
+    """L, levels of the tree."""
+    noise: float
+    """Noise variance of the consistent hierarchy's answer (complete leaves)."""
+    partial: float
+    """Partial-leaf term θ²g²/36 + (5/3)·v_leaf."""
+    bias: float
+    """Root mean square truncation bias √(E[ℓ²])·μ_θ (≥ 0; the answer is low by about this)."""
+    mse: float
+    """noise + partial + bias²."""
+
+
+def _per_step_excess(prefix: np.ndarray, thetas: np.ndarray) -> np.ndarray:
+    """μ_θ = mean (v − θ)⁺ over the prefix, for every θ (sorted prefix, suffix sums)."""
+    srt = np.sort(prefix)
+    tail = np.concatenate((np.cumsum(srt[::-1])[::-1], [0.0]))  # Σ_{k ≥ idx} srt[k]
+    idx = np.searchsorted(srt, thetas, side="right")
+    count = srt.size - idx
+    return (tail[idx] - count * thetas) / srt.size
+
+
+def _validate(prefix, horizon, epsilon_perturb, fanout, leaf_size, queries, owner):
+    arr = check_stream(prefix, "prefix", owner)
+    r = check_integer(horizon, "horizon", owner)
+    eps = check_positive(epsilon_perturb, "epsilon_perturb", owner)
+    f = check_integer(fanout, "fanout", owner, minimum=2)
+    if leaf_size is None:
+        g = tops_leaf_size(r, eps, f)
+    else:
+        g = check_integer(leaf_size, "leaf_size", owner)
+    nq = check_integer(queries, "queries", owner)
+    return arr, r, eps, f, g, tops_levels(r, g, f), nq
+
+
+def _errors(thetas, arr, r, eps, f, g, levels, nq) -> list[TopsError]:
+    units = mean_query_units(r, g, f, levels, nq)
+    leaf = float(variance_units([0], [1], f, levels)[0])
+    i, j = public_queries(r, nq)
+    mean_len2 = float(((j - i + 1.0) ** 2).mean())
+    mu = _per_step_excess(arr, thetas)
+    out = []
+    for theta, mu_t in zip(thetas.tolist(), mu.tolist(), strict=True):
+        v = tops_noise(threshold=theta, epsilon=eps, levels=levels, tree_size=g * f ** (levels - 1))
+        noise = v.variance * units
+        partial = theta**2 * g**2 / 36.0 + 5.0 / 3.0 * v.variance * leaf
+        bias = float(np.sqrt(mean_len2)) * mu_t
+        out.append(
+            TopsError(
+                threshold=theta,
+                leaf_size=g,
+                levels=levels,
+                noise=noise,
+                partial=partial,
+                bias=bias,
+                mse=noise + partial + bias**2,
+            )
+        )
+    return out
+
+
+def tops_range_error(
+    threshold: float,
+    *,
+    prefix: object,
+    horizon: int,
+    epsilon_perturb: float,
+    fanout: int = 16,
+    leaf_size: int | None = None,
+    queries: int = DEFAULT_QUERIES,
+) -> TopsError:
+    """Predicted MSE of a uniform random range query of ToPS with threshold θ (module notes).
+
+    Parameters
+    ----------
+    threshold
+        θ > 0.
+    prefix
+        Values standing for the stream's distribution (e.g. the first m values): they set the
+        truncation bias. Reading them makes the prediction data-dependent (not private).
+    horizon
+        r, the number of released steps the queries range over.
+    epsilon_perturb
+        ε_r of the perturber.
+    fanout, leaf_size
+        F, and g (None: the pruning rule, ``mechanisms.tops_leaf_size``).
+    queries
+        Number of public random queries averaged over.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).exponential(1.0, 10_000)
+    >>> e = tops_range_error(5.0, prefix=x, horizon=2**16, epsilon_perturb=1.0)
+    >>> e.leaf_size, e.levels, e.mse > e.noise > 0
+    (16, 3, True)
+    """
+    owner = "tops_range_error"
+    theta = check_positive(threshold, "threshold", owner)
+    args = _validate(prefix, horizon, epsilon_perturb, fanout, leaf_size, queries, owner)
+    return _errors(np.array([theta]), *args)[0]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopsPlan:
+    """Predicted error over the optimizer's candidate grid (an analysis: reads the prefix)."""
+
+    candidates: np.ndarray
+    """The candidate grid θⱼ."""
+    mse: np.ndarray
+    """Predicted MSE of each candidate."""
+    best: TopsError
+    """The candidate with the lowest predicted MSE, with its terms."""
+    optimizer_threshold: float
+    """The θ the optimizer's score −m_θ − κθ peaks at (its noise-free choice)."""
+    kappa: float
+    """κ of the optimizer's score."""
+    leaf_size: int
+    """g."""
+    levels: int
+    """L."""
+    private: bool = False
+    """Always False: this plan reads the data (use it to choose public settings)."""
+
+
+def plan_tops(
+    prefix: object,
+    *,
+    bound: float,
+    horizon: int,
+    epsilon_perturb: float,
+    fanout: int = 16,
+    candidates: object = None,
+    c: float = 60.0,
+    leaf_size: int | None = None,
+    queries: int = DEFAULT_QUERIES,
+) -> TopsPlan:
+    """Predicted range-query MSE of every candidate θ, and where the optimizer's score peaks.
+
+    Compares the θ minimising the predicted error with the optimizer's noise-free argmax of
+    q(θ) = −m_θ − κθ (κ from the same public settings, ``mechanisms.tops_kappa``).
+    """
+    owner = "plan_tops"
+    bnd = check_positive(bound, "bound", owner)
+    args = _validate(prefix, horizon, epsilon_perturb, fanout, leaf_size, queries, owner)
+    arr, r, eps, f, g, levels, _ = args
+    grid = tops_candidates(bnd, candidates)
+    errs = _errors(grid, *args)
+    mse = np.array([e.mse for e in errs])
+    mse.setflags(write=False)
+    kappa = tops_kappa(time_lag=arr.size, horizon=r, epsilon_perturb=eps, fanout=f, c=c)
+    peak = float(grid[int(np.argmax(tops_scores(arr, grid, kappa)))])
+    return TopsPlan(
+        candidates=grid,
+        mse=mse,
+        best=errs[int(np.argmin(mse))],
+        optimizer_threshold=peak,
+        kappa=kappa,
+        leaf_size=g,
+        levels=levels,
+    )
