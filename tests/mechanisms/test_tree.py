@@ -375,3 +375,19 @@ def test_consistency_gain_is_real_over_many_runs():
     gain = np.mean(err_bt**2) / np.mean(err_cons**2)
     assert gain == pytest.approx(rel.variance.mean() / rel.consistent_variance().mean(), rel=0.1)
     assert gain > 2.0
+
+
+def test_blocks_of_steps_streaming_equals_batch_and_zero_noise_is_exact():
+    # Three full blocks of 2^16 steps and a partial one: block ends complete levels above the
+    # block (tz(2^17) = 17), which the batch computes from per-level state.
+    n = 3 * (1 << 16) + 12_345
+    xs = np.random.default_rng(5).integers(0, 4, n).astype(float)
+    rel = binary_tree_release(xs, epsilon=1.0, bound=3.0, seed=9)
+    counter = BinaryTreeCounter(n, epsilon=1.0, bound=3.0, seed=9)
+    streamed = np.array([counter.push(x) for x in xs])
+    np.testing.assert_array_equal(streamed, rel.prefix_sums)
+    exact = binary_tree_release(xs, epsilon=1.0, bound=3.0, seed=ConstantBits())
+    np.testing.assert_array_equal(exact.prefix_sums, np.cumsum(xs))
+    for h, level in enumerate(exact.nodes):
+        m = n >> h
+        np.testing.assert_array_equal(level, xs[: m << h].reshape(m, 1 << h).sum(axis=1))
