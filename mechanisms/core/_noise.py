@@ -18,8 +18,9 @@ Outputs on neighbouring inputs therefore share one support (γℤ) and their pro
 by at most exp(ε): the discrete Laplace ratio for a shift of at most (Δ + γ)/γ lattice steps is
 exp((Δ + γ)/scale) = exp(ε).
 
-The discrete Laplace integer is the difference of two geometric variables (exact identity),
-each drawn by inverting its CDF from 53-bit uniforms of the secure source. The discrete
+The discrete Laplace integer is a signed geometric variable with the outcome "−0" rejected
+(exact identity), the geometric drawn by inverting its CDF from the 53-bit uniform in the top
+bits of one 64-bit word of the secure source, the sign from the word's lowest bit. The discrete
 Gaussian uses the rejection sampler of Canonne, Kamath and Steinke (NeurIPS 2020, Algorithm 3)
 on top of the same discrete Laplace. Acceptance tests and inversions use double precision;
 their relative error (≈2⁻⁵²) only perturbs probabilities already below 2⁻⁵⁰, a deviation we
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._errors import ParameterError
-from ._random import BitSource, uniform_open
+from ._random import _TWO_POW_MINUS_53, BitSource
 from ._validation import check_positive
 
 __all__ = [
@@ -54,6 +55,8 @@ __all__ = [
 LATTICE_BITS = 24
 #: Integers on the lattice stay below 2**_MAX_LATTICE_BITS so that k·γ is an exact double.
 _MAX_LATTICE_BITS = 50
+#: Words processed per pass of the vectorised samplers (fits in a core's L2 cache).
+_CHUNK = 1 << 15
 
 
 def lattice_granularity(scale: float, magnitude: float = 0.0) -> float:
@@ -86,18 +89,91 @@ def snap_to_lattice(values: np.ndarray, granularity: float) -> np.ndarray:
     return np.rint(np.asarray(values, dtype=np.float64) / granularity) * granularity
 
 
-def _geometric(bits: BitSource, size: int, t: float) -> np.ndarray:
-    """Geometric integers with P(G = k) = (1 − q) q^k, q = exp(−1/t), by CDF inversion."""
-    return np.floor(-t * np.log(uniform_open(bits, size)))
+def _signed_geometric(
+    raw: np.ndarray, t: float, gauss: tuple[np.ndarray, float, float] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Candidates S·G from 64-bit words, and the mask of those to keep.
+
+    G = ⌊−t·ln U⌋ is geometric, P(G = g) = (1 − q) q^g with q = exp(−1/t), by CDF inversion
+    of the 53-bit uniform U = (⌊w/2¹¹⌋ + ½)·2⁻⁵³ of the word's top bits (as
+    :func:`uniform_open`); the sign S = ±1 is the word's lowest bit, independent of its top 53
+    bits. Rejecting "S = −1, G = 0" leaves P(K = k) = (1 − q) q^|k| / (1 + q): exactly the
+    discrete Laplace (each k ≠ 0 has mass ½(1 − q)q^|k|, k = 0 has ½(1 − q), of a total
+    ½(1 + q) kept). One word per candidate instead of two for a difference of geometrics.
+    The words are consumed in place.
+
+    With ``gauss = (words, μ, c)`` (the discrete Gaussian's Bernoulli step), a candidate y is
+    also kept only if the uniform of its word in ``words`` is below exp(c·(|y| − μ)²).
+    """
+    # Hand-fused in cache-sized chunks: ~10 numpy passes over 2¹⁵ words stay in L2 instead of
+    # streaming the whole array through memory once per pass (about 2x faster for 10⁷ draws).
+    n = raw.size
+    g = np.empty(n, dtype=np.float64)
+    keep = np.empty(n, dtype=bool)
+    chunk = min(n, _CHUNK)
+    low = np.empty(chunk, dtype=np.uint64)
+    negative = np.empty(chunk, dtype=bool)
+    positive = np.empty(chunk, dtype=bool)
+    if gauss is not None:
+        words, mu, c = gauss
+        x = np.empty(chunk, dtype=np.float64)
+        u = np.empty(chunk, dtype=np.float64)
+    for i in range(0, n, chunk):
+        r, gg, kk = raw[i : i + chunk], g[i : i + chunk], keep[i : i + chunk]
+        m = r.size
+        lo, neg, pos = low[:m], negative[:m], positive[:m]
+        np.bitwise_and(r, np.uint64(1), out=lo)
+        np.not_equal(lo, 0, out=neg)
+        np.right_shift(r, np.uint64(11), out=r)
+        np.add(r, 0.5, out=gg)  # exact: an integer below 2⁵³ plus one half
+        gg *= _TWO_POW_MINUS_53  # exact: a power of two
+        np.log(gg, out=gg)
+        gg *= -t
+        np.floor(gg, out=gg)
+        np.not_equal(gg, 0.0, out=kk)
+        np.logical_not(neg, out=pos)
+        np.logical_or(kk, pos, out=kk)
+        np.negative(gg, out=gg, where=neg)
+        if gauss is not None:
+            xx, uu, w = x[:m], u[:m], words[i : i + chunk]
+            np.abs(gg, out=xx)
+            xx -= mu
+            xx *= xx
+            xx *= c
+            np.exp(xx, out=xx)
+            np.right_shift(w, np.uint64(11), out=w)
+            np.add(w, 0.5, out=uu)
+            uu *= _TWO_POW_MINUS_53
+            np.less(uu, xx, out=pos)
+            np.logical_and(kk, pos, out=kk)
+    return g, keep
+
+
+def _kept_in_order(parts: list[np.ndarray], size: int) -> np.ndarray:
+    out = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    return out[:size]
 
 
 def discrete_laplace(bits: BitSource, size: int, t: float) -> np.ndarray:
     """Integers K with P(K = k) ∝ exp(−|k| / t), as float64 (exact integers below 2⁵³).
 
-    The difference of two i.i.d. geometric variables with ratio exp(−1/t) is discrete Laplace
-    with the same ratio (Inusah and Kozubowski 2006, Prop. 2.1).
+    A signed geometric with the "−0" outcome rejected (:func:`_signed_geometric`; the
+    rejection rate is (1 − q)/2, q = exp(−1/t): below 3·10⁻⁸ at the t ≥ 2²⁴ of the release
+    lattice). One word per draw is read first, then the rejected ones are topped up; the kept
+    draws stay in draw order, so the output is a fixed function of the bits (seeded runs are
+    reproducible).
     """
-    return _geometric(bits, size, t) - _geometric(bits, size, t)
+    size = int(size)
+    reject = 0.5 * -math.expm1(-1.0 / t)
+    parts: list[np.ndarray] = []
+    need, m = size, size  # one word per draw first: at the lattice's t nothing is rejected
+    while need > 0:
+        g, keep = _signed_geometric(bits.random_raw(m), t)
+        kept = g if keep.all() else g[keep]
+        parts.append(kept[:need])
+        need -= min(need, kept.size)
+        m = math.ceil(need / (1.0 - reject)) + 8  # top up what was rejected
+    return _kept_in_order(parts, size)
 
 
 def discrete_gaussian(bits: BitSource, size: int, sigma: float) -> np.ndarray:
@@ -105,19 +181,27 @@ def discrete_gaussian(bits: BitSource, size: int, sigma: float) -> np.ndarray:
 
     Canonne, Kamath and Steinke, "The Discrete Gaussian for Differential Privacy" (2020),
     Algorithm 3: draw Y from the discrete Laplace with t = ⌊σ⌋ + 1 and accept it with
-    probability exp(−(|Y| − σ²/t)² / (2σ²)). Vectorised: rejected entries are redrawn in
-    batches until none remain (acceptance rate ≳ 0.5 for σ ≥ 1).
+    probability exp(−(|Y| − σ²/t)² / (2σ²)). Vectorised: each candidate takes two words (the
+    signed geometric of :func:`_signed_geometric`, whose "−0" rejection is folded into the
+    same mask, and the acceptance uniform); candidates are drawn in batches sized for the
+    acceptance rate (≥ 0.54 at σ = 1, 0.76 for large σ) and the accepted ones kept in draw
+    order until enough.
     """
     t = math.floor(sigma) + 1.0
-    out = np.empty(size, dtype=np.float64)
-    todo = np.arange(size)
-    while todo.size:
-        y = discrete_laplace(bits, todo.size, t)
-        accept_p = np.exp(-((np.abs(y) - sigma * sigma / t) ** 2) / (2.0 * sigma * sigma))
-        ok = uniform_open(bits, todo.size) < accept_p
-        out[todo[ok]] = y[ok]
-        todo = todo[~ok]
-    return out
+    size = int(size)
+    mu = sigma * sigma / t
+    scale = -0.5 / (sigma * sigma)
+    rate = 0.5 if sigma < 4.0 else 0.7
+    parts: list[np.ndarray] = []
+    need = size
+    while need > 0:
+        m = math.ceil(need / rate) + 16
+        raw = bits.random_raw(2 * m)
+        y, keep = _signed_geometric(raw[:m], t, (raw[m:], mu, scale))
+        acc = y[keep]
+        parts.append(acc[:need])
+        need -= min(need, acc.size)
+    return _kept_in_order(parts, size)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -20,10 +20,10 @@ sensitivity is exactly ≤ L·B ≤ L·B + γ (the rounding needs no further sla
 released value is an exact double on γℤ. Cost: a deterministic rounding error of at most γ/2
 per input (γ ≤ 2⁻²⁴·b), zero for inputs already on the lattice (e.g. integers).
 
-Draw order. Node noise is drawn in *completion order* (by the step at which the node ends, then
-by level), in blocks of ``min(2¹⁶, N)`` draws, N = 2n − popcount(n) nodes. The streaming
-:class:`BinaryTreeCounter` and the batch :func:`binary_tree_release` therefore consume the same
-bits and, with the same seed, release identical values.
+Draw order. Node noise is drawn in one call per block of 2¹⁶ steps for the nodes completing in
+it, level-major within the block (``_tree_blocks``).
+The streaming :class:`BinaryTreeCounter` and the batch :func:`binary_tree_release` therefore
+consume the same bits and, with the same seed, release identical values.
 
 Estimates from the noisy nodes (online, consistent): see :mod:`._tree_estimates`.
 """
@@ -42,6 +42,7 @@ from ..core._noise import LaplaceNoise
 from ..core._random import BitSource, bit_source
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import check_integer, check_positive, check_stream
+from ._tree_blocks import block_levels, completed_before, level_offsets, tree_in_blocks
 from ._tree_estimates import (
     _consistent_nodes,
     _consistent_variance_units,
@@ -60,8 +61,6 @@ __all__ = [
     "dyadic_cover",
 ]
 
-#: Node noise is drawn in blocks of this many draws (same blocks in streaming and batch).
-_BLOCK = 1 << 16
 _PROOF = "[CSS11] binary mechanism, [DNPR10]: node sums have L1 sensitivity L·B; Laplace mechanism"
 
 
@@ -92,30 +91,12 @@ def dyadic_cover(i: int, n: int | None = None) -> list[tuple[int, int]]:
 
 
 def _lattice_units(values: np.ndarray, noise: LaplaceNoise, bound: float) -> np.ndarray:
-    """Inputs as int64 multiples of γ, snapped and clipped to [0, ⌊B/γ⌋]."""
+    """Inputs as multiples of γ (exact integers in float64), snapped and clipped to [0, ⌊B/γ⌋]."""
     top = math.floor(bound / noise.granularity)
-    units = np.rint(values / noise.granularity)
+    units = np.multiply(values, 1.0 / noise.granularity)  # exact: γ is a power of two
+    np.rint(units, out=units)
     np.clip(units, 0, top, out=units)
-    return units.astype(np.int64)
-
-
-def _draw_completion_order(noise: LaplaceNoise, n_nodes: int, bits: BitSource) -> np.ndarray:
-    """Noise for ``n_nodes`` nodes in completion order, drawn block by block."""
-    block = min(_BLOCK, n_nodes)
-    n_blocks = -(-n_nodes // block)
-    out = np.empty(n_blocks * block, dtype=np.float64)
-    for b in range(n_blocks):
-        out[b * block : (b + 1) * block] = noise.sample(block, bits)
-    return out[:n_nodes]
-
-
-def _completion_index(level: int, count: int) -> np.ndarray:
-    """Position in completion order of the nodes (level, 0..count−1): 2(e−1) − popcount(e−1) + h
-    with e = (k + 1)·2ʰ the node's last step (Σₗ ⌊m/2ˡ⌋ = 2m − popcount(m) nodes end before)."""
-    before = np.arange(count, dtype=np.int64) + 1
-    before <<= level
-    before -= 1
-    return 2 * before - np.bitwise_count(before).astype(np.int64) + level
+    return units
 
 
 def _prefix_from_nodes(nodes: tuple[np.ndarray, ...], n: int) -> np.ndarray:
@@ -140,8 +121,6 @@ class TreeRelease:
 
     prefix_sums: np.ndarray
     """Noisy c(σ, i) for i = 1..n (index i − 1)."""
-    variance: np.ndarray
-    """Exact noise variance of each prefix sum: popcount(i)·``noise.variance``."""
     nodes: tuple[np.ndarray, ...]
     """Noisy node sums, one read-only array per level h = 0..L−1 (``n >> h`` nodes each)."""
     noise: LaplaceNoise
@@ -161,8 +140,17 @@ class TreeRelease:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "n", int(self.prefix_sums.size))
-        for arr in (self.prefix_sums, self.variance, *self.nodes):
+        for arr in (self.prefix_sums, *self.nodes):
             arr.setflags(write=False)
+
+    @property
+    def variance(self) -> np.ndarray:
+        """Exact noise variance of each prefix sum: popcount(i)·``noise.variance`` (computed on
+        demand: it is public, and storing it would add n doubles to every release)."""
+        out = _popcounts(self.n)
+        out *= self.noise.variance
+        out.setflags(write=False)
+        return out
 
     def range_sum(self, i: int, j: int) -> float:
         """Estimated sum of steps i..j (0-based, inclusive): c(σ, j + 1) − c(σ, i)."""
@@ -214,19 +202,10 @@ def _tree_release(
     vals = check_stream(values, "values", owner, bound=bnd)
     n = vals.size
     noise = LaplaceNoise(sensitivity=_levels(n) * bnd, epsilon=eps, magnitude=n * bnd)
-    draws = _draw_completion_order(noise, _node_count(n), bits)  # data-independent
-    sums = _lattice_units(vals, noise, bnd)
-    nodes = []
-    for h in range(_levels(n)):
-        if h:
-            m = n >> h
-            sums = sums[: 2 * m].reshape(m, 2).sum(axis=1)
-        nodes.append(sums * noise.granularity + draws[_completion_index(h, sums.size)])
-    del draws
-    nodes_t = tuple(nodes)
+    top = math.floor(bnd / noise.granularity)
+    nodes_t, prefix = tree_in_blocks(vals, noise, top, _levels(n), bits)
     return TreeRelease(
-        prefix_sums=_prefix_from_nodes(nodes_t, n),
-        variance=_popcounts(n) * noise.variance,
+        prefix_sums=prefix,
         nodes=nodes_t,
         noise=noise,
         scale=noise.scale,
@@ -346,56 +325,93 @@ class BinaryTreeCounter:
         )
         self.steps = 0
         self._bits = bit_source(seed)
-        self._block = min(_BLOCK, _node_count(self.n))
-        self._buffer = np.empty(0)
-        self._used = 0
-        self._top = math.floor(self.bound / self.noise.granularity)
-        self._open = [0] * self.levels  # exact lattice units of the open node per level
+        self._s = block_levels(self.levels)
+        self._block_size = 1 << self._s
+        self._buffer: list[float] = []
+        self._offsets: list[int] = []
+        self._start = 0
+        self._g = self.noise.granularity
+        self._top = math.floor(self.bound / self._g)
+        self._exact = [0] * self.levels  # exact lattice units of the last completed node per level
         self._node = [0.0] * self.levels  # last completed noisy node per level
-        self._z = [0.0] * self.levels  # its bottom-up estimate
+        self._slot = [0.0] * (self.levels + 1)  # c(i − 2^tz(i)) for the steps i to come
+        self._z = [0.0] * self.levels  # bottom-up estimate of the last completed node
         self._z_left = [0.0] * self.levels  # the one before (left sibling)
-        self._vh = _online_level_variances(self.levels, self.noise.variance)
-
-    def _next_noise(self) -> float:
-        if self._used == self._buffer.size:
-            self._buffer = self.noise.sample(self._block, self._bits)
-            self._used = 0
-        self._used += 1
-        return float(self._buffer[self._used - 1])
+        vh = _online_level_variances(self.levels, self.noise.variance)
+        v = self.noise.variance
+        self._own = [float(vh[h] / v) for h in range(self.levels)]  # weight of the node's own sum
+        self._kid = [0.0] + [float(vh[h] / (2.0 * vh[h - 1])) for h in range(1, self.levels)]
 
     def push(self, x: float) -> float:
-        """Add the next value (in [0, B]) and return the noisy prefix sum c(σ, i)."""
-        if isinstance(x, bool) or not isinstance(x, Real) or not math.isfinite(float(x)):
+        """Add the next value (in [0, B]) and return the noisy prefix sum c(σ, i).
+
+        Amortised O(1): the nodes completing at step i are the levels 0..tz(i), and the node
+        of level h is x plus the last completed nodes of the levels below it (which tile the
+        steps since its start), so no open sum is kept per level; the prefix sum follows
+        c(i) = c(i − 2^tz(i)) + node(tz(i)), the batch form's recursion, double for double.
+        """
+        kind = type(x)
+        if kind is not float and (kind is bool or not isinstance(x, Real)):
             raise DomainError(
                 "The 'x' argument of BinaryTreeCounter.push must be a finite real number."
             )
-        if not 0.0 <= float(x) <= self.bound:
+        xf = float(x)
+        if not 0.0 <= xf <= self.bound:  # also catches NaN and ±inf
+            if not math.isfinite(xf):
+                raise DomainError(
+                    "The 'x' argument of BinaryTreeCounter.push must be a finite real number."
+                )
             raise DomainError(
                 f"The 'x' argument of BinaryTreeCounter.push must lie in [0, {self.bound:g}] "
                 "(the declared bound). Clip the value or declare a larger public bound."
             )
-        if self.steps >= self.n:
+        i = self.steps
+        if i >= self.n:
             raise DomainError(
                 f"BinaryTreeCounter was built for n={self.n} values and all have been pushed. "
                 "Build a new counter (with a new budget) for a longer stream."
             )
-        self.steps += 1
-        i = self.steps
-        units = min(max(round(float(x) / self.noise.granularity), 0), self._top)
-        for h in range(self.levels):
-            self._open[h] += units
-        v = self.noise.variance
-        for h in range((i & -i).bit_length()):  # levels 0..tz(i) complete at step i
-            y = self._open[h] * self.noise.granularity + self._next_noise()
-            self._open[h] = 0
-            self._node[h] = y
-            self._z_left[h] = self._z[h]
-            if h == 0:
-                self._z[h] = y
-            else:
-                kids = self._z_left[h - 1] + self._z[h - 1]
-                self._z[h] = (self._vh[h] / v) * y + (self._vh[h] / (2 * self._vh[h - 1])) * kids
-        return self._sum(self._node)
+        if i % self._block_size == 0:  # a block of steps starts: draw its nodes' noise
+            b = min(i + self._block_size, self.n)
+            count = completed_before(b) - completed_before(i)
+            self._buffer = self.noise.sample(count, self._bits).tolist()
+            self._offsets = level_offsets(b - i, self._s)
+            self._start = i
+        i += 1
+        self.steps = i
+        g = self._g
+        run = min(max(round(xf / g), 0), self._top)
+        tz = (i & -i).bit_length() - 1  # levels 0..tz complete at step i
+        exact, node, buf = self._exact, self._node, self._buffer
+        z, zl = self._z, self._z_left
+        r = i - self._start  # step within the block, 1..S
+        y = run * g + buf[r - 1]
+        node[0] = y
+        zl[0] = z[0]
+        z[0] = y
+        if tz:
+            off, s, own, kid = self._offsets, self._s, self._own, self._kid
+            prev = run
+            for h in range(1, tz + 1):
+                run += exact[h - 1]  # before it is replaced: the previous node of level h − 1
+                exact[h - 1] = prev
+                prev = run
+                # level h ≤ s: the (r >> h)-th node of the block; above s: after its levels
+                pos = off[h] + (r >> h) - 1 if h <= s else off[s + 1] + (h - s - 1)
+                y = run * g + buf[pos]
+                node[h] = y
+                # bottom-up estimate ([HRMS10] §4), the batch form's arithmetic
+                zl[h] = z[h]
+                z[h] = own[h] * y + kid[h] * (zl[h - 1] + z[h - 1])
+            exact[tz] = prev
+            c = self._slot[tz] + y
+            slot = self._slot
+            for h in range(tz):
+                slot[h] = c
+        else:
+            exact[0] = run
+            c = self._slot[0] + y
+        return c
 
     def _sum(self, per_level: list[float]) -> float:
         total = 0.0

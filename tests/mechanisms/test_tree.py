@@ -41,10 +41,11 @@ class RecordingBits(_RecordingBits):
 
 
 class ConstantBits:
-    """Zero-noise probe: both geometric draws of every discrete Laplace are equal, so K = 0."""
+    """Zero-noise probe: every signed geometric draw of the discrete Laplace is +0."""
 
     def random_raw(self, size: int) -> np.ndarray:
-        return np.full(int(size), 1 << 62, dtype=np.uint64)
+        # Top 53 bits set: U = 1 - 2^-54, so G = 0; lowest bit clear: the sign is +. K = 0.
+        return np.full(int(size), 0xFFFF_FFFF_FFFF_F800, dtype=np.uint64)
 
     def spawn(self, n_children: int) -> list:
         return [ConstantBits() for _ in range(n_children)]
@@ -267,7 +268,7 @@ def test_final_sums_draw_only_the_popcount_n_nodes_and_match_the_full_release():
     xs = np.random.default_rng(3).uniform(0.0, 2.0, n)
     bits = RecordingBits(4)
     fast = binary_tree_final_sums(xs, epsilon=1.0, bound=2.0, repetitions=reps, seed=bits)
-    assert bits.words == 2 * reps * 6  # two geometric words per discrete Laplace draw
+    assert bits.words == reps * 6  # one word (a signed geometric) per discrete Laplace draw
     probe = _tree_release(xs, epsilon=1.0, bound=2.0, bits=ConstantBits())
     no_noise = binary_tree_final_sums(xs, epsilon=1.0, bound=2.0, seed=ConstantBits())
     assert no_noise[0] == pytest.approx(probe.prefix_sums[-1], rel=1e-15)
@@ -374,3 +375,19 @@ def test_consistency_gain_is_real_over_many_runs():
     gain = np.mean(err_bt**2) / np.mean(err_cons**2)
     assert gain == pytest.approx(rel.variance.mean() / rel.consistent_variance().mean(), rel=0.1)
     assert gain > 2.0
+
+
+def test_blocks_of_steps_streaming_equals_batch_and_zero_noise_is_exact():
+    # Three full blocks of 2^16 steps and a partial one: block ends complete levels above the
+    # block (tz(2^17) = 17), which the batch computes from per-level state.
+    n = 3 * (1 << 16) + 12_345
+    xs = np.random.default_rng(5).integers(0, 4, n).astype(float)
+    rel = binary_tree_release(xs, epsilon=1.0, bound=3.0, seed=9)
+    counter = BinaryTreeCounter(n, epsilon=1.0, bound=3.0, seed=9)
+    streamed = np.array([counter.push(x) for x in xs])
+    np.testing.assert_array_equal(streamed, rel.prefix_sums)
+    exact = binary_tree_release(xs, epsilon=1.0, bound=3.0, seed=ConstantBits())
+    np.testing.assert_array_equal(exact.prefix_sums, np.cumsum(xs))
+    for h, level in enumerate(exact.nodes):
+        m = n >> h
+        np.testing.assert_array_equal(level, xs[: m << h].reshape(m, 1 << h).sum(axis=1))
