@@ -1,28 +1,75 @@
 """dpstream: the application layer (pipelines, bundled datasets, the ``dpstream`` command)."""
 
-# w-event baselines of [FV19] §6-7 (issue 4).
-# Bundled real datasets (dpstream/data, see its README.md for sources and licences).
-from .datasets import (
-    HOUSEHOLD_MINUTES_BOUND,
-    HOUSEHOLD_YEARS,
-    RETAIL_BOUND,
-    LightTailCheck,
-    household_hierarchy,
-    household_minutes,
-    household_minutes_stream,
-    light_tail_check,
-    load_household,
-    load_regional,
-    load_retail_invoices,
-    load_simbench,
-    regional_hierarchy,
-    retail_stream,
-    simbench_hierarchy,
-)
+import importlib
+from typing import TYPE_CHECKING
 
-# OptStream pipeline ([FV19] Alg. 2 + 4, issue 4).
-from .pipelines._optstream_pipeline import release_optstream
-from .pipelines._wevent_pipeline import release_dft, release_laplace, release_pegasus
+# Public names, imported on first use (PEP 562): ``import dpstream`` (and so the ``dpstream``
+# command's start-up) does not pay for pandas, the solvers and the bundled data until a name
+# that needs them is used.
+_LAZY = {
+    # w-event baselines of [FV19] §6-7 and the OptStream pipeline ([FV19] Alg. 2 + 4)
+    "release_dft": "dpstream.pipelines",
+    "release_laplace": "dpstream.pipelines",
+    "release_pegasus": "dpstream.pipelines",
+    "release_optstream": "dpstream.pipelines",
+    # bundled real datasets (dpstream/data, see its README.md for sources and licences)
+    **{
+        name: "dpstream.datasets"
+        for name in (
+            "HOUSEHOLD_MINUTES_BOUND",
+            "HOUSEHOLD_YEARS",
+            "RETAIL_BOUND",
+            "LightTailCheck",
+            "household_hierarchy",
+            "household_minutes",
+            "household_minutes_stream",
+            "light_tail_check",
+            "load_household",
+            "load_regional",
+            "load_retail_invoices",
+            "load_simbench",
+            "regional_hierarchy",
+            "retail_stream",
+            "simbench_hierarchy",
+        )
+    },
+}
+
+
+def __getattr__(name: str) -> object:
+    if name == "datasets":
+        return importlib.import_module("dpstream.datasets")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dpstream' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
+    from .datasets import (  # noqa: F401
+        HOUSEHOLD_MINUTES_BOUND,
+        HOUSEHOLD_YEARS,
+        RETAIL_BOUND,
+        LightTailCheck,
+        household_hierarchy,
+        household_minutes,
+        household_minutes_stream,
+        light_tail_check,
+        load_household,
+        load_regional,
+        load_retail_invoices,
+        load_simbench,
+        regional_hierarchy,
+        retail_stream,
+        simbench_hierarchy,
+    )
+    from .pipelines import release_dft, release_laplace, release_optstream, release_pegasus  # noqa: F401
 
 __version__ = "0.1.0"
 

@@ -7,16 +7,46 @@ the traceback instead.
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
-from mechanisms import DPStreamError
-
 __all__ = ["cli", "main"]
 
+# name -> (module, short help). The module is imported only when its command runs or shows its
+# own help, so `dpstream --help`, `--version` and `dpstream data list` never load pandas'
+# heavier neighbours, scipy, statsmodels, matplotlib or cvxpy (click's documented LazyGroup
+# pattern; the short help lives here so the top-level help needs no import).
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "data": ("dpstream.commands.data", "List and export the bundled real datasets."),
+    "demo": ("dpstream.commands.demo", "Run the whole job on bundled data; write a report."),
+    "forecast": ("dpstream.commands.forecast", "Forecast each day of a release, vs the truth."),
+    "plan": ("dpstream.commands.plan", "Choose privacy parameters; predict their error."),
+    "query": ("dpstream.commands.query", "Answer range sums from a written release."),
+    "release": ("dpstream.commands.release", "Release streams (OptStream, baselines, ToPS, PAK)."),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _LazyGroup(click.Group):
+    """A click group whose sub-commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = _COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        return getattr(importlib.import_module(entry[0]), cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, _COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
 @click.version_option(package_name="dpstream")
 @click.pass_context
@@ -57,11 +87,6 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         click.echo(f"Error: {exc.format_message()}", err=True)
         return exc.exit_code
-    except DPStreamError as exc:
-        if debug:
-            raise
-        click.echo(f"Error: {exc}", err=True)
-        return 2
     except OSError as exc:
         if debug:
             raise
@@ -71,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the last resort of a console command
         if debug:
             raise
+        if _is_user_error(exc):
+            click.echo(f"Error: {exc}", err=True)
+            return 2
         click.echo(
             f"Error: unexpected {type(exc).__name__}: {exc}. This is a bug in dpstream; "
             "re-run with --debug for the traceback and report it.",
@@ -80,22 +108,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-# -- command registration (one line per command module) --
-from dpstream.commands.plan import plan  # noqa: E402
+def _is_user_error(exc: Exception) -> bool:
+    """A dpstream error (bad input, a budget refused): the user's, not a bug. Checked without
+    importing ``mechanisms`` when nothing has (an error from click alone never needs it)."""
+    errors = sys.modules.get("mechanisms.core._errors")
+    return errors is not None and isinstance(exc, errors.DPStreamError)
 
-cli.add_command(plan)
-from dpstream.commands.demo import demo  # noqa: E402
 
-cli.add_command(demo)
-from dpstream.commands.release import release  # noqa: E402
-
-cli.add_command(release)
-from dpstream.commands.query import query  # noqa: E402
-
-cli.add_command(query)
-from dpstream.commands.forecast import forecast  # noqa: E402
-
-cli.add_command(forecast)
-from dpstream.commands.data import data  # noqa: E402
-
-cli.add_command(data)
+if __name__ == "__main__":  # python -m dpstream.cli (benchmarks, tests)
+    sys.exit(main())

@@ -3,37 +3,76 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import pandas as pd
 
-from dpstream import datasets
-from mechanisms import ParameterError
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["data"]
 
+# name -> (loader, hierarchy or None, description). Loaders import pandas and the data only
+# when called, so `dpstream data list` starts at once.
+
+
+def _regional() -> pd.DataFrame:
+    from dpstream import datasets
+
+    return datasets.load_regional()[datasets.regional_hierarchy()["national"]]
+
+
+def _regional_tree() -> dict:
+    from dpstream import datasets
+
+    return datasets.regional_hierarchy()
+
+
+def _feeders() -> pd.DataFrame:
+    from dpstream import datasets
+
+    return datasets.load_simbench()
+
+
+def _feeders_tree() -> dict:
+    from dpstream import datasets
+
+    return datasets.simbench_hierarchy()
+
+
+def _household() -> pd.DataFrame:
+    from dpstream import datasets
+
+    return datasets.load_household()[datasets.household_hierarchy()["total"]]
+
+
+def _household_tree() -> dict:
+    from dpstream import datasets
+
+    return datasets.household_hierarchy()
+
 
 def _household_minutes() -> pd.DataFrame:
+    from dpstream import datasets
+
     return datasets.household_minutes().rename("power_kw").to_frame()
 
 
-# name -> (loader, hierarchy or None, description)
-_DATASETS: dict[str, tuple[Callable[[], pd.DataFrame], Callable[[], dict] | None, str]] = {
+_DATASETS = {
     "regional": (
-        lambda: datasets.load_regional()[datasets.regional_hierarchy()["national"]],
-        datasets.regional_hierarchy,
+        _regional,
+        _regional_tree,
         "SimBench 2016: 4 regions (leaves) of a national total, kW per half-hour, 17,568 steps",
     ),
     "feeders": (
-        datasets.load_simbench,
-        datasets.simbench_hierarchy,
+        _feeders,
+        _feeders_tree,
         "SimBench 2016: 44 feeders -> 4 regions -> national, kW per half-hour (leaves only)",
     ),
     "household": (
-        lambda: datasets.load_household()[datasets.household_hierarchy()["total"]],
-        datasets.household_hierarchy,
+        _household,
+        _household_tree,
         "UCI household 2007, Wh per half-hour: 3 sub-meters + the rest (leaves) of the total",
     ),
     "household-minutes": (
@@ -68,6 +107,8 @@ def export(name: str, out: str) -> None:
       dpstream release optstream regional.csv --epsilon 1 --alpha 50 \\
           --hierarchy regional.hierarchy.json --out released.csv
     """
+    from mechanisms import ParameterError
+
     if name not in _DATASETS:
         raise ParameterError(
             f"The NAME argument of dpstream data export must be one of {list(_DATASETS)}. "

@@ -20,7 +20,6 @@ from fractions import Fraction
 from numbers import Real
 
 import numpy as np
-from scipy import stats
 
 from ..core._errors import ParameterError
 from ..core._validation import check_fraction, check_integer, check_positive, check_stream
@@ -305,5 +304,7 @@ def noise_quantile(q: float, noise: str = "laplace") -> float:
     """G_ns⁻¹(q): the q-quantile of the standard noise (Laplace of scale 1, or N(0, 1))."""
     q = check_fraction(q, "q", "noise_quantile")
     kind = _check_noise(noise, "noise_quantile")
+    from scipy import stats  # here, not at import: scipy.stats costs seconds at CLI start-up
+
     dist = stats.laplace if kind == "laplace" else stats.norm
     return float(dist.ppf(q))
