@@ -179,5 +179,5 @@ def write_privacy(path: str | Path, privacy: dict | list) -> Path:
 
 
 def show_guarantee(record: PrivacyRecord) -> None:
-    """Print the guarantee in words on stderr, before the release."""
-    click.echo(f"Guarantee: {record.describe()}", err=True)
+    """Print the guarantee in words (stdout), before the release."""
+    click.echo(f"Guarantee: {record.describe()}")

@@ -138,6 +138,11 @@ def _release_one(
 ) -> None:  # fmt: skip
     series = _read_stream(input_path, time_column, column)
     x, seed = series.to_numpy(), options["seed"]
+    if not np.all(np.isfinite(x)) or np.any(x < 0) or np.any(x > bound):
+        raise DomainError(  # the rule, never a count of offending (private) values
+            f"The value column {str(series.name)!r} of INPUT must lie in [0, {bound:g}] (the "
+            "--bound of every value). Clip the data to the bound or declare a larger --bound."
+        )
     if lag is not None and lag >= x.size:
         raise ParameterError(
             f"The '--time-lag' option of {owner} must be smaller than the number of values "
