@@ -26,6 +26,7 @@ from mechanisms import (
 )
 
 __all__ = [
+    "check_folder",
     "check_writable",
     "ledger_options",
     "open_ledger",
@@ -163,6 +164,20 @@ def check_writable(path: str | Path, option: str, command: str) -> Path:
             f"The {option!r} option of {command} must be a writable path. Got {str(path)!r}."
         )
     return file
+
+
+def check_folder(path: str | Path, option: str, command: str) -> Path:
+    """Refuse an output folder that cannot be created or written (before any work)."""
+    folder = Path(path)
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.exists() and (not probe.is_dir() or not os.access(probe, os.W_OK)):
+        raise ParameterError(
+            f"The {option!r} option of {command} must be a folder that can be written. "
+            f"{str(probe)!r} is {'not writable' if probe.is_dir() else 'a file'}."
+        )
+    return folder
 
 
 def privacy_sidecar(path: str | Path) -> Path:

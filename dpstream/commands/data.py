@@ -12,6 +12,8 @@ import pandas as pd
 from dpstream import datasets
 from mechanisms import ParameterError
 
+from ._accounting import check_writable
+
 __all__ = ["data"]
 
 
@@ -80,6 +82,11 @@ def export(name: str, out: str) -> None:
             f"{path.name!r}."
         )
     loader, hierarchy, _ = _DATASETS[name]
+    # Both files are checked before either is written: no half export.
+    check_writable(path, "OUT", "dpstream data export")
+    tree = path.with_suffix(".hierarchy.json")
+    if hierarchy is not None:
+        check_writable(tree, "OUT", "dpstream data export")
     frame = loader()
     frame.index.name = "time"
     if path.suffix.lower() == ".csv":
@@ -88,6 +95,5 @@ def export(name: str, out: str) -> None:
         frame.to_parquet(path)
     click.echo(f"Wrote {len(frame):,} rows x {frame.shape[1]} streams to {path}")
     if hierarchy is not None:
-        tree = path.with_suffix(".hierarchy.json")
         tree.write_text(json.dumps(hierarchy(), indent=1))
         click.echo(f"Wrote its hierarchy to {tree}")

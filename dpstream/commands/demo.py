@@ -9,6 +9,8 @@ import click
 from dpstream.demo._config import DemoConfig
 from dpstream.demo._job import run_demo
 
+from ._accounting import check_folder
+
 __all__ = ["demo"]
 
 
@@ -31,8 +33,9 @@ __all__ = ["demo"]
     "--epsilon",
     default=1.0,
     show_default=True,
-    type=click.FloatRange(0, None, min_open=True),
-    help="ε of the event-stream releases (PAK, ToPS).",
+    type=click.FloatRange(0, 10, min_open=True),
+    help="ε of the event-stream releases (PAK, ToPS), at most 10 (the range the planner's "
+    "calibrations hold in, [PAK19] §VI).",
 )
 @click.option(
     "--runs",
@@ -69,6 +72,7 @@ def demo(
       dpstream demo --quick --out /tmp/report
       dpstream demo --seed 1 --runs 1000
     """
+    check_folder(out, "--out", "dpstream demo")
     config = DemoConfig.create(
         out=Path(out), quick=quick, seed=seed, epsilon=epsilon, pak_runs=runs,
         optstream_trials=trials,

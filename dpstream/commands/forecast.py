@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import pandas as pd
 from dpstream.commands.release import _read_input
 from mechanisms import ParameterError
 from mechanisms.core._validation import check_integer
+
+from ._accounting import check_writable, privacy_sidecar, write_privacy
 
 __all__ = ["forecast"]
 
@@ -65,6 +68,24 @@ def _columns(frame: pd.DataFrame, wanted: tuple[str, ...], what: str) -> list[st
             f"columns are {names[:10]}."
         )
     return list(wanted)
+
+
+def _derived_record(input_path: str) -> dict:
+    """The privacy sidecar of the forecasts: post-processing of RELEASED, whose record (its
+    ``.privacy.json``, when present) they inherit ([FV19] Theorem 3)."""
+    side = privacy_sidecar(input_path)
+    try:
+        source = json.loads(side.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        source = None
+    note = "Forecasts from RELEASED only: post-processing, no further privacy loss."
+    records = [] if source is None else (source if isinstance(source, list) else [source])
+    return {
+        "release": bool(records) and all(isinstance(r, dict) and r.get("release") for r in records),
+        "derived_from": Path(input_path).name,
+        "records": records,
+        "note": note if source is not None else "RELEASED has no privacy record.",
+    }
 
 
 @click.command(name="forecast")
@@ -149,6 +170,9 @@ def forecast(
         raise ParameterError(
             f"The '--errors-out' and '--vs-real' options of {_OWNER} need --truth."
         )
+    check_writable(out_file, "--out", _OWNER)
+    if err_file is not None:
+        check_writable(err_file, "--errors-out", _OWNER)
     for path, what in ((input_path, "RELEASED"), (truth_path, "--truth")):
         if path is not None and not Path(path).is_file():
             raise ParameterError(f"The {what} argument of {_OWNER}: no file {path!r}.")
@@ -160,6 +184,12 @@ def forecast(
     if truth_path is not None:
         truth = _read_table(truth_path, time_column)
         _columns(truth, tuple(names), "--truth")
+        if not frame.index.isin(truth.index).all():
+            raise ParameterError(
+                f"The '--truth' option of {_OWNER} must cover every time stamp of RELEASED "
+                "(the forecasts are scored against it); some are missing. Pass the real "
+                "streams the release was made from."
+            )
     # Validates every series (and train/horizon/days) before the first fit.
     count = sum(
         len(forecast_origins(frame[c], train=train, horizon=horizon, days=days)) for c in names
@@ -182,6 +212,7 @@ def forecast(
                     errors.append(err)
     table = pd.concat(forecasts, ignore_index=True)
     _write(table, out_file)
+    write_privacy(out_file, _derived_record(input_path))
     click.echo(f"Wrote {len(table)} forecasts ({len(names)} series) to {out_file}.")
     if truth is None:
         return
@@ -189,6 +220,10 @@ def forecast(
     if not vs_real:
         scores = scores.drop(columns="data")
     _write(scores, err_file)
+    write_privacy(
+        err_file,
+        {"release": False, "note": "Scores against the real data (--truth): not private."},
+    )
     click.echo(f"Wrote errors per origin to {err_file}.")
     for name in names:
         mine = scores[scores["series"] == name]

@@ -93,11 +93,19 @@ def read_release(path: str | Path) -> tuple[pd.DataFrame, dict]:
         raise ParameterError(
             f"The release {file.name!r} could not be read ({type(exc).__name__})."
         ) from None
-    if "cumulative" not in frame.columns or len(frame) != meta.get("released_steps"):
+    steps = meta.get("released_steps")
+    if "cumulative" not in frame.columns or not isinstance(steps, int) or len(frame) != steps:
         raise ParameterError(
             f"The release {file.name!r} does not match its sidecar (a 'cumulative' column and "
-            f"{meta.get('released_steps')} rows are expected)."
+            f"{steps!r} rows are expected)."
         )
+    cumulative = pd.to_numeric(frame["cumulative"], errors="coerce")
+    if not np.isfinite(cumulative.to_numpy(dtype=np.float64)).all():
+        raise ParameterError(
+            f"The release {file.name!r} has entries of 'cumulative' that are not finite numbers: "
+            "it was changed after dpstream release wrote it. Release again."
+        )
+    frame["cumulative"] = cumulative
     return frame, meta
 
 
