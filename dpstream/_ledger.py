@@ -148,8 +148,7 @@ class SQLiteLedger(BudgetLedger):
         self.path = Path(path)
         if self.path.is_dir():
             raise ParameterError(
-                f"The 'path' parameter of {_OWNER} must be a file, not a folder. Got "
-                f"{str(path)!r}."
+                f"The 'path' parameter of {_OWNER} must be a file, not a folder. Got {str(path)!r}."
             )
         exists = self.path.is_file() and self.path.stat().st_size > 0
         if not exists and total is None:
@@ -256,8 +255,7 @@ class SQLiteLedger(BudgetLedger):
             self._reload(self._rows())
             BudgetLedger.check(self, charge.budget, charge.label)
             con.execute(
-                "INSERT INTO charges (label, epsilon, delta, unit, created) "
-                "VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO charges (label, epsilon, delta, unit, created) VALUES (?, ?, ?, ?, ?)",
                 (
                     charge.label,
                     float(charge.budget.epsilon),
@@ -291,7 +289,8 @@ class SQLiteLedger(BudgetLedger):
         self.close()
 
     def __repr__(self) -> str:
-        return f"SQLiteLedger({str(self.path)!r}, total={self.total}, remaining={self.remaining_text})"
+        where = repr(str(self.path))
+        return f"SQLiteLedger({where}, total={self.total}, remaining={self.remaining_text})"
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -8,10 +8,39 @@ a float in (0, inf). Got -1 instead."
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
-from mechanisms import ParameterError
+from mechanisms import DomainError, ParameterError
 
-__all__ = ["option_float", "option_int", "option_probability"]
+__all__ = ["cli_terms", "option_float", "option_int", "option_probability"]
+
+_PYTHON_NAME = re.compile(r"The '([A-Za-z_]\w*)' (?:parameter|argument) of [A-Za-z_][\w.]*")
+
+
+@contextmanager
+def cli_terms(command: str, arguments: Mapping[str, str]) -> Iterator[None]:
+    """Re-word the library's typed errors raised inside the block in CLI terms.
+
+    "The 'time_lag' parameter of pak_release ..." becomes "The '--time-lag' option of
+    dpstream release pak ..."; names in ``arguments`` (e.g. ``{"frame": "INPUT"}``) become
+    "INPUT of dpstream release pak". Other errors pass unchanged.
+    """
+
+    def word(match: re.Match) -> str:
+        name = match.group(1)
+        if name in arguments:
+            return f"{arguments[name]} of {command}"
+        return f"The '--{name.replace('_', '-')}' option of {command}"
+
+    try:
+        yield
+    except (ParameterError, DomainError) as exc:
+        text = _PYTHON_NAME.sub(word, str(exc), count=1)
+        if text == str(exc):
+            raise
+        raise type(exc)(text) from None
 
 
 def _bad(option: str, command: str, rule: str, value: object) -> ParameterError:

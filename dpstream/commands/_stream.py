@@ -25,7 +25,7 @@ from mechanisms import (
 from mechanisms.core._validation import check_stream
 
 from ._accounting import open_ledger, show_guarantee, write_privacy
-from ._checks import option_float, option_int, option_probability
+from ._checks import cli_terms, option_float, option_int, option_probability
 from .query import write_release
 
 __all__ = ["release_stream"]
@@ -123,10 +123,11 @@ def release_stream(
     budget = _budget(method, eps, eps_t, delta)
     ledger = open_ledger(*ledger_args, budget=budget, unit=unit, command=owner)
     try:
-        _release_one(
-            method, input_path, time_column, column, options, out_path, ledger,
-            owner=owner, bound=bound, eps=eps, lag=lag, budget=budget, unit=unit,
-        )  # fmt: skip
+        with cli_terms(owner, {"values": "INPUT", "x": "INPUT"}):
+            _release_one(
+                method, input_path, time_column, column, options, out_path, ledger,
+                owner=owner, bound=bound, eps=eps, lag=lag, budget=budget, unit=unit,
+            )  # fmt: skip
     finally:
         if ledger is not None:
             ledger.close()
@@ -199,7 +200,12 @@ def _release_one(
         values, cumulative, m = rel.values, np.cumsum(rel.values), rel.time_lag
     elif method == "pak":
         rel = mechanisms.pak_release(
-            x, bound=bound, epsilon=eps, delta=options["delta"], time_lag=lag, seed=seed,
+            x,
+            bound=bound,
+            epsilon=eps,
+            delta=options["delta"],
+            time_lag=lag,
+            seed=seed,
             ledger=ledger,
         )
         m = rel.time_lag

@@ -30,7 +30,7 @@ from ._accounting import (
     show_guarantee,
     write_privacy,
 )
-from ._checks import option_float, option_int
+from ._checks import cli_terms, option_float, option_int
 
 __all__ = ["release"]
 
@@ -287,7 +287,10 @@ def release(
             "privacy needs a public bound on every value)."
         )
     theta = option_float(theta, "--theta", command, allow_zero=True)
-    unit = WEvent(w=w) if alpha_value is None else WAlphaIndistinguishability(w=w, alpha=alpha_value)
+    if alpha_value is None:
+        unit = WEvent(w=w)
+    else:
+        unit = WAlphaIndistinguishability(w=w, alpha=alpha_value)
     budget = Budget(epsilon)
     preview = PrivacyRecord.from_guarantee(
         PrivacyGuarantee(unit=unit, budget=budget, proof=""),
@@ -334,11 +337,13 @@ def _release_frame(
     show_guarantee(preview)
     n_periods = math.ceil(len(frame) / w)
     common = {"epsilon": epsilon, "w": w, "hierarchy": hierarchy, "alpha": alpha}
-    with click.progressbar(
-        length=max(n_periods, 1),
-        label=f"Releasing ({method})",
-        file=sys.stderr,
-    ) as bar:
+    terms = cli_terms(command, {"frame": "INPUT", "hierarchy": "The '--hierarchy' file"})
+    with (
+        terms,
+        click.progressbar(
+            length=max(n_periods, 1), label=f"Releasing ({method})", file=sys.stderr
+        ) as bar,
+    ):
         if method == "optstream":
             import dpstream  # lazily: the OptStream pipeline lives in its own module
 
@@ -348,9 +353,7 @@ def _release_frame(
                     "The optstream method is not available in this installation "
                     "(dpstream.release_optstream is missing). Use laplace, dft or pegasus."
                 )
-            result = release_optstream(
-                frame, k=k, theta=theta, seed=seed, ledger=ledger, **common
-            )
+            result = release_optstream(frame, k=k, theta=theta, seed=seed, ledger=ledger, **common)
             bar.update(n_periods)
         else:
             from dpstream.pipelines._wevent_pipeline import (

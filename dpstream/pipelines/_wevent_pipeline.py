@@ -240,9 +240,7 @@ def release_laplace(
     mech = WEventLaplace(
         epsilon=eps, w=w, delta=dlt, alpha_unit=unit, magnitude=_magnitude(prepared, bound)
     )
-    return _run(
-        prepared, mech, w=w, seed=seed, progress=progress, parameters={}, **accounting
-    )
+    return _run(prepared, mech, w=w, seed=seed, progress=progress, parameters={}, **accounting)
 
 
 def release_dft(
