@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 
 from mechanisms import DomainError, ParameterError
@@ -17,27 +17,37 @@ from mechanisms import DomainError, ParameterError
 __all__ = ["cli_terms", "option_float", "option_int", "option_probability"]
 
 _PYTHON_NAME = re.compile(r"The '([A-Za-z_]\w*)' (?:parameter|argument) of [A-Za-z_][\w.]*")
+_PYTHON_INDEX = re.compile(r"The index of '([A-Za-z_]\w*)' in [A-Za-z_][\w.]*")
 
 
 @contextmanager
-def cli_terms(command: str, arguments: Mapping[str, str]) -> Iterator[None]:
+def cli_terms(
+    command: str, arguments: Mapping[str, str], options: Collection[str] = ()
+) -> Iterator[None]:
     """Re-word the library's typed errors raised inside the block in CLI terms.
 
     "The 'time_lag' parameter of pak_release ..." becomes "The '--time-lag' option of
-    dpstream release pak ..."; names in ``arguments`` (e.g. ``{"frame": "INPUT"}``) become
-    "INPUT of dpstream release pak". Other errors pass unchanged.
+    dpstream release pak ..." for names in ``options``; names in ``arguments`` (e.g.
+    ``{"frame": "INPUT"}``) become "INPUT of dpstream release pak"; other names are "the
+    internal setting 'q' of dpstream release pak". Other errors pass unchanged.
     """
 
     def word(match: re.Match) -> str:
         name = match.group(1)
         if name in arguments:
             return f"{arguments[name]} of {command}"
-        return f"The '--{name.replace('_', '-')}' option of {command}"
+        if name in options:
+            return f"The '--{name.replace('_', '-')}' option of {command}"
+        return f"The internal setting {name!r} of {command}"
+
+    def index(match: re.Match) -> str:
+        return f"The time stamps of {arguments.get(match.group(1), 'INPUT')} of {command}"
 
     try:
         yield
     except (ParameterError, DomainError) as exc:
-        text = _PYTHON_NAME.sub(word, str(exc), count=1)
+        text = _PYTHON_INDEX.sub(index, _PYTHON_NAME.sub(word, str(exc), count=1), count=1)
+        text = _PYTHON_NAME.sub("It", text)  # a nested library message: its subject is ours
         if text == str(exc):
             raise
         raise type(exc)(text) from None

@@ -31,6 +31,8 @@ from .query import write_release
 __all__ = ["release_stream"]
 
 _TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+#: Python parameters that are CLI options of the same name.
+_OPTIONS = ("epsilon", "bound", "time_lag", "epsilon_threshold", "delta", "fanout", "smoother")
 
 
 def _read_stream(path: str, time_column: str | None, column: str | None) -> pd.Series:
@@ -123,7 +125,8 @@ def release_stream(
     budget = _budget(method, eps, eps_t, delta)
     ledger = open_ledger(*ledger_args, budget=budget, unit=unit, command=owner)
     try:
-        with cli_terms(owner, {"values": "INPUT", "x": "INPUT"}):
+        names = {"values": "INPUT", "x": "INPUT", "epsilon_perturb": "The '--epsilon' option"}
+        with cli_terms(owner, names, _OPTIONS):
             _release_one(
                 method, input_path, time_column, column, options, out_path, ledger,
                 owner=owner, bound=bound, eps=eps, lag=lag, budget=budget, unit=unit,

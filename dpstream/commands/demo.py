@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
 
 from dpstream.demo._config import DemoConfig
 from dpstream.demo._job import run_demo
+from mechanisms import ParameterError
 
 from ._accounting import check_folder
 
@@ -72,6 +74,11 @@ def demo(
       dpstream demo --quick --out /tmp/report
       dpstream demo --seed 1 --runs 1000
     """
+    if not math.isfinite(epsilon):  # click's FloatRange lets NaN through
+        raise ParameterError(
+            f"The '--epsilon' option of dpstream demo must be a float in (0, 10]. Got {epsilon} "
+            "instead."
+        )
     check_folder(out, "--out", "dpstream demo")
     config = DemoConfig.create(
         out=Path(out), quick=quick, seed=seed, epsilon=epsilon, pak_runs=runs,

@@ -11,9 +11,9 @@ import pandas as pd
 
 from dpstream.commands.release import _read_input
 from mechanisms import ParameterError
-from mechanisms.core._validation import check_integer
 
 from ._accounting import check_writable, privacy_sidecar, write_privacy
+from ._checks import cli_terms, option_float, option_int, option_probability
 
 __all__ = ["forecast"]
 
@@ -24,9 +24,8 @@ _OWNER = "dpstream forecast"
 def _check_table_path(path: str, option: str) -> Path:
     file = Path(path)
     if file.suffix.lower() not in _TABLE_SUFFIXES:
-        raise ParameterError(
-            f"The {option!r} option of {_OWNER} must end in .csv or .parquet. Got {file.name!r}."
-        )
+        what = f"The {option} argument" if option.isupper() else f"The {option!r} option"
+        raise ParameterError(f"{what} of {_OWNER} must end in .csv or .parquet. Got {file.name!r}.")
     return file
 
 
@@ -159,7 +158,6 @@ def forecast(
       dpstream forecast released.parquet --truth real.csv --vs-real --days 7 --out fc.parquet
       dpstream forecast laplace.csv --truth real.csv --noise-variance 460814 --out fc.csv
     """
-    from forecasting import error_ratio, forecast_errors, forecast_origins, rolling_forecast
 
     out_file = _check_table_path(out_path, "--out")
     err_file = None
@@ -176,8 +174,31 @@ def forecast(
     for path, what in ((input_path, "RELEASED"), (truth_path, "--truth")):
         if path is not None and not Path(path).is_file():
             raise ParameterError(f"The {what} argument of {_OWNER}: no file {path!r}.")
-    p, q = (check_integer(v, "order", _OWNER, minimum=0) for v in order)
+    _check_table_path(input_path, "RELEASED")
+    if truth_path is not None:
+        _check_table_path(truth_path, "--truth")
+    p, q = (option_int(v, "--order", _OWNER, minimum=0) for v in order)
+    option_int(train, "--train", _OWNER)
+    option_int(horizon, "--horizon", _OWNER)
+    option_int(days, "--days", _OWNER)
+    option_probability(level, "--level", _OWNER)
+    option_float(noise_variance, "--noise-variance", _OWNER, allow_zero=True)
     options = {"order": (p, 0, q), "train": train, "horizon": horizon, "days": days}
+    names = ("train", "horizon", "days", "order", "level", "noise_variance")
+    with cli_terms(_OWNER, {"series": "RELEASED"}, names):
+        _run_forecasts(
+            input_path, truth_path, columns, options, noise_variance, level, vs_real,
+            time_column, out_file, err_file,
+        )  # fmt: skip
+
+
+def _run_forecasts(
+    input_path, truth_path, columns, options, noise_variance, level, vs_real, time_column,
+    out_file, err_file,
+) -> None:  # fmt: skip
+    from forecasting import error_ratio, forecast_errors, forecast_origins, rolling_forecast
+
+    train, horizon, days = options["train"], options["horizon"], options["days"]
     frame = _read_table(input_path, time_column)
     names = _columns(frame, columns, "RELEASED")
     truth = None

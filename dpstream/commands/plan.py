@@ -136,7 +136,7 @@ def pak(n, bound, epsilon, delta, beta, p_max, time_lag, prefix, as_json, plot) 
         "prefix": "The '--prefix' file",
         "time_lags": "The '--time-lag' option",
     }
-    with cli_terms(cmd, names):
+    with cli_terms(cmd, names, ("n", "bound", "epsilon", "delta", "beta", "p_max")):
         _plan_pak(n, bound, epsilon, delta, beta, p_max, lags, prefix, as_json, plot)
 
 
@@ -156,6 +156,7 @@ def _plan_pak(n, bound, epsilon, delta, beta, p_max, lags, prefix, as_json, plot
         if as_json:
             click.echo(json.dumps(record, indent=2))
             return
+
         def shown(m: int) -> str:  # no absurd figures: beyond n, only "more than n"
             return f"{m:,}" if m <= n else f"more than n = {n:,}"
 

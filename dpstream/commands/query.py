@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 
 from mechanisms import ParameterError
-from mechanisms.core._validation import check_integer
 
 __all__ = ["FORMAT", "query", "read_release", "sidecar_path", "write_release"]
 
@@ -115,8 +114,11 @@ def range_sums(frame: pd.DataFrame, ranges: list[tuple[int, int]]) -> list[float
     last = cum.size - 1
     out = []
     for i, j in ranges:
-        i = check_integer(i, "i", "dpstream query --range", minimum=0, maximum=last)
-        j = check_integer(j, "j", "dpstream query --range", minimum=i, maximum=last)
+        if not 0 <= i <= last or not i <= j <= last:
+            raise ParameterError(
+                f"The '--range' option of dpstream query must be two released steps I J with "
+                f"0 <= I <= J <= {last} (this release has {last + 1}). Got {i} {j} instead."
+            )
         out.append(float(cum[j] - (cum[i - 1] if i > 0 else 0.0)))
     return out
 

@@ -337,11 +337,18 @@ def _release_frame(
     show_guarantee(preview)
     n_periods = math.ceil(len(frame) / w)
     common = {"epsilon": epsilon, "w": w, "hierarchy": hierarchy, "alpha": alpha}
-    terms = cli_terms(command, {"frame": "INPUT", "hierarchy": "The '--hierarchy' file"})
+    terms = cli_terms(
+        command,
+        {"frame": "INPUT", "hierarchy": "The '--hierarchy' file"},
+        ("epsilon", "w", "k", "alpha", "bound", "theta"),
+    )
     with (
         terms,
-        click.progressbar(
-            length=max(n_periods, 1), label=f"Releasing ({method})", file=sys.stderr
+        click.progressbar(  # silent when stderr is not a terminal: one-line errors
+            length=max(n_periods, 1),
+            label=f"Releasing ({method})",
+            file=sys.stderr,
+            hidden=not sys.stderr.isatty(),
         ) as bar,
     ):
         if method == "optstream":
