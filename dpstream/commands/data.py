@@ -12,7 +12,7 @@ import pandas as pd
 from dpstream import datasets
 from mechanisms import ParameterError
 
-from ._accounting import check_writable
+from ._accounting import check_writable, write_privacy
 
 __all__ = ["data"]
 
@@ -93,6 +93,14 @@ def export(name: str, out: str) -> None:
         frame.to_csv(path)
     else:
         frame.to_parquet(path)
+    write_privacy(
+        path,
+        {
+            "release": False,
+            "note": f"The bundled real data set {name!r}: no privacy. Release it with "
+            "'dpstream release' before sharing.",
+        },
+    )
     click.echo(f"Wrote {len(frame):,} rows x {frame.shape[1]} streams to {path}")
     if hierarchy is not None:
         tree.write_text(json.dumps(hierarchy(), indent=1))

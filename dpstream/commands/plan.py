@@ -14,7 +14,7 @@ from mechanisms import ParameterError
 from planner import pak_table, plot_sweeps, sweep_epsilon, sweep_time_lag, time_lag_heuristic
 from planner._pak_plan import ANALYSIS_NOTE
 
-from ._accounting import check_writable
+from ._accounting import check_writable, write_privacy
 from ._checks import cli_terms, option_float, option_int, option_probability
 
 __all__ = ["plan"]
@@ -184,6 +184,7 @@ def _plan_pak(n, bound, epsilon, delta, beta, p_max, lags, prefix, as_json, plot
             beta=beta, p_max=p_max,
         )  # fmt: skip
         plot_sweeps(eps_sweep, lag_sweep, plot)
+        write_privacy(plot, {"release": False, "note": f"{ANALYSIS_NOTE}."})
     if as_json:
         records = table.rename(columns=_JSON_KEYS).to_dict(orient="records")
         click.echo(

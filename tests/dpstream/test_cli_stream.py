@@ -179,7 +179,7 @@ def test_query_errors_exit_2(stream, tmp_path, capsys):
     sidecar_path(out).unlink()
     assert main(["query", str(out), "--range", "0", "1"]) == 2
     err = capsys.readouterr().err
-    assert "'j' parameter" in err and "sidecar" in err
+    assert "'--range' option" in err and "sidecar" in err
     pd.DataFrame({"value": [1.0]}).to_csv(tmp_path / "plain.csv")
     sidecar_path(tmp_path / "plain.csv").write_text('{"format": "other"}')
     assert main(["query", str(tmp_path / "plain.csv"), "--range", "0", "0"]) == 2
