@@ -2,6 +2,8 @@
 
 # w-event baselines of [FV19] §6-7 (issue 4).
 # Bundled real datasets (dpstream/data, see its README.md for sources and licences).
+# The persisted accountant (issue 11 §4).
+from ._ledger import SQLiteLedger
 from .datasets import (
     HOUSEHOLD_MINUTES_BOUND,
     HOUSEHOLD_YEARS,
@@ -31,6 +33,7 @@ __all__ = [
     "HOUSEHOLD_YEARS",
     "RETAIL_BOUND",
     "LightTailCheck",
+    "SQLiteLedger",
     "household_hierarchy",
     "household_minutes",
     "household_minutes_stream",

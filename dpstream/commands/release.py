@@ -218,13 +218,14 @@ def release(
       dpstream release laplace loads.csv --epsilon 1 --out laplace.csv
       dpstream release dft loads.parquet --epsilon 0.1 --k 10 --out dft.parquet
       dpstream release pegasus loads.csv --epsilon 1 --alpha 50 --out pegasus.csv
-      dpstream release optstream loads.csv --epsilon 1 --hierarchy tree.json --out os.csv
+      dpstream release optstream loads.csv --epsilon 1 --alpha 50 --hierarchy tree.json \\
+          --out os.csv
       dpstream release laplace loads.csv --epsilon 1 --alpha none --bound 20000 --out l.csv
       dpstream release tops power.csv --bound 36 --epsilon 0.05 --epsilon-threshold 0.1 \\
           --time-lag 65536 --out tops.csv
       dpstream release pak power.parquet --bound 36 --epsilon 1 --time-lag 65536 --out pak.csv
       dpstream release bt power.csv --bound 36 --epsilon 1 --out bt.parquet
-      dpstream release laplace loads.csv --epsilon 0.5 --alpha 50 --ledger budget.db \
+      dpstream release laplace loads.csv --epsilon 0.5 --alpha 50 --ledger budget.db \\
           --budget-epsilon 1 --out first.csv       # creates the ledger, spends 0.5 of 1
       dpstream release dft loads.csv --epsilon 0.5 --alpha 50 --ledger budget.db --out b.csv
 

@@ -233,7 +233,8 @@ def release_optstream(
     nodes of a level, so the level composes as one stream. With the L1 sampler a window
     straddling two periods meets two samplers: the split (ε_s, ε_p, ε_o) = (ε, ε, 2ε)/(6h)
     makes that worst case ε (equally spaced: (0, ε, ε)/(2h)); see ``mechanisms.optstream``.
-    The ledger is charged ε/h per level before any noise is drawn; post-processing, its
+    The accountant (``ledger``) is charged ε under WAlphaIndistinguishability(w, α) before any
+    noise is drawn (the per-level split ε/h is checked to fit ε); post-processing, its
     weights included, is free (Theorem 3).
 
     Examples
