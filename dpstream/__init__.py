@@ -1,9 +1,10 @@
 """dpstream: the application layer (pipelines, bundled datasets, the ``dpstream`` command)."""
 
-# w-event baselines of [FV19] §6-7 (issue 4).
-# Bundled real datasets (dpstream/data, see its README.md for sources and licences).
 # The persisted accountant (issue 11 §4).
 from ._ledger import SQLiteLedger
+
+# w-event baselines of [FV19] §6-7 (issue 4).
+# Bundled real datasets (dpstream/data, see its README.md for sources and licences).
 from .datasets import (
     HOUSEHOLD_MINUTES_BOUND,
     HOUSEHOLD_YEARS,
