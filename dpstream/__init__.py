@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 # command's start-up) does not pay for pandas, the solvers and the bundled data until a name
 # that needs them is used.
 _LAZY = {
+    # the persisted accountant (issue 11 §4)
+    "SQLiteLedger": "dpstream._ledger",
     # w-event baselines of [FV19] §6-7 and the OptStream pipeline ([FV19] Alg. 2 + 4)
     "release_dft": "dpstream.pipelines",
     "release_laplace": "dpstream.pipelines",
@@ -52,6 +54,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
+    from ._ledger import SQLiteLedger  # noqa: F401
     from .datasets import (  # noqa: F401
         HOUSEHOLD_MINUTES_BOUND,
         HOUSEHOLD_YEARS,
@@ -74,6 +77,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
 __version__ = "0.1.0"
 
 __all__ = [
+    "SQLiteLedger",
     "HOUSEHOLD_MINUTES_BOUND",
     "HOUSEHOLD_YEARS",
     "RETAIL_BOUND",

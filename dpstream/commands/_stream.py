@@ -13,14 +13,26 @@ import numpy as np
 import pandas as pd
 
 import mechanisms
-from mechanisms import DomainError, ParameterError
-from mechanisms.core._validation import check_positive
+from mechanisms import (
+    Budget,
+    DomainError,
+    EventLevel,
+    LocalDP,
+    ParameterError,
+    PrivacyGuarantee,
+    PrivacyRecord,
+)
+from mechanisms.core._validation import check_stream
 
+from ._accounting import open_ledger, show_guarantee, write_privacy
+from ._checks import cli_terms, option_float, option_int, option_probability
 from .query import write_release
 
 __all__ = ["release_stream"]
 
 _TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+#: Python parameters that are CLI options of the same name.
+_OPTIONS = ("epsilon", "bound", "time_lag", "epsilon_threshold", "delta", "fanout", "smoother")
 
 
 def _read_stream(path: str, time_column: str | None, column: str | None) -> pd.Series:
@@ -67,31 +79,96 @@ def _read_stream(path: str, time_column: str | None, column: str | None) -> pd.S
     values = pd.to_numeric(frame[column], errors="coerce")
     if values.isna().any():
         raise DomainError(
-            f"The value column {column!r} of INPUT must hold numbers only; "
-            f"{int(values.isna().sum())} entries are missing or not numeric."
+            f"The value column {column!r} of INPUT must hold numbers only; some entries are "
+            "missing or not numeric."
+        )
+    index = values.index
+    if stamp is not None and not (index.is_monotonic_increasing and index.is_unique):
+        raise DomainError(
+            f"The time column {stamp!r} of INPUT must be strictly increasing (sorted, no "
+            "duplicates). Sort the rows by time and drop duplicates first."
         )
     return values.astype(np.float64)
 
 
-def release_stream(method, input_path, time_column, column, options, out_path) -> None:
-    """Run tops/topl/pak/bt on one stream and write the values file + sidecar."""
+def _budget(method: str, eps: float, eps_t: float | None, delta: float) -> Budget:
+    """The release's whole (ε, δ), from public options only (checked before any work)."""
+    if method == "tops":  # threshold on the first m steps, perturber on the rest: parallel
+        return Budget(max(eps, eps if eps_t is None else eps_t))
+    if method == "pak":
+        return Budget(eps, delta)
+    return Budget(eps)
+
+
+def release_stream(
+    method, input_path, time_column, column, options, out_path, ledger_args=(None, None, None)
+) -> None:
+    """Run tops/topl/pak/bt on one stream and write the values file, its query sidecar and
+    its privacy record (``OUT.privacy.json``); charge ``--ledger`` when given."""
     owner = f"dpstream release {method}"
     if options["bound"] is None:
         raise ParameterError(
             f"The '--bound' option of {owner} is required: the public bound B on every value."
         )
-    bound = check_positive(options["bound"], "bound", owner)
-    eps = check_positive(options["epsilon"], "epsilon", owner)
-    lag = options["time_lag"]
+    bound = option_float(options["bound"], "--bound", owner)
+    eps = option_float(options["epsilon"], "--epsilon", owner)
+    lag = option_int(options["time_lag"], "--time-lag", owner)
     if method != "bt" and lag is None:
         raise ParameterError(
             f"The '--time-lag' option of {owner} is required: m, the values used for the "
             "threshold (e.g. --time-lag 65536)."
         )
+    eps_t = option_float(options["epsilon_threshold"], "--epsilon-threshold", owner)
+    delta = option_probability(options["delta"], "--delta", owner)
+    option_int(options["fanout"], "--fanout", owner, minimum=2)
+    unit = LocalDP() if method == "topl" else EventLevel()
+    budget = _budget(method, eps, eps_t, delta)
+    ledger = open_ledger(*ledger_args, budget=budget, unit=unit, command=owner)
+    try:
+        names = {"values": "INPUT", "x": "INPUT", "epsilon_perturb": "The '--epsilon' option"}
+        with cli_terms(owner, names, _OPTIONS):
+            _release_one(
+                method, input_path, time_column, column, options, out_path, ledger,
+                owner=owner, bound=bound, eps=eps, lag=lag, budget=budget, unit=unit,
+            )  # fmt: skip
+    finally:
+        if ledger is not None:
+            ledger.close()
+
+
+def _release_one(
+    method, input_path, time_column, column, options, out_path, ledger, *, owner, bound, eps,
+    lag, budget, unit,
+) -> None:  # fmt: skip
     series = _read_stream(input_path, time_column, column)
     x, seed = series.to_numpy(), options["seed"]
+    if not np.all(np.isfinite(x)) or np.any(x < 0) or np.any(x > bound):
+        raise DomainError(  # the rule, never a count of offending (private) values
+            f"The value column {str(series.name)!r} of INPUT must lie in [0, {bound:g}] (the "
+            "--bound of every value). Clip the data to the bound or declare a larger --bound."
+        )
+    if lag is not None and lag >= x.size:
+        raise ParameterError(
+            f"The '--time-lag' option of {owner} must be smaller than the number of values "
+            f"of INPUT ({x.size}). Got {lag} instead."
+        )
     if seed is not None:
         click.secho("Seeded run: an experiment, NOT a private release.", fg="yellow", err=True)
+    parameters = {
+        "time_lag": lag,
+        "epsilon_threshold": options["epsilon_threshold"] if method == "tops" else None,
+        "delta": options["delta"] if method == "pak" else None,
+        "fanout": options["fanout"] if method == "tops" else None,
+        "smoother": options["smoother"] if method == "tops" else None,
+    }
+    parameters = {key: val for key, val in parameters.items() if val is not None}
+    preview = PrivacyRecord.from_guarantee(
+        PrivacyGuarantee(unit=unit, budget=budget, proof=""),
+        mechanism=method,
+        bound=bound,
+        seeded=seed is not None,
+    )
+    show_guarantee(preview)
     meta: dict = {"method": method, "column": str(series.name), "n_input": int(x.size)}
     if method == "tops":
         eps_t = eps if options["epsilon_threshold"] is None else options["epsilon_threshold"]
@@ -104,6 +181,7 @@ def release_stream(method, input_path, time_column, column, options, out_path) -
             fanout=options["fanout"],
             smoother=options["smoother"],
             seed=seed,
+            ledger=ledger,
         )
         values, cumulative, m = rel.values, np.cumsum(rel.values), rel.time_lag
         meta["tops"] = {
@@ -119,11 +197,19 @@ def release_stream(method, input_path, time_column, column, options, out_path) -
             "nodes": "node (l, k) = sum of value over released steps [k*g*F^l, (k+1)*g*F^l)",
         }
     elif method == "topl":
-        rel = mechanisms.topl_release(x, bound=bound, epsilon=eps, time_lag=lag, seed=seed)
+        rel = mechanisms.topl_release(
+            x, bound=bound, epsilon=eps, time_lag=lag, seed=seed, ledger=ledger
+        )
         values, cumulative, m = rel.values, np.cumsum(rel.values), rel.time_lag
     elif method == "pak":
         rel = mechanisms.pak_release(
-            x, bound=bound, epsilon=eps, delta=options["delta"], time_lag=lag, seed=seed
+            x,
+            bound=bound,
+            epsilon=eps,
+            delta=options["delta"],
+            time_lag=lag,
+            seed=seed,
+            ledger=ledger,
         )
         m = rel.time_lag
         cumulative = rel.prefix_sums[m:] - rel.prefix_sums[m - 1]
@@ -134,6 +220,10 @@ def release_stream(method, input_path, time_column, column, options, out_path) -
             "prefix_sum_at_lag": float(rel.prefix_sums[m - 1]),
         }
     else:
+        # binary_tree_release keeps no ledger: validate the stream, then charge, then draw.
+        check_stream(x, "INPUT", owner, bound=bound)
+        if ledger is not None:
+            ledger.charge(budget, owner, unit=unit)
         rel = mechanisms.binary_tree_release(x, epsilon=eps, bound=bound, seed=seed)
         m, cumulative = 0, rel.prefix_sums
         values = np.diff(cumulative, prepend=0.0)
@@ -154,7 +244,16 @@ def release_stream(method, input_path, time_column, column, options, out_path) -
         {"value": np.asarray(values), "cumulative": np.asarray(cumulative)},
         index=series.index[m:],
     )
+    record = PrivacyRecord.from_guarantee(
+        rel.guarantee,
+        mechanism=method,
+        parameters=parameters,
+        bound=bound,
+        seeded=seed is not None,
+    )
+    meta["privacy"] = record.to_dict()
     side = write_release(frame, meta, out_path)
+    write_privacy(out_path, record.to_dict())
     label = " (seeded: NOT private)" if seed is not None else ""
     click.echo(
         f"Released {len(frame)} steps (after a time lag of {m}) with {method}, "

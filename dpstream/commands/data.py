@@ -11,6 +11,8 @@ import click
 if TYPE_CHECKING:
     import pandas as pd
 
+from ._accounting import check_writable, write_privacy
+
 __all__ = ["data"]
 
 # name -> (loader, hierarchy or None, description). Loaders import pandas and the data only
@@ -121,14 +123,26 @@ def export(name: str, out: str) -> None:
             f"{path.name!r}."
         )
     loader, hierarchy, _ = _DATASETS[name]
+    # Both files are checked before either is written: no half export.
+    check_writable(path, "OUT", "dpstream data export")
+    tree = path.with_suffix(".hierarchy.json")
+    if hierarchy is not None:
+        check_writable(tree, "OUT", "dpstream data export")
     frame = loader()
     frame.index.name = "time"
     if path.suffix.lower() == ".csv":
         frame.to_csv(path)
     else:
         frame.to_parquet(path)
+    write_privacy(
+        path,
+        {
+            "release": False,
+            "note": f"The bundled real data set {name!r}: no privacy. Release it with "
+            "'dpstream release' before sharing.",
+        },
+    )
     click.echo(f"Wrote {len(frame):,} rows x {frame.shape[1]} streams to {path}")
     if hierarchy is not None:
-        tree = path.with_suffix(".hierarchy.json")
         tree.write_text(json.dumps(hierarchy(), indent=1))
         click.echo(f"Wrote its hierarchy to {tree}")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
 
 from dpstream.demo._config import DemoConfig
 from dpstream.demo._job import run_demo
+from mechanisms import ParameterError
+
+from ._accounting import check_folder
 
 __all__ = ["demo"]
 
@@ -31,8 +35,9 @@ __all__ = ["demo"]
     "--epsilon",
     default=1.0,
     show_default=True,
-    type=click.FloatRange(0, None, min_open=True),
-    help="ε of the event-stream releases (PAK, ToPS).",
+    type=click.FloatRange(0, 10, min_open=True),
+    help="ε of the event-stream releases (PAK, ToPS), at most 10 (the range the planner's "
+    "calibrations hold in, [PAK19] §VI).",
 )
 @click.option(
     "--runs",
@@ -69,6 +74,12 @@ def demo(
       dpstream demo --quick --out /tmp/report
       dpstream demo --seed 1 --runs 1000
     """
+    if not math.isfinite(epsilon):  # click's FloatRange lets NaN through
+        raise ParameterError(
+            f"The '--epsilon' option of dpstream demo must be a float in (0, 10]. Got {epsilon} "
+            "instead."
+        )
+    check_folder(out, "--out", "dpstream demo")
     config = DemoConfig.create(
         out=Path(out), quick=quick, seed=seed, epsilon=epsilon, pak_runs=runs,
         optstream_trials=trials,

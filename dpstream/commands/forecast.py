@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -10,7 +11,9 @@ import pandas as pd
 
 from dpstream.commands.release import _read_input
 from mechanisms import ParameterError
-from mechanisms.core._validation import check_integer
+
+from ._accounting import check_writable, privacy_sidecar, write_privacy
+from ._checks import cli_terms, option_float, option_int, option_probability
 
 __all__ = ["forecast"]
 
@@ -21,9 +24,8 @@ _OWNER = "dpstream forecast"
 def _check_table_path(path: str, option: str) -> Path:
     file = Path(path)
     if file.suffix.lower() not in _TABLE_SUFFIXES:
-        raise ParameterError(
-            f"The {option!r} option of {_OWNER} must end in .csv or .parquet. Got {file.name!r}."
-        )
+        what = f"The {option} argument" if option.isupper() else f"The {option!r} option"
+        raise ParameterError(f"{what} of {_OWNER} must end in .csv or .parquet. Got {file.name!r}.")
     return file
 
 
@@ -65,6 +67,24 @@ def _columns(frame: pd.DataFrame, wanted: tuple[str, ...], what: str) -> list[st
             f"columns are {names[:10]}."
         )
     return list(wanted)
+
+
+def _derived_record(input_path: str) -> dict:
+    """The privacy sidecar of the forecasts: post-processing of RELEASED, whose record (its
+    ``.privacy.json``, when present) they inherit ([FV19] Theorem 3)."""
+    side = privacy_sidecar(input_path)
+    try:
+        source = json.loads(side.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        source = None
+    note = "Forecasts from RELEASED only: post-processing, no further privacy loss."
+    records = [] if source is None else (source if isinstance(source, list) else [source])
+    return {
+        "release": bool(records) and all(isinstance(r, dict) and r.get("release") for r in records),
+        "derived_from": Path(input_path).name,
+        "records": records,
+        "note": note if source is not None else "RELEASED has no privacy record.",
+    }
 
 
 @click.command(name="forecast")
@@ -138,7 +158,6 @@ def forecast(
       dpstream forecast released.parquet --truth real.csv --vs-real --days 7 --out fc.parquet
       dpstream forecast laplace.csv --truth real.csv --noise-variance 460814 --out fc.csv
     """
-    from forecasting import error_ratio, forecast_errors, forecast_origins, rolling_forecast
 
     out_file = _check_table_path(out_path, "--out")
     err_file = None
@@ -149,17 +168,49 @@ def forecast(
         raise ParameterError(
             f"The '--errors-out' and '--vs-real' options of {_OWNER} need --truth."
         )
+    check_writable(out_file, "--out", _OWNER)
+    if err_file is not None:
+        check_writable(err_file, "--errors-out", _OWNER)
     for path, what in ((input_path, "RELEASED"), (truth_path, "--truth")):
         if path is not None and not Path(path).is_file():
             raise ParameterError(f"The {what} argument of {_OWNER}: no file {path!r}.")
-    p, q = (check_integer(v, "order", _OWNER, minimum=0) for v in order)
+    _check_table_path(input_path, "RELEASED")
+    if truth_path is not None:
+        _check_table_path(truth_path, "--truth")
+    p, q = (option_int(v, "--order", _OWNER, minimum=0) for v in order)
+    option_int(train, "--train", _OWNER)
+    option_int(horizon, "--horizon", _OWNER)
+    option_int(days, "--days", _OWNER)
+    option_probability(level, "--level", _OWNER)
+    option_float(noise_variance, "--noise-variance", _OWNER, allow_zero=True)
     options = {"order": (p, 0, q), "train": train, "horizon": horizon, "days": days}
+    names = ("train", "horizon", "days", "order", "level", "noise_variance")
+    with cli_terms(_OWNER, {"series": "RELEASED"}, names):
+        _run_forecasts(
+            input_path, truth_path, columns, options, noise_variance, level, vs_real,
+            time_column, out_file, err_file,
+        )  # fmt: skip
+
+
+def _run_forecasts(
+    input_path, truth_path, columns, options, noise_variance, level, vs_real, time_column,
+    out_file, err_file,
+) -> None:  # fmt: skip
+    from forecasting import error_ratio, forecast_errors, forecast_origins, rolling_forecast
+
+    train, horizon, days = options["train"], options["horizon"], options["days"]
     frame = _read_table(input_path, time_column)
     names = _columns(frame, columns, "RELEASED")
     truth = None
     if truth_path is not None:
         truth = _read_table(truth_path, time_column)
         _columns(truth, tuple(names), "--truth")
+        if not frame.index.isin(truth.index).all():
+            raise ParameterError(
+                f"The '--truth' option of {_OWNER} must cover every time stamp of RELEASED "
+                "(the forecasts are scored against it); some are missing. Pass the real "
+                "streams the release was made from."
+            )
     # Validates every series (and train/horizon/days) before the first fit.
     count = sum(
         len(forecast_origins(frame[c], train=train, horizon=horizon, days=days)) for c in names
@@ -182,6 +233,7 @@ def forecast(
                     errors.append(err)
     table = pd.concat(forecasts, ignore_index=True)
     _write(table, out_file)
+    write_privacy(out_file, _derived_record(input_path))
     click.echo(f"Wrote {len(table)} forecasts ({len(names)} series) to {out_file}.")
     if truth is None:
         return
@@ -189,6 +241,10 @@ def forecast(
     if not vs_real:
         scores = scores.drop(columns="data")
     _write(scores, err_file)
+    write_privacy(
+        err_file,
+        {"release": False, "note": "Scores against the real data (--truth): not private."},
+    )
     click.echo(f"Wrote errors per origin to {err_file}.")
     for name in names:
         mine = scores[scores["series"] == name]

@@ -14,9 +14,14 @@ from mechanisms import ParameterError
 from planner import pak_table, plot_sweeps, sweep_epsilon, sweep_time_lag, time_lag_heuristic
 from planner._pak_plan import ANALYSIS_NOTE
 
+from ._accounting import check_writable, write_privacy
+from ._checks import cli_terms, option_float, option_int, option_probability
+
 __all__ = ["plan"]
 
 _EPSILON_GRID = (0.25, 0.5, 1.0, 2.0, 4.0)
+#: Formats matplotlib writes without extra dependencies.
+_PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 _JSON_KEYS = {"λ": "lam", "ε₁/ε": "eps1_share"} | {
     f"β_{k}/β": f"beta_{k}_share" for k in ("qt", "lt", "lap", "out", "rt")
 }
@@ -110,7 +115,32 @@ def pak(n, bound, epsilon, delta, beta, p_max, time_lag, prefix, as_json, plot) 
       dpstream plan pak --n 36969 --bound 10000 --prefix retail.csv --json
       dpstream plan pak --n 25000000 --bound 1440 --prefix trips.npy --plot fig7.png
     """
+    cmd = "dpstream plan pak"
+    option_int(n, "--n", cmd)
+    option_float(bound, "--bound", cmd)
+    option_float(epsilon, "--epsilon", cmd)
+    for value, name in ((delta, "--delta"), (beta, "--beta"), (p_max, "--p-max")):
+        option_probability(value, name, cmd)
     lags = _time_lags(time_lag)
+    for lag_value in lags:
+        option_int(lag_value, "--time-lag", cmd, minimum=2)
+    if plot is not None:
+        if Path(plot).suffix.lower() not in _PLOT_SUFFIXES:
+            raise ParameterError(
+                f"The '--plot' option of {cmd} must end in one of {list(_PLOT_SUFFIXES)}. Got "
+                f"{Path(plot).name!r}."
+            )
+        check_writable(plot, "--plot", cmd)
+    names = {
+        "values": "The '--prefix' file",
+        "prefix": "The '--prefix' file",
+        "time_lags": "The '--time-lag' option",
+    }
+    with cli_terms(cmd, names, ("n", "bound", "epsilon", "delta", "beta", "p_max")):
+        _plan_pak(n, bound, epsilon, delta, beta, p_max, lags, prefix, as_json, plot)
+
+
+def _plan_pak(n, bound, epsilon, delta, beta, p_max, lags, prefix, as_json, plot) -> None:
     if prefix is None:
         if plot:
             raise ParameterError("The '--plot' option of dpstream plan pak needs --prefix.")
@@ -126,10 +156,14 @@ def pak(n, bound, epsilon, delta, beta, p_max, time_lag, prefix, as_json, plot) 
         if as_json:
             click.echo(json.dumps(record, indent=2))
             return
+
+        def shown(m: int) -> str:  # no absurd figures: beyond n, only "more than n"
+            return f"{m:,}" if m <= n else f"more than n = {n:,}"
+
         click.echo("Private time lag ([PAK19] §VI-B, public inputs only):")
-        click.echo(f"  criterion 1 (g(0.5, p_max, m) < β):   m >= {lag.criterion1:,}")
-        click.echo(f"  criterion 2 (Eqs. 17-19):             m >= {lag.criterion2:,}")
-        click.echo(f"  time lag m:                           {lag.m:,}")
+        click.echo(f"  criterion 1 (g(0.5, p_max, m) < β):   m >= {shown(lag.criterion1)}")
+        click.echo(f"  criterion 2 (Eqs. 17-19):             m >= {shown(lag.criterion2)}")
+        click.echo(f"  time lag m:                           {shown(lag.m)}")
         if lag.m >= n:
             click.echo(f"  m >= n = {n:,}: the threshold cannot pay here; use plain BT.")
         return
@@ -150,6 +184,7 @@ def pak(n, bound, epsilon, delta, beta, p_max, time_lag, prefix, as_json, plot) 
             beta=beta, p_max=p_max,
         )  # fmt: skip
         plot_sweeps(eps_sweep, lag_sweep, plot)
+        write_privacy(plot, {"release": False, "note": f"{ANALYSIS_NOTE}."})
     if as_json:
         records = table.rename(columns=_JSON_KEYS).to_dict(orient="records")
         click.echo(

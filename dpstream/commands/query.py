@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 
 from mechanisms import ParameterError
-from mechanisms.core._validation import check_integer
 
 __all__ = ["FORMAT", "query", "read_release", "sidecar_path", "write_release"]
 
@@ -93,11 +92,19 @@ def read_release(path: str | Path) -> tuple[pd.DataFrame, dict]:
         raise ParameterError(
             f"The release {file.name!r} could not be read ({type(exc).__name__})."
         ) from None
-    if "cumulative" not in frame.columns or len(frame) != meta.get("released_steps"):
+    steps = meta.get("released_steps")
+    if "cumulative" not in frame.columns or not isinstance(steps, int) or len(frame) != steps:
         raise ParameterError(
             f"The release {file.name!r} does not match its sidecar (a 'cumulative' column and "
-            f"{meta.get('released_steps')} rows are expected)."
+            f"{steps!r} rows are expected)."
         )
+    cumulative = pd.to_numeric(frame["cumulative"], errors="coerce")
+    if not np.isfinite(cumulative.to_numpy(dtype=np.float64)).all():
+        raise ParameterError(
+            f"The release {file.name!r} has entries of 'cumulative' that are not finite numbers: "
+            "it was changed after dpstream release wrote it. Release again."
+        )
+    frame["cumulative"] = cumulative
     return frame, meta
 
 
@@ -107,8 +114,11 @@ def range_sums(frame: pd.DataFrame, ranges: list[tuple[int, int]]) -> list[float
     last = cum.size - 1
     out = []
     for i, j in ranges:
-        i = check_integer(i, "i", "dpstream query --range", minimum=0, maximum=last)
-        j = check_integer(j, "j", "dpstream query --range", minimum=i, maximum=last)
+        if not 0 <= i <= last or not i <= j <= last:
+            raise ParameterError(
+                f"The '--range' option of dpstream query must be two released steps I J with "
+                f"0 <= I <= J <= {last} (this release has {last + 1}). Got {i} {j} instead."
+            )
         out.append(float(cum[j] - (cum[i - 1] if i > 0 else 0.0)))
     return out
 

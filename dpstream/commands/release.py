@@ -11,8 +11,26 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from mechanisms import SMOOTHERS, DomainError, DPStreamError, ParameterError
-from mechanisms.core._validation import check_integer, check_positive
+from mechanisms import (
+    SMOOTHERS,
+    Budget,
+    DomainError,
+    DPStreamError,
+    ParameterError,
+    PrivacyGuarantee,
+    PrivacyRecord,
+    WAlphaIndistinguishability,
+    WEvent,
+)
+
+from ._accounting import (
+    check_writable,
+    ledger_options,
+    open_ledger,
+    show_guarantee,
+    write_privacy,
+)
+from ._checks import cli_terms, option_float, option_int
 
 __all__ = ["release"]
 
@@ -127,9 +145,9 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
 )
 @click.option(
     "--alpha",
-    default="1.0",
-    show_default=True,
-    help="Largest protected change of one value; 'none' = w-event on [0, --bound].",
+    default=None,
+    help="Largest protected change of one value, in the data's units (required for "
+    "optstream; laplace/dft/pegasus default 1); 'none' = w-event on [0, --bound].",
 )
 @click.option("--bound", type=float, help="Public bound on leaf values (needed with --alpha none).")
 @click.option("--theta", type=float, help="OptStream's L1-sampler threshold θ.")
@@ -156,8 +174,9 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
     "out_path",
     required=True,
     type=click.Path(dir_okay=False),
-    help="Output file: .csv or .parquet (by extension).",
+    help="Output file: .csv or .parquet (by extension); its record goes to OUT.privacy.json.",
 )
+@ledger_options
 def release(
     method: str,
     input_path: str,
@@ -177,6 +196,9 @@ def release(
     column: str | None,
     seed: int | None,
     out_path: str,
+    ledger_path: str | None,
+    budget_epsilon: float | None,
+    budget_delta: float | None,
 ) -> None:
     """Release every stream of INPUT privately with METHOD and write the result to --out.
 
@@ -196,26 +218,37 @@ def release(
       dpstream release laplace loads.csv --epsilon 1 --out laplace.csv
       dpstream release dft loads.parquet --epsilon 0.1 --k 10 --out dft.parquet
       dpstream release pegasus loads.csv --epsilon 1 --alpha 50 --out pegasus.csv
-      dpstream release optstream loads.csv --epsilon 1 --hierarchy tree.json --out os.csv
+      dpstream release optstream loads.csv --epsilon 1 --alpha 50 --hierarchy tree.json \\
+          --out os.csv
       dpstream release laplace loads.csv --epsilon 1 --alpha none --bound 20000 --out l.csv
       dpstream release tops power.csv --bound 36 --epsilon 0.05 --epsilon-threshold 0.1 \\
           --time-lag 65536 --out tops.csv
       dpstream release pak power.parquet --bound 36 --epsilon 1 --time-lag 65536 --out pak.csv
       dpstream release bt power.csv --bound 36 --epsilon 1 --out bt.parquet
+      dpstream release laplace loads.csv --epsilon 0.5 --alpha 50 --ledger budget.db \\
+          --budget-epsilon 1 --out first.csv       # creates the ledger, spends 0.5 of 1
+      dpstream release dft loads.csv --epsilon 0.5 --alpha 50 --ledger budget.db --out b.csv
+
+    With --ledger, every release is charged to the file before any noise is drawn and
+    refused (before any work) once the file's total would be exceeded; the file is created
+    by the first run, with --budget-epsilon/--budget-delta and the run's privacy unit.
     """
     method = method.lower()
+    command = f"dpstream release {method}"
     out_suffix = Path(out_path).suffix.lower()
     if out_suffix not in _TABLE_SUFFIXES:
         raise ParameterError(
-            f"The '--out' option of dpstream release must end in .csv or .parquet. Got "
+            f"The '--out' option of {command} must end in .csv or .parquet. Got "
             f"{Path(out_path).name!r}."
         )
+    check_writable(out_path, "--out", command)
     if not Path(input_path).is_file():
-        raise ParameterError(f"The INPUT argument of dpstream release: no file {input_path!r}.")
+        raise ParameterError(f"The INPUT argument of {command}: no file {input_path!r}.")
+    ledger_args = (ledger_path, budget_epsilon, budget_delta)
     if method in _STREAM_METHODS:
         if hierarchy_path is not None:
             raise ParameterError(
-                f"The '--hierarchy' option of dpstream release does not apply to {method} "
+                f"The '--hierarchy' option of {command} does not apply to {method} "
                 "(one stream). Drop it, or use optstream/laplace/dft/pegasus."
             )
         options = {
@@ -230,23 +263,95 @@ def release(
         }
         from ._stream import release_stream
 
-        release_stream(method, input_path, time_column, column, options, out_path)
+        release_stream(method, input_path, time_column, column, options, out_path, ledger_args)
         return
-    check_positive(epsilon, "epsilon", "dpstream release")
-    check_integer(w, "w", "dpstream release")
-    check_integer(k, "k", "dpstream release", maximum=w)
-    alpha_value = _alpha(alpha)
+    epsilon = option_float(epsilon, "--epsilon", command)
+    w = option_int(w, "--w", command)
+    k = option_int(k, "--k", command, maximum=w)
+    if alpha is None and method == "optstream":
+        raise ParameterError(
+            f"The '--alpha' option of {command} is required: the largest change of one value "
+            "the release hides, in the data's units (e.g. --alpha 50 for loads in kW)."
+        )
+    alpha_value = _alpha("1.0" if alpha is None else alpha)
+    if alpha_value is not None:
+        alpha_value = option_float(alpha_value, "--alpha", command)
+    elif method == "optstream":
+        raise ParameterError(
+            f"The '--alpha' option of {command} must be a float in (0, inf); optstream has no "
+            "plain w-event mode. Got 'none' instead."
+        )
+    bound = option_float(bound, "--bound", command)
+    if alpha_value is None and bound is None:
+        raise ParameterError(
+            f"The '--bound' option of {command} is required with --alpha none (plain w-event "
+            "privacy needs a public bound on every value)."
+        )
+    theta = option_float(theta, "--theta", command, allow_zero=True)
+    if alpha_value is None:
+        unit = WEvent(w=w)
+    else:
+        unit = WAlphaIndistinguishability(w=w, alpha=alpha_value)
+    budget = Budget(epsilon)
+    preview = PrivacyRecord.from_guarantee(
+        PrivacyGuarantee(unit=unit, budget=budget, proof=""),
+        mechanism=method,
+        bound=bound if alpha_value is None else None,
+        seeded=seed is not None,
+    )
     hierarchy = _read_hierarchy(hierarchy_path)
+    ledger = open_ledger(*ledger_args, budget=budget, unit=unit, command=command)
+    try:
+        result = _release_frame(
+            method, input_path, time_column, ledger,
+            epsilon=epsilon, w=w, k=k, hierarchy=hierarchy, alpha=alpha_value, bound=bound,
+            theta=theta, seed=seed, preview=preview, command=command,
+        )  # fmt: skip
+    finally:
+        if ledger is not None:
+            ledger.close()
+    record = result.attrs["privacy"]
+    _write_output(result, out_path)
+    side = write_privacy(out_path, record)
+    label = " (seeded: NOT private)" if seed is not None else ""
+    columns = result.shape[1] if result.ndim == 2 else 1
+    spent = "" if ledger is None else f"; ledger {ledger_path}: {ledger.remaining_text} left"
+    click.echo(
+        f"Released {len(result)} steps x {columns} stream(s) with {method}, epsilon={epsilon:g}, "
+        f"w={w} to {out_path} (record: {side.name}){spent}{label}."
+    )
+
+
+def _release_frame(
+    method, input_path, time_column, ledger, *, epsilon, w, k, hierarchy, alpha, bound, theta,
+    seed, preview, command,
+) -> pd.DataFrame | pd.Series:  # fmt: skip
+    """Read INPUT, check it against the options, print the guarantee and release it."""
     frame = _read_input(input_path, time_column)
+    if frame.shape[0] < w:
+        raise ParameterError(
+            f"The '--w' option of {command} must be at most the number of steps of INPUT "
+            f"({frame.shape[0]}). Got {w} instead."
+        )
     if seed is not None:
         click.secho("Seeded run: an experiment, NOT a private release.", fg="yellow", err=True)
+    show_guarantee(preview)
     n_periods = math.ceil(len(frame) / w)
-    common = {"epsilon": epsilon, "w": w, "hierarchy": hierarchy, "alpha": alpha_value}
-    with click.progressbar(
-        length=max(n_periods, 1),
-        label=f"Releasing ({method})",
-        file=sys.stderr,
-    ) as bar:
+    common = {"epsilon": epsilon, "w": w, "hierarchy": hierarchy, "alpha": alpha}
+    terms = cli_terms(
+        command,
+        {"frame": "INPUT", "hierarchy": "The '--hierarchy' file"},
+        ("epsilon", "w", "k", "alpha", "bound", "theta"),
+    )
+    with (
+        terms,
+        click.progressbar(  # silent when stderr is not a terminal: one-line errors
+            length=max(n_periods, 1),
+            label=f"Releasing ({method})",
+            file=sys.stderr,
+            hidden=not sys.stderr.isatty(),
+        ) as bar,
+    ):
         if method == "optstream":
             import dpstream  # lazily: the OptStream pipeline lives in its own module
 
@@ -256,7 +361,7 @@ def release(
                     "The optstream method is not available in this installation "
                     "(dpstream.release_optstream is missing). Use laplace, dft or pegasus."
                 )
-            result = release_optstream(frame, k=k, theta=theta, seed=seed, **common)
+            result = release_optstream(frame, k=k, theta=theta, seed=seed, ledger=ledger, **common)
             bar.update(n_periods)
         else:
             from dpstream.pipelines._wevent_pipeline import (
@@ -265,17 +370,11 @@ def release(
                 release_pegasus,
             )
 
-            extra = {"seed": seed, "bound": bound, "progress": bar.update}
+            extra = {"seed": seed, "bound": bound, "progress": bar.update, "ledger": ledger}
             if method == "laplace":
                 result = release_laplace(frame, **common, **extra)
             elif method == "dft":
                 result = release_dft(frame, k=k, **common, **extra)
             else:
                 result = release_pegasus(frame, **common, **extra)
-    _write_output(result, out_path)
-    label = " (seeded: NOT private)" if seed is not None else ""
-    columns = result.shape[1] if result.ndim == 2 else 1
-    click.echo(
-        f"Released {len(result)} steps x {columns} stream(s) with {method}, epsilon={epsilon:g}, "
-        f"w={w} to {out_path}{label}."
-    )
+    return result

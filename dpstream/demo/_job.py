@@ -58,9 +58,16 @@ def run_demo(config: DemoConfig, *, progress: bool = True) -> tuple[Path, dict]:
     section, numbers = run_pak_stage(config, steps)
     sections.append(section)
     key.update(numbers)
-    section, numbers, _releases, _truth = run_optstream_stage(config, steps)
+    section, numbers, releases, _truth = run_optstream_stage(config, steps)
     sections.append(section)
     key.update(numbers)
+    # The privacy record of every kind of release the report shows (one per method and ε).
+    records = [
+        {"label": f"{method} at ε = {eps:g}", **frame.attrs["privacy"]}
+        for eps, by_method in releases.items()
+        for method, frame in by_method.items()
+        if "privacy" in frame.attrs
+    ]
     section, numbers = run_tops_stage(config, steps)
     sections.append(section)
     key.update(numbers)
@@ -85,5 +92,6 @@ def run_demo(config: DemoConfig, *, progress: bool = True) -> tuple[Path, dict]:
         key_findings=_answers(key),
         meta=meta,
         numbers=key,
+        privacy=records,
     )
     return index, key

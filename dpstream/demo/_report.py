@@ -122,11 +122,13 @@ def write_report(
     key_findings: list[str],
     meta: dict,
     numbers: dict | None = None,
+    privacy: list[dict] | None = None,
 ) -> Path:
     """Write ``index.html``, one CSV per table and ``results.json`` into ``out_dir``.
 
     Figures must already be in ``out_dir``; ``meta`` is shown in the footer, ``numbers`` (the
-    key figures) only goes to ``results.json``. Returns the path of ``index.html``.
+    key figures) and ``privacy`` (the releases' :meth:`mechanisms.PrivacyRecord.to_dict`
+    records) only go to ``results.json``. Returns the path of ``index.html``.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -144,7 +146,12 @@ def write_report(
         parts.append(
             f'<section id="summary"><h2>Answers</h2><ul class="key">{items}</ul></section>'
         )
-    results: dict = {"meta": meta, "key": numbers or {}, "tables": {}}
+    results: dict = {
+        "meta": meta,
+        "key": numbers or {},
+        "privacy": list(privacy or []),
+        "tables": {},
+    }
     for section in sections:
         parts.append(
             f'<section id="{html.escape(section.key)}"><h2>{html.escape(section.title)}</h2>'

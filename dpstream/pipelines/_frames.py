@@ -344,16 +344,15 @@ def prepare_frame(
     data = frame.to_numpy(dtype=np.float64, copy=True)
     tree = resolve_hierarchy(hierarchy, columns, owner)
     finite = np.isfinite(data)
+    # Messages name the rule, never how many private values break it (a count leaks).
     if not finite.all():
         raise DomainError(
-            f"The {name!r} argument of {owner} must hold finite numbers only; "
-            f"{int((~finite).sum())} entries are NaN or infinite. Remove or impute them before "
-            "releasing."
+            f"The {name!r} argument of {owner} must hold finite numbers only; some entries are "
+            "NaN or infinite. Remove or impute them before releasing."
         )
-    neg = int((data < 0).sum())
-    if neg:
+    if (data < 0).any():
         raise DomainError(
-            f"The {name!r} argument of {owner} must hold non-negative loads; {neg} entries are "
+            f"The {name!r} argument of {owner} must hold non-negative loads; some entries are "
             "negative. Fix the data (or shift it by a public offset) before releasing."
         )
     if tree is None:
@@ -382,11 +381,10 @@ def prepare_frame(
         level = np.array([tree.depth[n] for n in nodes], dtype=np.int64)
         data = leaf_values
     if bound is not None:
-        above = int((data > bound).sum())
-        if above:
+        if (data > bound).any():
             raise DomainError(
                 f"The {name!r} argument of {owner} must lie in [0, {bound:g}] (the declared "
-                f"bound); {above} leaf entries lie above it. Clip the data to the bound or "
+                "bound); some leaf entries lie above it. Clip the data to the bound or "
                 "declare a larger public bound."
             )
     return StreamFrame(

@@ -19,6 +19,7 @@ from mechanisms.optstream._estimates import (
 from postproc import FeatureSet, Hierarchy, bias_aware_variances, project_consistent
 
 from ._frames import from_periods, prepare_frame, to_periods, value_neighbours
+from ._privacy import attach_record, charge_release, check_ledger, release_record
 
 __all__ = ["OPTSTREAM_WEIGHTS", "release_optstream"]
 
@@ -137,6 +138,7 @@ def release_optstream(
     weights: str = "variance",
     features: object = None,
     shares: Sequence[float] | None = None,
+    ledger: BudgetLedger | None = None,
 ) -> pd.DataFrame:
     """Release load streams with OptStream: consistent, non-negative, (w, α)-private.
 
@@ -191,12 +193,17 @@ def release_optstream(
         Relative budget of sampler, perturbation and feature queries
         (:func:`mechanisms.optstream_split`); default equal shares of the active
         steps ([FV19] §6).
+    ledger : mechanisms.BudgetLedger, optional
+        The accountant charged ``epsilon`` under ``WAlphaIndistinguishability(w, alpha)``
+        after validation and before any draw (e.g. :class:`dpstream._ledger.SQLiteLedger`);
+        None: a fresh ledger of exactly ``epsilon``.
 
     Returns
     -------
     pandas.DataFrame
         One column per node (``Hierarchy.nodes`` order, or the input columns), aligned to the
         input index; consistent (children sum to parents, day-parts to the day) and >= 0.
+        ``attrs["privacy"]`` is the release's :meth:`mechanisms.PrivacyRecord.to_dict`.
 
     Raises
     ------
@@ -226,7 +233,8 @@ def release_optstream(
     nodes of a level, so the level composes as one stream. With the L1 sampler a window
     straddling two periods meets two samplers: the split (ε_s, ε_p, ε_o) = (ε, ε, 2ε)/(6h)
     makes that worst case ε (equally spaced: (0, ε, ε)/(2h)); see ``mechanisms.optstream``.
-    The ledger is charged ε/h per level before any noise is drawn; post-processing, its
+    The accountant (``ledger``) is charged ε under WAlphaIndistinguishability(w, α) before any
+    noise is drawn (the per-level split ε/h is checked to fit ε); post-processing, its
     weights included, is free (Theorem 3).
 
     Examples
@@ -257,6 +265,7 @@ def release_optstream(
         theta = check_positive(theta, "theta", _OWNER, allow_zero=True)
     fs = _feature_set(features, w)
     neighbours = value_neighbours(w=w, alpha=alpha, bound=None, owner=_OWNER)
+    check_ledger(ledger, _OWNER)
     sf = prepare_frame(frame, owner=_OWNER, hierarchy=hierarchy)
     n_levels = sf.n_levels
     # Validates shares; every level gets ε/h, rounded down as Budget.split does.
@@ -269,9 +278,11 @@ def release_optstream(
         shares=shares,
     )
     periods = to_periods(sf.values, w)
-    ledger = BudgetLedger(Budget(eps))
-    for li, part in enumerate(ledger.total.split([1.0 / n_levels] * n_levels)):
-        ledger.charge(part, f"{_OWNER} level {li}")  # before any draw
+    bits = bit_source(seed)  # validates the seed; draws nothing
+    levels = BudgetLedger(Budget(eps))  # the per-level split ε/h fits the whole ε exactly
+    for li, part in enumerate(levels.total.split([1.0 / n_levels] * n_levels)):
+        levels.charge(part, f"{_OWNER} level {li}")
+    charge_release(ledger, Budget(eps), neighbours.unit, _OWNER)  # before any draw
     common = {
         "epsilon": eps,
         "w": w,
@@ -283,7 +294,7 @@ def release_optstream(
         "nodes": sf.nodes,
         "weights": weights,
         "shares": shares,
-        "bits": bit_source(seed),
+        "bits": bits,
     }
     n_full, r = periods.full.shape[0], periods.tail.shape[1]
     full = np.empty((0, sf.n_nodes, w))
@@ -295,4 +306,22 @@ def release_optstream(
         tail_fs = FeatureSet.from_breaks(r, [(0, r)] if fs.n_features > 1 else [])
         tail = release_periods(periods.tail[None], features=tail_fs, **common)[0]
     out = from_periods(full, tail)
-    return sf.to_frame(np.maximum(out, 0.0))
+    result = sf.to_frame(np.maximum(out, 0.0))
+    record = release_record(
+        unit=neighbours.unit,
+        budget=Budget(eps),
+        proof=f"[FV19] Theorems 6, 8, 9 and 13 (ε/h per level, h = {n_levels})",
+        mechanism="optstream",
+        parameters={
+            "k": k,
+            "sampling": sampling,
+            "theta": theta,
+            "weights": weights,
+            "shares": None if shares is None else list(shares),
+            "levels": n_levels,
+        },
+        bound=None,
+        seeded=seed is not None,
+    )
+    attach_record(result, record)
+    return result

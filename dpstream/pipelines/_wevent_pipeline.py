@@ -30,6 +30,7 @@ import pandas as pd
 
 from mechanisms import (
     Budget,
+    BudgetLedger,
     ParameterError,
     PrivacyGuarantee,
     WAlphaIndistinguishability,
@@ -40,7 +41,15 @@ from mechanisms import (
 )
 from mechanisms.core._validation import check_integer, check_positive
 
-from ._frames import StreamFrame, from_periods, prepare_frame, to_periods, value_neighbours
+from ._frames import (
+    StreamFrame,
+    ValueNeighbours,
+    from_periods,
+    prepare_frame,
+    to_periods,
+    value_neighbours,
+)
+from ._privacy import attach_record, charge_release, check_ledger, release_record
 
 __all__ = ["release_dft", "release_laplace", "release_pegasus"]
 
@@ -72,10 +81,19 @@ def _run(
     w: int,
     seed: object,
     progress: Progress | None,
+    owner: str,
+    epsilon: float,
+    neighbours: ValueNeighbours,
+    bound: float | None,
+    ledger: BudgetLedger | None,
+    parameters: dict,
 ) -> pd.DataFrame | pd.Series:
     """Release every node's periods; ``mechanisms``: one for every level, or one per level
-    (in :func:`level_nodes` order). The per-level budget ε/h is in each mechanism."""
-    bits = bit_source(seed)
+    (in :func:`level_nodes` order). The per-level budget ε/h is in each mechanism; the whole
+    ε is charged to ``ledger`` under the release's unit before the first draw."""
+    budget = Budget(epsilon)
+    bits = bit_source(seed)  # validates the seed; draws nothing
+    charge_release(ledger, budget, neighbours.unit, owner)  # after validation, before any draw
     periods = to_periods(prepared.values, w)
     levels = level_nodes(prepared)
     if not isinstance(mechanisms, list):
@@ -110,6 +128,16 @@ def _run(
         "epsilon_per_level": mechanism.epsilon,
         "seeded": seed is not None,
     }
+    record = release_record(
+        unit=neighbours.unit,
+        budget=budget,
+        proof=guarantee.proof,
+        mechanism=owner.removeprefix("release_"),
+        parameters={"levels": prepared.n_levels, **parameters},
+        bound=bound,
+        seeded=seed is not None,
+    )
+    attach_record(result, record)
     return result
 
 
@@ -122,14 +150,24 @@ def _common(
     hierarchy: object,
     alpha: object,
     bound: object,
-) -> tuple[StreamFrame, float, int, float, bool]:
-    """Validate the shared arguments; return (frame, ε per level, w, Δ, alpha_unit)."""
+    ledger: object,
+) -> tuple[StreamFrame, float, int, float, bool, dict]:
+    """Validate the shared arguments; return (frame, ε per level, w, Δ, alpha_unit, the
+    keywords of :func:`_run` that carry the accounting)."""
     eps = check_positive(epsilon, "epsilon", owner)
     w = check_integer(w, "w", owner)
     neighbours = value_neighbours(w=w, alpha=alpha, bound=bound, owner=owner)
+    check_ledger(ledger, owner)
     prepared = prepare_frame(frame, owner=owner, hierarchy=hierarchy, bound=bound)
     alpha_unit = isinstance(neighbours.unit, WAlphaIndistinguishability)
-    return prepared, eps / prepared.n_levels, w, neighbours.delta, alpha_unit
+    accounting = {
+        "owner": owner,
+        "epsilon": eps,
+        "neighbours": neighbours,
+        "bound": None if bound is None else float(bound),
+        "ledger": ledger,
+    }
+    return prepared, eps / prepared.n_levels, w, neighbours.delta, alpha_unit, accounting
 
 
 def release_laplace(
@@ -142,6 +180,7 @@ def release_laplace(
     seed: object = None,
     bound: float | None = None,
     progress: Progress | None = None,
+    ledger: BudgetLedger | None = None,
 ) -> pd.DataFrame | pd.Series:
     """Release every node's stream with Laplace noise on every value ([FV19] §6, "Laplace").
 
@@ -164,12 +203,17 @@ def release_laplace(
         Public bound on leaf values (required when ``alpha`` is None).
     progress : callable, optional
         Called with the number of periods released after each batch.
+    ledger : mechanisms.BudgetLedger, optional
+        The accountant charged ``epsilon`` under the release's unit
+        (``WAlphaIndistinguishability(w, alpha)``, or ``WEvent(w)`` with ``alpha=None``) after
+        validation and before any draw; e.g. :class:`dpstream._ledger.SQLiteLedger`.
 
     Returns
     -------
     pandas.DataFrame
         One column per node, same index as ``frame``, values ≥ 0 (a Series for a Series input
-        without hierarchy). ``result.attrs["dpstream"]`` states the guarantee.
+        without hierarchy). ``result.attrs["privacy"]`` is the release's
+        :meth:`mechanisms.PrivacyRecord.to_dict`; ``result.attrs["dpstream"]`` the guarantee.
 
     Notes
     -----
@@ -189,13 +233,14 @@ def release_laplace(
     (['ab', 'a', 'b'], (96, 3))
     """
     owner = "release_laplace"
-    prepared, eps, w, dlt, unit = _common(
-        frame, owner=owner, epsilon=epsilon, w=w, hierarchy=hierarchy, alpha=alpha, bound=bound
-    )
+    prepared, eps, w, dlt, unit, accounting = _common(
+        frame, owner=owner, epsilon=epsilon, w=w, hierarchy=hierarchy, alpha=alpha, bound=bound,
+        ledger=ledger,
+    )  # fmt: skip
     mech = WEventLaplace(
         epsilon=eps, w=w, delta=dlt, alpha_unit=unit, magnitude=_magnitude(prepared, bound)
     )
-    return _run(prepared, mech, w=w, seed=seed, progress=progress)
+    return _run(prepared, mech, w=w, seed=seed, progress=progress, parameters={}, **accounting)
 
 
 def release_dft(
@@ -209,6 +254,7 @@ def release_dft(
     seed: object = None,
     bound: float | None = None,
     progress: Progress | None = None,
+    ledger: BudgetLedger | None = None,
 ) -> pd.DataFrame | pd.Series:
     """Release every node's stream from its k lowest noisy Fourier coefficients ([FV19] §6).
 
@@ -232,9 +278,10 @@ def release_dft(
     owner = "release_dft"
     w_checked = check_integer(w, "w", owner)
     k = check_integer(k, "k", owner, maximum=w_checked)
-    prepared, eps, w, dlt, unit = _common(
-        frame, owner=owner, epsilon=epsilon, w=w, hierarchy=hierarchy, alpha=alpha, bound=bound
-    )
+    prepared, eps, w, dlt, unit, accounting = _common(
+        frame, owner=owner, epsilon=epsilon, w=w, hierarchy=hierarchy, alpha=alpha, bound=bound,
+        ledger=ledger,
+    )  # fmt: skip
     mechs = [
         WEventDFT(
             epsilon=eps,
@@ -247,7 +294,9 @@ def release_dft(
         )
         for nodes in level_nodes(prepared)
     ]
-    return _run(prepared, mechs, w=w, seed=seed, progress=progress)
+    return _run(
+        prepared, mechs, w=w, seed=seed, progress=progress, parameters={"k": k}, **accounting
+    )
 
 
 def release_pegasus(
@@ -263,6 +312,7 @@ def release_pegasus(
     threshold: float | None = None,
     smoother: str = "median",
     progress: Progress | None = None,
+    ledger: BudgetLedger | None = None,
 ) -> pd.DataFrame | pd.Series:
     """Release every node's stream with PeGaSus adapted to w-events ([PGS17], [FV19] §7).
 
@@ -288,9 +338,10 @@ def release_pegasus(
             f"The 'smoother' parameter of {owner} must be one of ['median', 'mean']. "
             f"Got {smoother!r} instead."
         )
-    prepared, eps, w, dlt, unit = _common(
-        frame, owner=owner, epsilon=epsilon, w=w, hierarchy=hierarchy, alpha=alpha, bound=bound
-    )
+    prepared, eps, w, dlt, unit, accounting = _common(
+        frame, owner=owner, epsilon=epsilon, w=w, hierarchy=hierarchy, alpha=alpha, bound=bound,
+        ledger=ledger,
+    )  # fmt: skip
     mech = WEventPegasus(
         epsilon=eps,
         w=w,
@@ -301,4 +352,11 @@ def release_pegasus(
         smoother=smoother,
         magnitude=_magnitude(prepared, bound),
     )
-    return _run(prepared, mech, w=w, seed=seed, progress=progress)
+    parameters = {
+        "perturb_share": perturb_share,
+        "threshold": threshold,
+        "smoother": smoother,
+    }
+    return _run(
+        prepared, mech, w=w, seed=seed, progress=progress, parameters=parameters, **accounting
+    )

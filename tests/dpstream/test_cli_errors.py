@@ -22,7 +22,7 @@ def _one_line(capsys) -> str:
         (["demo", "--epsilon", "-1"], 2, "See 'dpstream demo --help'"),
         (["frobnicate"], 2, "No such command"),
         (["release", "laplace", "missing.csv", "--epsilon", "1", "--out", "x.csv"], 2, "missing"),
-        (["data", "export", "regional", "/nonexistent-dir/x.csv"], 2, "cannot read or write"),
+        (["data", "export", "regional", "/nonexistent-dir/x.csv"], 2, "does not exist"),
     ],
 )
 def test_user_errors_are_one_line(argv, status, expected, capsys):

@@ -101,10 +101,10 @@ def test_noise_variance_and_errors_out(files, tmp_path):
         (["--out", "f.txt"], "'--out' option of dpstream forecast must end in .csv"),
         (["--vs-real", "--out", "f.csv"], "need --truth"),
         (["--column", "west", "--out", "f.csv"], "must name columns of RELEASED"),
-        (["--order", "-1", "1", "--out", "f.csv"], "'order' parameter"),
+        (["--order", "-1", "1", "--out", "f.csv"], "'--order' option"),
         (["--days", "9", "--out", "f.csv"], "asks for 9 origins"),
-        (["--train", "5", "--out", "f.csv"], "'train' parameter"),
-        (["--level", "2", "--out", "f.csv"], "'level' parameter"),
+        (["--train", "5", "--out", "f.csv"], "'--train' option"),
+        (["--level", "2", "--out", "f.csv"], "'--level' option"),
     ],
 )
 def test_user_errors_print_one_line_and_exit_2(

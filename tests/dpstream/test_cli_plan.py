@@ -61,11 +61,11 @@ def test_plot(capsys, prefix_files, tmp_path):
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--p-max", "1"], "p_max"),
+        (["--p-max", "1"], "'--p-max'"),
         (["--beta", "1"], "beta"),
         (["--prefix", "missing.csv"], "no file"),
         (["--prefix", "TWO"], "one column"),
-        (["--prefix", "NPY", "--m", "60000"], "time_lags"),
+        (["--prefix", "NPY", "--m", "60000"], "'--time-lag'"),
         (["--prefix", "NPY", "--n", "1000"], "smaller than n"),
         (["--bound", "10", "--prefix", "NPY"], "outside"),
         (["--plot", "x.png"], "--prefix"),

@@ -69,9 +69,9 @@ def test_plain_w_event_with_bound(loads, tmp_path):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--k", "60"], "'k' parameter"),
-        (["--w", "0"], "'w' parameter"),
-        (["--epsilon", "0"], "'epsilon' parameter"),
+        (["--k", "60"], "'--k' option"),
+        (["--w", "0"], "'--w' option"),
+        (["--epsilon", "0"], "'--epsilon' option"),
         (["--alpha", "abc"], "'--alpha'"),
     ],
 )
@@ -156,6 +156,7 @@ def test_optstream_is_wired_to_release_optstream(loads, tmp_path, monkeypatch):
         hierarchy=None,
         alpha=1.0,
         seed=None,
+        ledger=None,
     ):
         calls.update(
             epsilon=epsilon,
@@ -167,7 +168,9 @@ def test_optstream_is_wired_to_release_optstream(loads, tmp_path, monkeypatch):
             seed=seed,
             columns=list(frame.columns),
         )
-        return frame.assign(national=frame.sum(axis=1))
+        out = frame.assign(national=frame.sum(axis=1))
+        out.attrs["privacy"] = {"mechanism": "fake"}
+        return out
 
     monkeypatch.setattr(dpstream, "release_optstream", fake, raising=False)
     out = tmp_path / "o.csv"

@@ -140,8 +140,8 @@ def test_query_prints_tab_separated_answers(stream, tmp_path):
         (["tops", "--epsilon", "1", "--bound", str(B)], "--time-lag"),
         (["tops", "--epsilon", "1", "--time-lag", "10"], "--bound"),
         (["pak", "--epsilon", "1", "--bound", "1", "--time-lag", "1000"], "lie in [0, 1]"),
-        (["tops", "--epsilon", "0", "--bound", str(B), "--time-lag", "10"], "'epsilon'"),
-        (["tops", "--epsilon", "1", "--bound", str(B), "--time-lag", str(N)], "'time_lag'"),
+        (["tops", "--epsilon", "0", "--bound", str(B), "--time-lag", "10"], "'--epsilon'"),
+        (["tops", "--epsilon", "1", "--bound", str(B), "--time-lag", str(N)], "'--time-lag'"),
         (["bt", "--epsilon", "1", "--bound", str(B), "--column", "nope"], "--column"),
         (["bt", "--epsilon", "1", "--bound", str(B), "--hierarchy", "t.json"], "--hierarchy"),
     ],
@@ -179,7 +179,7 @@ def test_query_errors_exit_2(stream, tmp_path, capsys):
     sidecar_path(out).unlink()
     assert main(["query", str(out), "--range", "0", "1"]) == 2
     err = capsys.readouterr().err
-    assert "'j' parameter" in err and "sidecar" in err
+    assert "'--range' option" in err and "sidecar" in err
     pd.DataFrame({"value": [1.0]}).to_csv(tmp_path / "plain.csv")
     sidecar_path(tmp_path / "plain.csv").write_text('{"format": "other"}')
     assert main(["query", str(tmp_path / "plain.csv"), "--range", "0", "0"]) == 2

@@ -81,23 +81,23 @@ def test_to_frame_is_aligned_to_the_input_index():
     ("value", "rule"),
     [(np.nan, "NaN or infinite"), (np.inf, "NaN or infinite"), (-SECRET, "negative")],
 )
-def test_bad_values_are_counted_not_shown(value, rule):
+def test_bad_values_are_neither_counted_nor_shown(value, rule):
     f = frame()
     f.iloc[3, 1] = value
     f.iloc[5, 0] = value
     with pytest.raises(DomainError, match=rule) as err:
         prepare_frame(f, owner="release_x")
     msg = str(err.value)
-    assert "'frame' argument of release_x" in msg and "2 entries" in msg
-    assert "987654" not in msg
+    assert "'frame' argument of release_x" in msg and "some entries" in msg
+    assert "987654" not in msg and "2" not in msg  # neither the values nor their count
 
 
 def test_values_above_the_declared_bound():
     f = frame()
     f.iloc[0, 0] = SECRET
-    with pytest.raises(DomainError, match=r"\[0, 100\].*1 leaf entries") as err:
+    with pytest.raises(DomainError, match=r"\[0, 100\].*some leaf entries") as err:
         prepare_frame(f, owner="t", bound=100.0)
-    assert "987654" not in str(err.value)
+    assert "987654" not in str(err.value) and "1 leaf" not in str(err.value)
     prepare_frame(frame(), owner="t", bound=100.0)  # within the bound: fine
 
 

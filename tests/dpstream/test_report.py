@@ -70,6 +70,11 @@ def test_demo_quick_writes_a_complete_report(tmp_path):
     assert (optstream["consistency_gap"] < 1e-6).all()
     assert (optstream["negative_values"] == 0).all()
     assert (errors[errors["method"] == "Laplace"]["consistency_gap"] > 1.0).all()
+    # Every kind of release shown carries its privacy record; the demo is seeded: no release.
+    records = results["privacy"]
+    assert {r["mechanism"] for r in records} == {"optstream", "laplace", "dft", "pegasus"}
+    assert all(r["unit"] == "(w, alpha)" and r["seeded"] and not r["release"] for r in records)
+    assert all(r["w"] == 48 and r["alpha"] > 0 and r["epsilon"] > 0 for r in records)
 
 
 def test_demo_rejects_bad_options(tmp_path):
