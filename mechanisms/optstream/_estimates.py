@@ -200,8 +200,16 @@ def perturb_noise(*, k: int, alpha: float, epsilon: float, n_nodes: int = 1) -> 
 
 
 def feature_noise(*, window: int, alpha: float, epsilon: float, n_coords: int) -> LaplaceNoise:
-    """Noise of one feature query (Algorithm 4 line 1): L1 sensitivity w·α (not 1, see Notes)."""
-    return _vector_noise(window * alpha, epsilon, min(n_coords, window))
+    """Noise of one feature query (Algorithm 4 line 1): L1 sensitivity w·α (not 1, see Notes).
+
+    The lattice rounding is counted once per step of the window (scale w(α + γ)/ε), not once
+    per changed coordinate of one period (``min(n_coords, w)``): a window straddling two
+    periods may change a part in each of them, and only with one γ per changed step is each
+    period's loss at most (changed steps / w)·ε, which adds up to ε over the two periods.
+    ``n_coords`` (parts x nodes of the feature) is kept for callers; it cannot lower the count.
+    """
+    check_integer(n_coords, "n_coords", "feature_noise")
+    return _vector_noise(window * alpha, epsilon, window)
 
 
 def feature_answers(x: np.ndarray, partition: Sequence[Sequence[int]]) -> np.ndarray:
