@@ -35,7 +35,11 @@ quantifies over *every* window of w steps, which may straddle two periods. The f
 are linear (loss proportional to the changed steps: ε_o in total) and equally spaced samples
 put exactly k sample steps in every window (ε_p), but with the L1 sampler each of the two
 periods' samplers and up to 2k data-chosen samples may see the window: loss up to
-ε_o + 2(ε_s + ε_p).
+ε_o + 2(ε_s + ε_p). With ``windows="any"`` (the default) :func:`optstream_split` scales the
+shares so this worst case equals ε; ``windows="aligned"`` is the paper's per-period accounting
+(ε_s = ε_p = ε_o = ε/3) and only covers windows aligned with the periods. The lattice rounding
+is counted per changed step (k(α + γ) for Perturb, w(α + γ) per feature), so each period's loss
+is linear in the steps of the window it holds and the two parts add up.
 
 A stream whose length is not a multiple of w ends with a short period of r < w steps, released
 alone (B = 1) with the full period's calibration (``window=w``). Its equally spaced samples are
@@ -44,9 +48,7 @@ straddling the last full period and the tail still holds at most k samples. (Iss
 tail used to get its own pattern ``sample_equal(r, k)``, and such a window held up to 1.8k
 samples; ``tests/privacy/test_tail_audit.py`` measures the leak.) The L1 sampler keeps at most
 min(k, r) samples and ΔL = 2α(w − k) in the tail, so the two-period bound above holds as is.
-Several short periods are refused: a window could then meet more than two periods. With ``windows="any"`` (the default) :func:`optstream_split` scales the
-shares so this worst case equals ε; ``windows="aligned"`` is the paper's per-period accounting
-(ε_s = ε_p = ε_o = ε/3) and only covers windows aligned with the periods.
+Several short periods are refused: a window could then meet more than two periods.
 """
 
 from __future__ import annotations
