@@ -37,7 +37,18 @@ put exactly k sample steps in every window (ε_p), but with the L1 sampler each 
 periods' samplers and up to 2k data-chosen samples may see the window: loss up to
 ε_o + 2(ε_s + ε_p). With ``windows="any"`` (the default) :func:`optstream_split` scales the
 shares so this worst case equals ε; ``windows="aligned"`` is the paper's per-period accounting
-(ε_s = ε_p = ε_o = ε/3) and only covers windows aligned with the periods.
+(ε_s = ε_p = ε_o = ε/3) and only covers windows aligned with the periods. The lattice rounding
+is counted per changed step (k(α + γ) for Perturb, w(α + γ) per feature), so each period's loss
+is linear in the steps of the window it holds and the two parts add up.
+
+A stream whose length is not a multiple of w ends with a short period of r < w steps, released
+alone (B = 1) with the full period's calibration (``window=w``). Its equally spaced samples are
+the full pattern's steps below r (:func:`~._sampling.sample_equal_window`), so a window
+straddling the last full period and the tail still holds at most k samples. (Issue 11 §1: the
+tail used to get its own pattern ``sample_equal(r, k)``, and such a window held up to 1.8k
+samples; ``tests/privacy/test_tail_audit.py`` measures the leak.) The L1 sampler keeps at most
+min(k, r) samples and ΔL = 2α(w − k) in the tail, so the two-period bound above holds as is.
+Several short periods are refused: a window could then meet more than two periods.
 """
 
 from __future__ import annotations
@@ -57,7 +68,7 @@ from ._sampling import (
     interpolation_weights,
     null_rate_threshold,
     reconstruct,
-    sample_equal,
+    sample_equal_window,
     sample_l1,
 )
 
@@ -191,8 +202,16 @@ def perturb_noise(*, k: int, alpha: float, epsilon: float, n_nodes: int = 1) -> 
 
 
 def feature_noise(*, window: int, alpha: float, epsilon: float, n_coords: int) -> LaplaceNoise:
-    """Noise of one feature query (Algorithm 4 line 1): L1 sensitivity w·α (not 1, see Notes)."""
-    return _vector_noise(window * alpha, epsilon, min(n_coords, window))
+    """Noise of one feature query (Algorithm 4 line 1): L1 sensitivity w·α (not 1, see Notes).
+
+    The lattice rounding is counted once per step of the window (scale w(α + γ)/ε), not once
+    per changed coordinate of one period (``min(n_coords, w)``): a window straddling two
+    periods may change a part in each of them, and only with one γ per changed step is each
+    period's loss at most (changed steps / w)·ε, which adds up to ε over the two periods.
+    ``n_coords`` (parts x nodes of the feature) is kept for callers; it cannot lower the count.
+    """
+    check_integer(n_coords, "n_coords", "feature_noise")
+    return _vector_noise(window * alpha, epsilon, window)
 
 
 def feature_answers(x: np.ndarray, partition: Sequence[Sequence[int]]) -> np.ndarray:
@@ -285,7 +304,8 @@ def optstream_estimates(
     levels
         Node indices of each level (h lists partitioning 0..N−1); default one level.
     window
-        The w of the calibration (default r); a short last period keeps the full period's.
+        The w of the calibration (default r). ``r < window`` is a short last period: it keeps
+        the full period's calibration and sample pattern, and must come alone (B = 1).
     windows, shares
         See :func:`optstream_split`.
     seed
@@ -353,6 +373,14 @@ def _estimates(
         )
     n_b, n_nodes, r = x.shape
     w = r if window is None else check_integer(window, "window", _OWNER, minimum=r)
+    if r < w and n_b > 1:
+        # Consecutive short periods would put more than k samples (equal), more than two
+        # samplers (L1) and more than w·α of feature change in one window of w steps.
+        raise ParameterError(
+            f"The 'values' parameter of {_OWNER} must hold full periods of window = {w} steps; "
+            f"a short period (r < w) may only be the last one of a stream, released alone. "
+            f"Got {n_b} periods of r = {r} steps."
+        )
     k = check_integer(k, "k", _OWNER, minimum=1, maximum=w)
     alpha = check_positive(alpha, "alpha", _OWNER)
     if theta is not None:
@@ -379,7 +407,6 @@ def _estimates(
     var = np.empty((n_b, n_nodes, n_parts))
     masks = np.empty((n_b, len(lv), r), dtype=bool)
     thetas = []
-    k_eff = min(k, r)
     for li, nodes in enumerate(lv):
         xl = x[:, nodes, :]
         if sampling == "l1":
@@ -394,7 +421,7 @@ def _estimates(
         else:
             th = float("nan")
             mask = np.zeros((n_b, r), dtype=bool)
-            mask[:, sample_equal(r, k_eff)] = True
+            mask[:, sample_equal_window(r, k, w)] = True  # the full pattern, cut (tail leak)
         thetas.append(float(th))
         masks[:, li] = mask
         noise = perturb_noise(k=k, alpha=alpha, epsilon=split.perturb, n_nodes=len(nodes))

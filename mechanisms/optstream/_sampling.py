@@ -25,6 +25,7 @@ __all__ = [
     "null_rate_threshold",
     "reconstruct",
     "sample_equal",
+    "sample_equal_window",
     "sample_l1",
     "svt_noises",
 ]
@@ -40,6 +41,40 @@ def sample_equal(r: int, k: int) -> np.ndarray:
     if k <= 1:
         return np.zeros(1, dtype=np.int64)
     return np.rint(np.linspace(0.0, r - 1.0, k)).astype(np.int64)
+
+
+def sample_equal_window(r: int, k: int, window: int) -> np.ndarray:
+    """Equally spaced samples of a period of ``r <= window`` steps: the full pattern's steps.
+
+    ``sample_equal(window, k)`` restricted to ``[0, r)``: a short (last) period keeps the sample
+    steps of a full period that fall inside it, never a denser pattern of its own. Step 0 is
+    always among them.
+
+    Notes
+    -----
+    *Why* (the tail leak, issue 11 §1): Perturb is calibrated for ``k`` samples per window
+    (L1 sensitivity kα). With the same pattern ``p_1 < ... < p_k`` in every period, a window of
+    ``w`` steps starting at offset ``s`` of a period holds the samples ``p_j >= s`` of that period
+    and ``p_j < s`` of the next: exactly ``k``. Restricting the pattern to a last period of ``r``
+    steps only removes samples, so every window, including one straddling the last full period
+    and the tail, holds at most ``k``. The tail's own pattern ``sample_equal(r, k)`` (the old
+    rule) puts up to ``#{p_j >= s} + #{tail samples < s} > k`` samples in such a window: for
+    w = 4, k = 2, r = 2 the window [2, 6) holds steps 3, 4 and 5 and leaks 1.5ε.
+
+    Examples
+    --------
+    >>> sample_equal_window(48, 10, 48).tolist() == sample_equal(48, 10).tolist()
+    True
+    >>> sample_equal_window(10, 10, 48).tolist()
+    [0, 5]
+    >>> sample_equal_window(2, 2, 4).tolist()
+    [0]
+    """
+    r, window = int(r), int(window)
+    if not 1 <= r <= window:
+        raise ValueError(f"sample_equal_window needs 1 <= r <= window; got r={r}, w={window}.")
+    steps = sample_equal(window, k)
+    return steps[steps < r]
 
 
 def l1_sensitivity(w: int, k: int, alpha: float) -> float:

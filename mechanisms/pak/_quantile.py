@@ -28,6 +28,7 @@ __all__ = [
     "NOISE_KINDS",
     "EmpiricalQuantile",
     "empirical_quantile",
+    "laplace_dilation_delta",
     "noise_quantile",
     "quantile_rank",
     "smooth_sensitivity_quantile",
@@ -248,6 +249,51 @@ def _smooth_sensitivity_quantile_reference(
     return best
 
 
+def laplace_dilation_delta(epsilon: float, smoothing: float) -> float:
+    """Exact δ of the dilation property of [NRS07] Def. 2.5 for the Laplace density at (ε, b).
+
+    ``sup_{|λ| <= b} sup_S P[Z ∈ S] − e^{ε/2}·P[Z ∈ e^λ S]`` for Z with density ½e^{−|z|}.
+    For λ > 0 the density ratio ``h(z)/(e^λ h(e^λ z)) = exp(|z|(e^λ − 1) − λ)`` exceeds e^{ε/2}
+    exactly on ``|z| > z₀ = (ε/2 + λ)/(e^λ − 1)``, so the supremum over S is
+    ``e^{−z₀} − e^{ε/2}·e^{−e^λ z₀}``, increasing in λ (taken at λ = b); for −ε/2 <= λ <= 0 the
+    ratio is at most e^{−λ} <= e^{ε/2} and contributes 0 (b <= ε/2 is required).
+
+    Examples
+    --------
+    Far inside the admissible range the dilation costs much less than δ/2:
+
+    >>> laplace_dilation_delta(1.0, 1.0 / (2 * math.log(2 / 1e-6))) < 0.5e-6
+    True
+    """
+    owner = "laplace_dilation_delta"
+    eps = check_positive(epsilon, "epsilon", owner)
+    lam = check_positive(smoothing, "smoothing", owner)
+    if lam > eps / 2.0:
+        raise ParameterError(
+            f"The 'smoothing' parameter of {owner} must be at most epsilon/2 = {eps / 2.0:g} "
+            f"(a contraction by e^-b then costs nothing). Got {lam!r} instead."
+        )
+    z0 = (eps / 2.0 + lam) / math.expm1(lam)
+    return max(math.exp(-z0) - math.exp(eps / 2.0 - math.exp(lam) * z0), 0.0)
+
+
+def _admissible_laplace_smoothing(eps: float, dlt: float) -> float:
+    """The largest b <= min(ε/(2 ln(2/δ)), ε/2) whose dilation δ is at most δ/2 (see Notes of
+    :func:`smoothing_parameters`); hand-written because it is a scalar root of a closed form."""
+    b = min(eps / (2.0 * math.log(2.0 / dlt)), eps / 2.0)
+    if laplace_dilation_delta(eps, b) <= dlt / 2.0:
+        return b  # [NRS07] Lemma 2.9's constant, admissible here
+    from scipy import optimize  # here, not at import: keeps the CLI's start-up light
+
+    root = optimize.brentq(
+        lambda x: laplace_dilation_delta(eps, x) - dlt / 2.0, b * 1e-6, b, xtol=1e-15, rtol=1e-12
+    )
+    b = root * (1.0 - 1e-9)
+    while laplace_dilation_delta(eps, b) > dlt / 2.0:  # never trust the root's last ulp
+        b *= 1.0 - 1e-9
+    return b
+
+
 def smoothing_parameters(
     epsilon: float, delta: float, noise: str = "laplace"
 ) -> tuple[float, float]:
@@ -270,8 +316,20 @@ def smoothing_parameters(
     These are the (α, β)-admissibility constants of [NRS07] §2 (α = a, β = b), the ones with a
     privacy proof:
 
-    * Laplace: a = ε/2, b = ε/(2 ln(2/δ));
+    * Laplace: a = ε/2, b = ε/(2 ln(2/δ)) ([NRS07] Lemma 2.9), recalibrated above ε's limit;
     * Gaussian: a = ε/(5·√(2 ln(2/δ))), b = ε/(4·(1 + ln(2/δ))).
+
+    *Range of the Laplace constants* (issue 11 §3). [NRS07] Lemma 2.6 gives (ε, δ)-DP for
+    ``f(x) + S(x)/a·Z`` when Z's density is (a, b)-admissible (Def. 2.5): the *sliding*
+    property (shift by |Δ| <= a, here pure: e^{a} = e^{ε/2}) and the *dilation* property
+    (scaling by e^λ, |λ| <= b) each hold with e^{ε/2} and δ/2. For Laplace the dilation's
+    exact δ is :func:`laplace_dilation_delta`, and Lemma 2.9's b = ε/(2 ln(2/δ)) keeps it
+    below δ/2 only while e^{b} − 1 stays close to b, i.e. for moderate ε: for δ = 9.5·10⁻⁷ up
+    to ε ≈ 9.13 (at ε = 17 it is 4.7·10⁻⁶, and the mechanism's exact δ is 2.3·10⁻⁶ for a
+    claimed 9.5·10⁻⁷). Beyond that edge b is recalibrated to the largest value whose
+    dilation δ is δ/2 (a scalar root, :func:`scipy.optimize.brentq`), so the lemma holds for
+    every ε; below it the constants are exactly Lemma 2.9's. b is also capped at ε/2 (δ > 2/e),
+    where a contraction is free. Everything depends on (ε, δ) only.
 
     The Gaussian b is the smaller of the two values quoted for NRS07's Gaussian lemma in the
     literature we could check (ε/(2 ln(2/δ)) and ε/(4(1 + ln(2/δ)))): a smaller b gives a larger
@@ -296,7 +354,7 @@ def smoothing_parameters(
     kind = _check_noise(noise, owner)
     log_term = math.log(2.0 / dlt)
     if kind == "laplace":
-        return eps / 2.0, eps / (2.0 * log_term)
+        return eps / 2.0, _admissible_laplace_smoothing(eps, dlt)
     return eps / (5.0 * math.sqrt(2.0 * log_term)), eps / (4.0 * (1.0 + log_term))
 
 

@@ -231,9 +231,23 @@ class WEventDFT:
         )
 
     def release(self, periods: np.ndarray, bits: BitSource) -> np.ndarray:
-        """Reconstruction from noisy low frequencies of each period (..., L), L ≤ w."""
+        """Reconstruction from noisy low frequencies of each period (..., L), L ≤ w.
+
+        ``L < w`` is the last, partial period of each stream: at most ``streams`` rows. Its
+        k'' = min(k, L//2 + 1) <= k' coefficients keep the full period's noise, and a window
+        straddling the last full period and it is two pieces of one stream (Parseval on each).
+        """
         arr, shape = _periods(periods, self.w, "WEventDFT.release")
         length = arr.shape[1]
+        if length < self.w and arr.shape[0] > self.streams:
+            # Short periods are the last period of a stream: one per stream. Consecutive short
+            # periods of one stream would put more than two pieces in a window (P <= 2 per
+            # stream in the calibration; w pieces of one step each for L = 1).
+            raise ParameterError(
+                f"The 'periods' argument of WEventDFT.release may hold a short period "
+                f"(L = {length} < w = {self.w}) only as the last period of each of its "
+                f"streams = {self.streams} streams. Got {arr.shape[0]} short periods."
+            )
         kk = dft_coefficient_count(self.k, length)
         coef = np.fft.rfft(arr, axis=1, norm="ortho")[:, :kk]
         noisy = self.noise.release(_pack(coef, length), bits)

@@ -151,7 +151,9 @@ def test_sensitivities_scale_with_alpha():
     p = perturb_noise(k=10, alpha=2.0, epsilon=0.5)
     assert p.scale == pytest.approx(40.0, rel=1e-6)
     f = feature_noise(window=48, alpha=2.0, epsilon=0.5, n_coords=4)
-    assert f.scale == pytest.approx(192.0, rel=1e-6)  # w·α/ε, not α/ε (Theorem 9 is wrong)
+    assert f.scale == pytest.approx(192.0, rel=1e-5)  # w·α/ε, not α/ε (Theorem 9 is wrong)
+    # Exactly w(α + γ)/ε: one lattice rounding per step of the window (straddling windows).
+    assert f.scale == 48 * (2.0 + f.granularity) / 0.5
 
 
 @pytest.mark.parametrize("h", [1, 2, 3])
@@ -246,3 +248,74 @@ def test_theorem_12_bound_holds(sampling):
     rhs = np.sqrt((wts * (est.estimates - truth) ** 2).sum(axis=(1, 2)))
     assert (lhs <= 2 * rhs).all()
     assert (lhs <= rhs + 1e-9).all()  # a projection onto a convex set: factor 1 suffices
+
+
+# -- the tail (issue 11 §1): every window of w steps, across the last full period and the tail --
+
+
+def _stream_samples(w: int, k: int, r: int, sampling: str, n_full: int = 2) -> list[np.ndarray]:
+    """Sample steps of a stream of ``n_full`` full periods and a tail of ``r`` steps, per run,
+    through ``optstream_estimates`` exactly as ``release_optstream`` calls it."""
+    rng = np.random.default_rng(w * 1000 + k * 10 + r)
+    x = np.abs(100 + np.cumsum(rng.normal(0, 20, size=(8, n_full * w + r)), axis=1))
+    args = {"epsilon": 1.0, "k": k, "alpha": 1.0, "sampling": sampling, "seed": 3}
+    full = optstream_estimates(
+        x[:, : n_full * w].reshape(8 * n_full, 1, w),
+        features=[[[t] for t in range(w)]],
+        **args,
+    )
+    masks = full.samples[:, 0].reshape(8, n_full * w)
+    tails = [
+        optstream_estimates(
+            row[None, None, n_full * w :], features=[[[t] for t in range(r)]], window=w, **args
+        ).samples[0, 0]
+        for row in x
+    ]
+    return [np.flatnonzero(np.concatenate([m, t])) for m, t in zip(masks, tails, strict=True)]
+
+
+@settings(max_examples=60)
+@given(w=st.integers(2, 30), data=st.data())
+def test_equal_sampling_puts_at_most_k_samples_in_every_window_with_a_tail(w, data):
+    k = data.draw(st.integers(1, w))
+    r = data.draw(st.integers(1, w - 1))
+    steps = _stream_samples(w, k, r, "equal", n_full=2)[0]
+    n_steps = 2 * w + r
+    counts = [((steps >= s) & (steps < s + w)).sum() for s in range(n_steps - w + 1)]
+    assert max(counts) <= k  # Perturb is calibrated for k samples per window
+    assert steps[steps < 2 * w].size == 2 * min(k, w)
+
+
+@pytest.mark.parametrize(("w", "k", "r"), [(48, 10, 10), (4, 2, 2), (48, 10, 47), (12, 5, 1)])
+def test_l1_sampling_keeps_at_most_k_samples_in_the_tail(w, k, r):
+    # The "any" split covers two periods' samplers and 2k samples; the tail must not add more.
+    for steps in _stream_samples(w, k, r, "l1", n_full=1):
+        assert steps[steps >= w].size <= min(k, r)
+        assert steps[steps < w].size == k
+
+
+def test_the_tail_keeps_the_full_periods_equal_pattern():
+    # [FV19] §3.1 pattern of w = 48, k = 10, cut at r = 10: steps 0 and 5 (not 10 steps).
+    est = optstream_estimates(
+        np.ones((1, 1, 10)), epsilon=1.0, k=10, sampling="equal", window=48, seed=1
+    )
+    assert np.flatnonzero(est.samples[0, 0]).tolist() == [0, 5]
+
+
+@pytest.mark.parametrize("sampling", ["l1", "equal"])
+def test_several_short_periods_are_refused_before_noise(sampling):
+    class Spy:
+        calls = 0
+
+        def random_raw(self, size):
+            Spy.calls += 1
+            return np.zeros(size, dtype=np.uint64)
+
+        def spawn(self, n):
+            return [self] * n
+
+    with pytest.raises(ParameterError, match="short period"):
+        optstream_estimates(
+            np.ones((3, 1, 10)), epsilon=1.0, k=4, sampling=sampling, window=48, seed=Spy()
+        )
+    assert Spy.calls == 0

@@ -102,9 +102,25 @@ def test_dft_without_noise_is_the_low_pass_projection():
 
 @pytest.mark.parametrize("length", [1, 2, 5, 6, 47])
 def test_dft_partial_period_is_reconstructed_exactly_when_every_frequency_is_kept(length):
-    x = periods(n=4)[:, :length]
-    m = WEventDFT(epsilon=1e12, w=48, k=48, delta=1.0)
+    x = periods(n=4)[:, :length]  # the last periods of 4 streams
+    m = WEventDFT(epsilon=1e12, w=48, k=48, delta=1.0, streams=4)
     np.testing.assert_allclose(m.release(x, bit_source(0)), x, atol=1e-6)
+
+
+def test_dft_refuses_several_short_periods_of_one_stream():
+    """Issue 11 §1, same class as the OptStream tail: 48 consecutive periods of one step would
+    put 48 pieces in one window. Exact: their released coordinates move by 48Δ in L1, far above
+    the calibrated √(2k'w)·Δ (P = 2 pieces per stream), so short periods come one per stream."""
+    m = WEventDFT(epsilon=1.0, w=48, k=1, delta=1.0)
+    l1 = 48 * abs(np.fft.rfft(np.ones(1), norm="ortho")[0].real)  # one Re F0 per 1-step period
+    assert l1 > 4 * m.noise.scale * m.epsilon
+    with pytest.raises(ParameterError, match="short period"):
+        m.release(np.ones((48, 1)), bit_source(0))
+    with pytest.raises(ParameterError, match="short period"):
+        WEventDFT(epsilon=1.0, w=48, k=1, delta=1.0, streams=2).release(
+            np.ones((2, 2, 5)), bit_source(0)
+        )
+    assert m.release(np.ones((1, 5)), bit_source(0)).shape == (1, 5)  # one tail: fine
 
 
 def test_dft_noise_has_the_predicted_variance():

@@ -31,8 +31,14 @@ def test_notebook_executes(path: Path, tmp_path: Path):
     )
     shutil.copy(path, tmp_path / path.name)
     started = time.perf_counter()
+    # No per-cell time limit: a cell's duration depends on the machine's load (issue 11 §6);
+    # only the kernel's start keeps a generous limit, so that a kernel that never starts fails.
     client = nbclient.NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        nb,
+        timeout=None,
+        startup_timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
     )
     client.execute()
     errors = [
