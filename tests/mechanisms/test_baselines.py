@@ -29,10 +29,10 @@ class RefusingBits:
 
 
 class ConstantBits:
-    """Zero-noise probe: every signed geometric draw of the discrete Laplace is +0."""
+    """Zero-noise probe: both geometric draws of every discrete Laplace are equal, so K = 0."""
 
     def random_raw(self, size: int) -> np.ndarray:
-        # Top 53 bits set: U = 1 - 2^-54, so G = 0; lowest bit clear: the sign is +. K = 0.
+        # Equal words give equal geometric draws G1 = G2 (here both 0), so K = 0.
         return np.full(int(size), 0xFFFF_FFFF_FFFF_F800, dtype=np.uint64)
 
     def spawn(self, n_children: int) -> list:

@@ -1,6 +1,6 @@
 """The secure bit source: a ChaCha20 keystream keyed from the OS, re-keyed on schedule, never
-shared between processes or copies; ``seed=None`` never touches a seeded generator; the one-word
-signed-geometric samplers have the exact distributions they claim."""
+shared between processes or copies; ``seed=None`` never touches a seeded generator; the fused
+samplers have the exact distributions they claim."""
 
 from __future__ import annotations
 
@@ -72,28 +72,34 @@ def test_a_pickled_copy_never_replays_the_stream():
     assert not np.array_equal(src.random_raw(64), copy.random_raw(64))
 
 
-@pytest.mark.parametrize("t", [0.3, 1.0, 2.5])
-def test_signed_geometric_laplace_has_the_exact_pmf_where_rejection_matters(t):
-    # At small t the "-0" rejection removes up to a third of the candidates: a wrong rule
-    # (e.g. keeping -0) would double-count 0 and fail this chi-square test.
-    k = discrete_laplace(bit_source(11), 300_000, t)
-    q = math.exp(-1.0 / t)
-    values = np.arange(-6, 7)
-    pmf = (1 - q) / (1 + q) * q ** np.abs(values)
+def _chi2_pvalue(k: np.ndarray, values: np.ndarray, pmf: np.ndarray) -> float:
     observed = np.array([(k == v).sum() for v in values])
     expected = pmf * k.size
     used = expected > 20
     chi2 = ((observed[used] - expected[used]) ** 2 / expected[used]).sum()
-    assert stats.chi2.sf(chi2, used.sum() - 1) > 1e-6
+    return float(stats.chi2.sf(chi2, used.sum() - 1))
 
 
-def test_keeping_minus_zero_would_be_caught():
-    # Power of the test above: the pmf with "-0" kept puts 2(1 - q)/2 on 0, visibly too much.
-    t, n = 0.3, 300_000
+@pytest.mark.parametrize("t", [0.3, 1.0, 2.5])
+def test_discrete_laplace_has_the_exact_pmf(t):
+    k = discrete_laplace(bit_source(11), 300_000, t)
     q = math.exp(-1.0 / t)
-    k = discrete_laplace(bit_source(11), n, t)
-    wrong_zero = (1 - q) / (1 + q) * 2 / (1 + (1 - q) / (1 + q))  # not the sampler's mass
-    assert abs(np.mean(k == 0) - wrong_zero) > 10 * math.sqrt(wrong_zero / n)
+    values = np.arange(-6, 7)
+    pmf = (1 - q) / (1 + q) * q ** np.abs(values)
+    assert _chi2_pvalue(k, values, pmf) > 1e-6
+
+
+def test_the_pmf_test_catches_a_plausible_wrong_sampler():
+    # Power: a random sign times one geometric (without rejecting "-0") puts (1 - q) on 0
+    # instead of (1 - q)/(1 + q); the same chi-square test must reject it.
+    t, n = 1.0, 300_000
+    q = math.exp(-1.0 / t)
+    rng = np.random.default_rng(3)
+    wrong = rng.geometric(1 - q, n) - 1.0
+    wrong *= rng.choice([-1.0, 1.0], n)
+    values = np.arange(-6, 7)
+    pmf = (1 - q) / (1 + q) * q ** np.abs(values)
+    assert _chi2_pvalue(wrong, values, pmf) < 1e-6
 
 
 @pytest.mark.parametrize("sigma", [0.6, 1.0, 2.5])
@@ -102,11 +108,7 @@ def test_discrete_gaussian_has_the_exact_pmf(sigma):
     values = np.arange(-12, 13)
     pmf = np.exp(-(values**2) / (2 * sigma**2))
     pmf /= pmf.sum()
-    observed = np.array([(k == v).sum() for v in values])
-    expected = pmf * k.size
-    used = expected > 20
-    chi2 = ((observed[used] - expected[used]) ** 2 / expected[used]).sum()
-    assert stats.chi2.sf(chi2, used.sum() - 1) > 1e-6
+    assert _chi2_pvalue(k, values, pmf) > 1e-6
 
 
 def test_samplers_are_a_fixed_function_of_the_bits():

@@ -204,7 +204,7 @@ def test_unbounded_stream_starts_new_trees_of_the_same_shape():
     after_threshold = bits.words
     s.extend(_stream(9, 100))  # 32-step trees: 4 trees (the last unfinished)
     nodes_per_tree = 16 + 8 + 4 + 2 + 1
-    assert bits.words - after_threshold == 4 * nodes_per_tree  # noise drawn once per tree
+    assert bits.words - after_threshold == 4 * 2 * nodes_per_tree  # noise drawn once per tree
     rel = s.release()
     assert rel.tree_size == 32 and [a.size for a in rel.nodes] == [50, 25, 12, 6, 3]
     _check_consistent(rel.nodes, 2)

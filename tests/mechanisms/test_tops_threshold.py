@@ -105,7 +105,7 @@ def test_large_epsilon_selects_the_argmax_of_the_score(method):
 def test_report_noisy_max_draws_one_noise_per_candidate():
     bits = RecordingBits(5)
     tops_threshold(_prefix(), **KW, candidates=100, seed=bits)
-    assert bits.words == 100  # one word (a signed geometric) per discrete Laplace draw
+    assert bits.words == 2 * 100  # two geometric words per discrete Laplace draw
     bits = RecordingBits(5)
     tops_threshold(_prefix(), **KW, candidates=100, method="exponential", seed=bits)
     assert bits.words == 1

@@ -41,10 +41,10 @@ class RecordingBits(_RecordingBits):
 
 
 class ConstantBits:
-    """Zero-noise probe: every signed geometric draw of the discrete Laplace is +0."""
+    """Zero-noise probe: both geometric draws of every discrete Laplace are equal, so K = 0."""
 
     def random_raw(self, size: int) -> np.ndarray:
-        # Top 53 bits set: U = 1 - 2^-54, so G = 0; lowest bit clear: the sign is +. K = 0.
+        # Equal words give equal geometric draws G1 = G2 (here both 0), so K = 0.
         return np.full(int(size), 0xFFFF_FFFF_FFFF_F800, dtype=np.uint64)
 
     def spawn(self, n_children: int) -> list:
@@ -268,7 +268,7 @@ def test_final_sums_draw_only_the_popcount_n_nodes_and_match_the_full_release():
     xs = np.random.default_rng(3).uniform(0.0, 2.0, n)
     bits = RecordingBits(4)
     fast = binary_tree_final_sums(xs, epsilon=1.0, bound=2.0, repetitions=reps, seed=bits)
-    assert bits.words == reps * 6  # one word (a signed geometric) per discrete Laplace draw
+    assert bits.words == 2 * reps * 6  # two geometric words per discrete Laplace draw
     probe = _tree_release(xs, epsilon=1.0, bound=2.0, bits=ConstantBits())
     no_noise = binary_tree_final_sums(xs, epsilon=1.0, bound=2.0, seed=ConstantBits())
     assert no_noise[0] == pytest.approx(probe.prefix_sums[-1], rel=1e-15)
