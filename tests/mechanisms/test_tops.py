@@ -319,7 +319,7 @@ def test_guarantee_is_the_parallel_composition_and_the_ledger_is_charged_once():
         ({"levels": 0}, ParameterError),
         ({"levels": 100}, ParameterError),  # a tree of 16^99 leaves
         ({"smoother": "kalman"}, ParameterError),
-        ({"alpha": 2.0}, ParameterError),
+        ({"smoothing": 2.0}, ParameterError),
         ({"candidates": [5.0, 1.0]}, ParameterError),
         ({"threshold_method": "gumbel"}, ParameterError),
         ({"c": -1.0}, ParameterError),
@@ -372,3 +372,19 @@ def test_release_before_the_threshold_is_an_error():
     with pytest.raises(DomainError, match="time_lag"):
         s.release()
     assert s.prediction is None and s.noise is None
+
+
+def test_old_alpha_keyword_of_tops_release_and_stream_warns_and_still_works():
+    new = tops_release(_stream(), **KW, smoother="exponential", smoothing=0.5, seed=4)
+    with pytest.warns(DeprecationWarning, match="'alpha' parameter of tops_release is renamed"):
+        old = tops_release(_stream(), **KW, smoother="exponential", alpha=0.5, seed=4)
+    np.testing.assert_array_equal(old.values, new.values)
+    default = tops_release(_stream(), **KW, smoother="exponential", seed=4)
+    assert not np.array_equal(default.values, new.values)
+    with pytest.warns(DeprecationWarning, match="'alpha' parameter of ToPSStream is renamed"):
+        stream = ToPSStream(**KW, horizon=100, alpha=0.5, seed=1)
+    assert stream.smoothing == 0.5
+    with pytest.warns(DeprecationWarning, match="'alpha' attribute of ToPSStream"):
+        assert stream.alpha == 0.5
+    with pytest.raises(ParameterError, match="pass 'smoothing' only"):
+        tops_release(_stream(), **KW, smoothing=0.5, alpha=0.5, seed=4)
