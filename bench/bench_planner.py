@@ -49,11 +49,11 @@ def main() -> None:
         z, f, nfev = solve_pak(obj, method=method)
         dt = time.perf_counter() - t0
         r, p, share, betas = obj.decode(z)
-        exact = obj.exact(r=r, lam=obj.lam_from(z), p=p, share=share, betas=betas).alpha
+        exact = obj.exact(r=r, lam=obj.lam_from(z), p=p, share=share, betas=betas).error_bound
         ref = ref or dt
         print(
             f"{method:<10}{dt:>10.2f}{nfev:>8}{f:>18.1f}{exact:>16.1f}"
-            f"{obj.baseline_alpha / exact:>8.3f}   ({dt / ref:.2f}x TNC time)"
+            f"{obj.baseline_error_bound / exact:>8.3f}   ({dt / ref:.2f}x TNC time)"
         )
 
 
