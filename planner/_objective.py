@@ -49,7 +49,6 @@ from mechanisms import (
     smooth_sensitivity_quantile,
     smoothing_parameters,
 )
-
 from mechanisms.core._renamed import renamed_attribute
 
 from ._time_lag import max_quantile_count, quantile_count

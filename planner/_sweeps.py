@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from mechanisms import ParameterError, pak_release
-from mechanisms.core._validation import check_integer, check_stream
 from mechanisms.core._renamed import renamed_attribute
+from mechanisms.core._validation import check_integer, check_stream
 
 from ._pak_plan import PakPlan, plan_pak
 
@@ -252,7 +252,9 @@ def predicted_vs_realised(
         )
     frame = pd.DataFrame(rows)
     level = 1.0 - beta
-    predicted_out = plan.terms.outlier_error_bound if (plan.use_threshold and plan.terms) else math.nan
+    predicted_out = (
+        plan.terms.outlier_error_bound if (plan.use_threshold and plan.terms) else math.nan
+    )
     return PredictedVsRealised(
         plan=plan,
         runs=frame,

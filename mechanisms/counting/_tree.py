@@ -40,6 +40,7 @@ from ..core._budget import Budget
 from ..core._errors import DomainError
 from ..core._noise import LaplaceNoise
 from ..core._random import BitSource, bit_source
+from ..core._results import RangeSum, check_range, step_frame, summary_text
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import check_integer, check_positive, check_stream
 from ._tree_estimates import (
@@ -58,6 +59,7 @@ __all__ = [
     "binary_tree_prefix_sums",
     "binary_tree_release",
     "dyadic_cover",
+    "tree_range_variance",
 ]
 
 #: Node noise is drawn in blocks of this many draws (same blocks in streaming and batch).
@@ -164,12 +166,36 @@ class TreeRelease:
         for arr in (self.prefix_sums, self.variance, *self.nodes):
             arr.setflags(write=False)
 
-    def range_sum(self, i: int, j: int) -> float:
-        """Estimated sum of steps i..j (0-based, inclusive): c(σ, j + 1) − c(σ, i)."""
-        i = check_integer(i, "i", "TreeRelease.range_sum", minimum=0, maximum=self.n - 1)
-        j = check_integer(j, "j", "TreeRelease.range_sum", minimum=i, maximum=self.n - 1)
+    def range_sum(self, i: int, j: int) -> RangeSum:
+        """Estimated sum of steps i..j (0-based, inclusive): c(σ, j + 1) − c(σ, i), with the
+        exact noise standard error (:func:`tree_range_variance`)."""
+        i, j = check_range(i, j, first=0, stop=self.n, owner="TreeRelease.range_sum")
         before = self.prefix_sums[i - 1] if i > 0 else 0.0
-        return float(self.prefix_sums[j] - before)
+        var = tree_range_variance(i, j, self.noise.variance)
+        return RangeSum(float(self.prefix_sums[j] - before), math.sqrt(var))
+
+    def to_frame(self, index: object = None):
+        """One row per step: ``value`` (c(σ, k + 1) − c(σ, k)), ``prefix_sum`` and its noise
+        ``std_error``; ``index`` is the input's index (default: a ``step`` RangeIndex)."""
+        columns = {
+            "value": np.diff(self.prefix_sums, prepend=0.0),
+            "prefix_sum": self.prefix_sums,
+            "std_error": np.sqrt(self.variance),
+        }
+        return step_frame(columns, n=self.n, time_lag=0, index=index, owner="TreeRelease.to_frame")
+
+    def summary(self) -> str:
+        """A short text table of the release (released values and public parameters)."""
+        rows = [
+            ("steps n", self.n),
+            ("bound B", self.bound),
+            ("epsilon", self.epsilon),
+            ("tree levels L", self.levels),
+            ("Laplace scale b per node", self.scale),
+            ("released total c(σ, n)", float(self.prefix_sums[-1])),
+            ("its std. error (noise)", math.sqrt(float(self.variance[-1]))),
+        ]
+        return summary_text("Binary-tree release [CSS11] [DNPR10]", rows, result=self)
 
     def online_nodes(self) -> tuple[np.ndarray, ...]:
         """Bottom-up node estimates zₕ (each known when its node completes)."""
@@ -198,6 +224,18 @@ class TreeRelease:
     def consistent_variance(self) -> np.ndarray:
         """Exact variance of :meth:`consistent_prefix_sums` (module notes)."""
         return self.noise.variance * _consistent_variance_units(self.n, self.levels)
+
+
+def tree_range_variance(i: int, j: int, node_variance: float) -> float:
+    """Noise variance of the BT range sum c(σ, j + 1) − c(σ, i) (steps i..j, 0-based).
+
+    c(σ, a) sums the nodes (h, (a >> h) − 1) for the set bits h of a (module notes). The two
+    covers share node (h, ·) exactly when bit h is set in both and a >> h = b >> h; shared
+    nodes cancel, the others are independent: variance = |cover(i) Δ cover(j + 1)|·v.
+    """
+    a, b = int(i), int(j) + 1
+    shared = sum(1 for h in range(b.bit_length()) if (a >> h) & 1 and (a >> h) == (b >> h))
+    return (a.bit_count() + b.bit_count() - 2 * shared) * float(node_variance)
 
 
 def _tree_release(

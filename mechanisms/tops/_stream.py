@@ -251,7 +251,9 @@ class ToPSStream:
             bits=self._bits,
         )
         self._smoother = Smoother(
-            self.smoother_name, block=self.leaf_size, prior=self.threshold / 2.0,
+            self.smoother_name,
+            block=self.leaf_size,
+            prior=self.threshold / 2.0,
             smoothing=self.smoothing,
         )
 
