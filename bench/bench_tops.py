@@ -88,7 +88,7 @@ def main() -> None:
     q = np.sort(np.random.default_rng(0).integers(0, R, size=(10_000, 2)), axis=1).tolist()
     start = time.perf_counter()
     for i, j in q:
-        rel.range_sum(i, j)
+        rel.range_sum(M + i, M + j)  # input steps
     t_q = (time.perf_counter() - start) / len(q)
     print(f"[3] range_sum: {t_q * 1e6:.1f} us per query (canonical decomposition)")
 

@@ -142,6 +142,7 @@ def release_stream(method, input_path, time_column, column, options, out_path) -
         {
             "time_lag": int(m),
             "released_steps": int(x.size - m),
+            "indexing": "row k is input step k (0-based); the first time_lag rows are withheld",
             "bound": bound,
             "epsilon": budget.epsilon,
             "delta": budget.delta,
@@ -150,14 +151,18 @@ def release_stream(method, input_path, time_column, column, options, out_path) -
             "seeded": seed is not None,
         }
     )
+    # one row per input step, indexed like INPUT; the m withheld steps are empty (NaN)
     frame = pd.DataFrame(
-        {"value": np.asarray(values), "cumulative": np.asarray(cumulative)},
-        index=series.index[m:],
+        {
+            "value": np.concatenate([np.full(m, np.nan), np.asarray(values)]),
+            "cumulative": np.concatenate([np.full(m, np.nan), np.asarray(cumulative)]),
+        },
+        index=series.index,
     )
     side = write_release(frame, meta, out_path)
     label = " (seeded: NOT private)" if seed is not None else ""
     click.echo(
-        f"Released {len(frame)} steps (after a time lag of {m}) with {method}, "
+        f"Released {x.size - m} steps (after a time lag of {m}) with {method}, "
         f"{rel.guarantee.budget}, threshold {meta['threshold']:.6g}, to {out_path} and "
         f"{side.name}{label}."
     )

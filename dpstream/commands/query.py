@@ -1,17 +1,19 @@
 """``dpstream query``: range sums from a release written by ``dpstream release tops|topl|pak|bt``.
 
-Release files (format ``dpstream-release``, version 1)
+Release files (format ``dpstream-release``, version 2)
 ------------------------------------------------------
-* **values file** (the ``--out`` of ``dpstream release``, .csv or .parquet): one row per released
-  step, i.e. the steps after the time lag m (all steps for ``bt``), indexed like the input (its
-  time column, or the 0-based input step ``step``). Columns: ``value``, the per-step release, and
-  ``cumulative``, the released-step sums: ``cumulative[k]`` answers V(0, k).
+* **values file** (the ``--out`` of ``dpstream release``, .csv or .parquet): one row per *input*
+  step, indexed like the input (its time column, or the 0-based input step ``step``): row k is
+  input step k (the one indexing rule, ``docs/indexing.md``). The first m = time lag rows are
+  withheld and empty (NaN); all rows are released for ``bt``. Columns: ``value``, the per-step
+  release, and ``cumulative``, the sum of the released steps m..k.
 * **sidecar** ``<values file>.json``: the method, the privacy guarantee and every parameter (ε's,
   δ, bound B, time lag m, the threshold), whether the run was seeded (not private), and for ToPS
   the hierarchy's shape (fan-out F, leaf size g, levels L, tree size T, smoother).
 
-Answers. V(i, j) over released steps i..j (0-based, inclusive; released step i is input step
-m + i) is ``cumulative[j] − cumulative[i − 1]``, as the mechanisms' ``range_sum`` computes it:
+Answers. V(i, j) over input steps i..j (0-based, inclusive, m ≤ i ≤ j) is
+``cumulative[j] − cumulative[i − 1]`` (``cumulative[j]`` when i = m), as the mechanisms'
+``range_sum(i, j)`` computes it:
 
 * ``pak``/``bt``: ``cumulative`` holds the released prefix sums minus the released c(σ, m)
   (which cancels in every range), so answers equal ``PakRelease.range_sum`` up to rounding;
@@ -33,12 +35,12 @@ import numpy as np
 import pandas as pd
 
 from mechanisms import ParameterError
-from mechanisms.core._validation import check_integer
+from mechanisms.core._results import check_range
 
 __all__ = ["FORMAT", "query", "read_release", "sidecar_path", "write_release"]
 
 FORMAT = "dpstream-release"
-VERSION = 1
+VERSION = 2
 _SUFFIXES = (".csv", ".parquet", ".pq")
 
 
@@ -81,7 +83,13 @@ def read_release(path: str | Path) -> tuple[pd.DataFrame, dict]:
         raise ParameterError(
             f"The sidecar {side.name!r} is not valid JSON (line {exc.lineno})."
         ) from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != 1:
+    if isinstance(meta, dict) and meta.get("format") == FORMAT and meta.get("version") == 1:
+        raise ParameterError(
+            f"The release {file.name!r} is a {FORMAT} version 1 file (rows and --range counted "
+            "released steps). Version 2 counts input steps, like the mechanisms' range_sum: "
+            "release it again with this dpstream."
+        )
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
         raise ParameterError(f"The sidecar {side.name!r} is not a {FORMAT} version {VERSION} file.")
     try:
         frame = (
@@ -93,23 +101,21 @@ def read_release(path: str | Path) -> tuple[pd.DataFrame, dict]:
         raise ParameterError(
             f"The release {file.name!r} could not be read ({type(exc).__name__})."
         ) from None
-    if "cumulative" not in frame.columns or len(frame) != meta.get("released_steps"):
+    if "cumulative" not in frame.columns or len(frame) != meta.get("n_input"):
         raise ParameterError(
             f"The release {file.name!r} does not match its sidecar (a 'cumulative' column and "
-            f"{meta.get('released_steps')} rows are expected)."
+            f"{meta.get('n_input')} rows, one per input step, are expected)."
         )
     return frame, meta
 
 
-def range_sums(frame: pd.DataFrame, ranges: list[tuple[int, int]]) -> list[float]:
-    """V(i, j) = cumulative[j] − cumulative[i − 1] for each range (validated)."""
+def range_sums(frame: pd.DataFrame, ranges: list[tuple[int, int]], time_lag: int) -> list[float]:
+    """V(i, j) = cumulative[j] − cumulative[i − 1] over input steps m ≤ i ≤ j (validated)."""
     cum = frame["cumulative"].to_numpy(dtype=np.float64)
-    last = cum.size - 1
     out = []
     for i, j in ranges:
-        i = check_integer(i, "i", "dpstream query --range", minimum=0, maximum=last)
-        j = check_integer(j, "j", "dpstream query --range", minimum=i, maximum=last)
-        out.append(float(cum[j] - (cum[i - 1] if i > 0 else 0.0)))
+        i, j = check_range(i, j, first=time_lag, stop=cum.size, owner="dpstream query --range")
+        out.append(float(cum[j] - (cum[i - 1] if i > time_lag else 0.0)))
     return out
 
 
@@ -122,7 +128,7 @@ def range_sums(frame: pd.DataFrame, ranges: list[tuple[int, int]]) -> list[float
     multiple=True,
     required=True,
     metavar="I J",
-    help="Released steps I..J (0-based, inclusive; step 0 is the first after the time lag).",
+    help="Input steps I..J (0-based, inclusive: rows of RELEASE; I ≥ the time lag).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the answers as JSON.")
 def query(release_path: str, ranges: tuple[tuple[int, int], ...], as_json: bool) -> None:
@@ -133,11 +139,11 @@ def query(release_path: str, ranges: tuple[tuple[int, int], ...], as_json: bool)
 
     \b
     Examples:
-      dpstream query tops.csv --range 0 999
-      dpstream query pak.parquet --range 0 9 --range 100 1099 --json
+      dpstream query tops.csv --range 65536 66535
+      dpstream query bt.parquet --range 0 9 --range 100 1099 --json
     """
     frame, meta = read_release(release_path)
-    answers = range_sums(frame, list(ranges))
+    answers = range_sums(frame, list(ranges), int(meta.get("time_lag", 0)))
     if as_json:
         payload = {
             "method": meta.get("method"),
