@@ -15,6 +15,7 @@ from scipy import optimize
 
 from mechanisms import ParameterError, SolverError
 from mechanisms.core._renamed import renamed_attribute
+from mechanisms.core._results import summary_text, table_frame
 from mechanisms.core._validation import (
     check_fraction,
     check_integer,
@@ -138,6 +139,27 @@ class PakPlan:
             {"error_bound": self.error_bound, "baseline_error_bound": self.baseline_error_bound}
         )
         return row
+
+    def to_frame(self):
+        """One row: :meth:`as_row` (the columns of a Table I/II row)."""
+        return table_frame({k: [v] for k, v in self.as_row().items()})
+
+    def summary(self) -> str:
+        """A short text table: the chosen parameters and the errors they predict."""
+        rows = [
+            ("time lag m / stream length n", f"{self.time_lag:,} / {self.n:,}"),
+            ("bound B", self.bound),
+            ("epsilon, delta", f"{self.epsilon:g}, {self.delta:g}"),
+            ("beta (failure probability)", self.beta),
+            ("use the threshold", self.use_threshold),
+            ("r, λ, p", f"{self.r:.4g}, {self.lam:.4g}, {self.p:.4g}"),
+            ("ε₁/ε", self.eps1_share),
+            ("error bound α (Eq. 16)", self.error_bound),
+            ("baseline error bound α_BT (Eq. 3)", self.baseline_error_bound),
+            ("improvement factor IF", self.improvement_factor),
+            ("solver, starts, evaluations", f"{self.method}, {self.n_starts}, {self.nfev}"),
+        ]
+        return summary_text("PAK plan [PAK19] Eq. 16", rows, result=self)
 
 
 def _starts(obj: PakObjective) -> list[np.ndarray]:

@@ -27,7 +27,7 @@ import numpy as np
 
 from ._errors import ParameterError
 
-__all__ = ["RangeSum", "check_range", "step_frame", "summary_text"]
+__all__ = ["RangeSum", "check_range", "step_frame", "summary_text", "table_frame"]
 
 _WIDTH = 64
 
@@ -97,9 +97,7 @@ def check_range(i: object, j: object, *, first: int, stop: int, owner: str) -> t
     return int(i), int(j)
 
 
-def step_frame(
-    columns: dict[str, np.ndarray], *, n: int, time_lag: int, index: object, owner: str
-):
+def step_frame(columns: dict[str, np.ndarray], *, n: int, time_lag: int, index: object, owner: str):
     """A frame with one row per input step (NaN for the ``time_lag`` withheld steps).
 
     Each column holds either ``n`` values (already aligned to the input) or ``n − time_lag``
@@ -124,6 +122,17 @@ def step_frame(
             arr = np.concatenate([np.full(time_lag, np.nan), arr])
         data[name] = arr
     return pd.DataFrame(data, index=idx)
+
+
+def table_frame(data: dict[str, object], *, index: object = None, index_name: str | None = None):
+    """A pandas frame of public columns (one row per candidate, bin or parameter); pandas is
+    imported here so that ``mechanisms`` itself imports numpy and scipy only."""
+    import pandas as pd
+
+    frame = pd.DataFrame(data, index=index)
+    if index_name is not None:
+        frame.index.name = index_name
+    return frame
 
 
 def _cell(value: object) -> str:

@@ -50,7 +50,7 @@ import numpy as np
 from ..core._budget import Budget, BudgetLedger
 from ..core._errors import ParameterError
 from ..core._random import bit_source
-from ..core._results import RangeSum, check_range, step_frame, summary_text
+from ..core._results import RangeSum, check_range, step_frame, summary_text, table_frame
 from ..core._units import LocalDP, PrivacyGuarantee
 from ..core._validation import check_integer, check_positive, check_stream
 from ._hybrid import HybridMechanism
@@ -104,6 +104,32 @@ class ToplThresholdPlan:
     def __post_init__(self) -> None:
         for arr in (self.candidates, self.predicted_error, self.noise_variance, self.bias):
             arr.setflags(write=False)
+
+    def to_frame(self):
+        """One row per candidate θ: its predicted error, noise variance and bias."""
+        return table_frame(
+            {
+                "threshold": self.candidates,
+                "predicted_error": self.predicted_error,
+                "noise_variance": self.noise_variance,
+                "bias": self.bias,
+                "chosen": self.candidates == self.threshold,
+            },
+            index_name="candidate",
+        )
+
+    def summary(self) -> str:
+        """A short text table (post-processing of the locally private reports)."""
+        best = int(np.argmin(self.predicted_error))
+        rows = [
+            ("threshold θ", self.threshold),
+            ("candidates", self.candidates.size),
+            ("predicted error at θ", float(self.predicted_error[best])),
+            ("released steps r", self.steps),
+            ("epsilon (Hybrid reports)", self.epsilon),
+            ("bias weight w", self.bias_weight),
+        ]
+        return summary_text("ToPL threshold plan [ToPS21]", rows, result=self)
 
 
 def plan_topl_threshold(

@@ -15,8 +15,8 @@ from mechanisms import (
     dyadic_cover,
     laplace_prefix_sums,
     pak_release,
-    tops_release,
     topl_release,
+    tops_release,
 )
 from mechanisms.core._results import RangeSum, check_range, step_frame, summary_text
 from mechanisms.counting import tree_range_variance
