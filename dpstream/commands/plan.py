@@ -156,7 +156,8 @@ def pak(n, bound, epsilon, delta, beta, p_max, time_lag, prefix, as_json, plot) 
             json.dumps({"plans": records, "private": False, "note": ANALYSIS_NOTE}, indent=2)
         )
         return
-    shown = table.drop(columns=[c for c in ("laplace_error_bound", "outlier_error_bound", "tau_max") if c in table])
+    terms = ("laplace_error_bound", "outlier_error_bound", "tau_max")
+    shown = table.drop(columns=[c for c in terms if c in table])
     click.echo(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     click.echo(f"Note: {ANALYSIS_NOTE}.")
     if plot:
