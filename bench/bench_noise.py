@@ -7,20 +7,11 @@ the same run. Usage: ``python bench/bench_noise.py [--size N] [--repeat R]``.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from _timing import best_of
 
 from mechanisms import GaussianNoise, LaplaceNoise, SecureBits, bit_source
-
-
-def best_of(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

@@ -11,20 +11,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from _timing import best_of
 
 from planner import PakObjective, plan_pak, solve_pak
 
 N, BOUND, M = 25_000_000, 1440.0, 300_000
 FACTS = {"n": N, "bound": BOUND, "epsilon": 1.0, "delta": 2.0**-20, "beta": 0.02}
-
-
-def best_of(fn, repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main() -> None:

@@ -17,9 +17,8 @@ B = 1440 as in [PAK19]), not the paper's train-trips data set. Run: ``python ben
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+from _timing import timed
 
 from mechanisms import (
     binary_tree_final_sums,
@@ -34,23 +33,14 @@ BOUND = 1440.0
 EPS = 1.0
 
 
-def _timed(fn, repeat: int = 1):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
-
-
 def main() -> None:
     rng = np.random.default_rng(2019)
     values = np.minimum(np.round(rng.exponential(30.0, N)), BOUND)
     print(f"n = {N:,}, B = {BOUND:g}, epsilon = {EPS:g}, popcount(n) = {N.bit_count()}")
 
     # 1. full release vs numpy.cumsum
-    t_cumsum, exact = _timed(lambda: np.cumsum(values), repeat=3)
-    t_bt, rel = _timed(lambda: binary_tree_release(values, epsilon=EPS, bound=BOUND, seed=1))
+    t_cumsum, exact = timed(lambda: np.cumsum(values), repeat=3)
+    t_bt, rel = timed(lambda: binary_tree_release(values, epsilon=EPS, bound=BOUND, seed=1))
     print(
         f"[1] BT release of all prefix sums: {t_bt:.2f} s; numpy.cumsum {t_cumsum:.3f} s; "
         f"ratio {t_bt / t_cumsum:.1f}x  (levels L = {rel.levels}, node scale {rel.scale:.1f})"
@@ -63,12 +53,12 @@ def main() -> None:
     )
 
     # 2. 20,000 final sums vs numpy Laplace draws of the same count
-    t_fast, finals = _timed(
+    t_fast, finals = timed(
         lambda: binary_tree_final_sums(values, epsilon=EPS, bound=BOUND, repetitions=REPS, seed=2)
     )
     noise = binary_tree_noise(N, epsilon=EPS, bound=BOUND)
     k = N.bit_count()
-    t_np, _ = _timed(
+    t_np, _ = timed(
         lambda: values.sum() + rng.laplace(0.0, noise.scale, (REPS, k)).sum(axis=1), repeat=3
     )
     print(
@@ -90,8 +80,8 @@ def main() -> None:
     print(f"    Laplace baseline variance at n / BT variance at n = {lap_var_n / stated:,.0f}")
 
     # 4. variance reduction from the same nodes
-    t_on, online = _timed(rel.online_variance)
-    t_cons, cons = _timed(rel.consistent_prefix_sums)
+    t_on, online = timed(rel.online_variance)
+    t_cons, cons = timed(rel.consistent_prefix_sums)
     cons_var = rel.consistent_variance()
     print(
         f"[4] mean var. of prefix sums: BT / online = {rel.variance.mean() / online.mean():.3f}, "

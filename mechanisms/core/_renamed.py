@@ -40,12 +40,20 @@ def _message(kind: str, old: str, new: str, owner: str) -> str:
 
 
 def renamed_keyword(
-    new_value: object, old_value: object, *, new: str, old: str, owner: str, default: object
+    new_value: object,
+    old_value: object,
+    *,
+    new: str,
+    old: str,
+    owner: str,
+    default: object,
+    stacklevel: int = 3,
 ) -> object:
     """The value of keyword ``new`` given the deprecated keyword ``old`` (both may be unset).
 
-    Warns (``DeprecationWarning``, stack level of the public call) when ``old`` is passed;
-    raises :class:`ParameterError` when both are.
+    Warns (``DeprecationWarning``; ``stacklevel`` 3 points at the caller of the public
+    function that calls this) when ``old`` is passed; raises :class:`ParameterError` when both
+    are.
     """
     if old_value is UNSET:
         return default if new_value is UNSET else new_value
@@ -54,7 +62,7 @@ def renamed_keyword(
             f"The '{old}' parameter of {owner} is the old name of '{new}': pass '{new}' only. "
             f"Got both {old}={old_value!r} and {new}={new_value!r}."
         )
-    warnings.warn(_message("parameter", old, new, owner), DeprecationWarning, stacklevel=3)
+    warnings.warn(_message("parameter", old, new, owner), DeprecationWarning, stacklevel=stacklevel)
     return old_value
 
 

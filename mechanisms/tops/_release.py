@@ -92,7 +92,10 @@ def tops_release(
     """
     owner = "tops_release"
     arr, bnd, m = _validated_values(values, bound, time_lag, owner)
-    stream = ToPSStream(
+    return _batch(
+        arr,
+        owner,
+        (smoothing, alpha),
         bound=bnd,
         epsilon_threshold=epsilon_threshold,
         epsilon_perturb=epsilon_perturb,
@@ -105,15 +108,9 @@ def tops_release(
         candidates=candidates,
         c=c,
         threshold_method=threshold_method,
-        smoothing=renamed_keyword(
-            smoothing, alpha, new="smoothing", old="alpha", owner=owner, default=UNSET
-        ),
         seed=seed,
         ledger=ledger,
-        _owner=owner,
     )
-    stream.extend(arr)
-    return stream.release()
 
 
 def tops_perturb(
@@ -159,7 +156,10 @@ def tops_perturb(
     owner = "tops_perturb"
     bnd = check_positive(bound, "bound", owner)
     arr = check_stream(values, "values", owner, bound=bnd)
-    stream = ToPSStream(
+    return _batch(
+        arr,
+        owner,
+        (smoothing, alpha),
         bound=bnd,
         epsilon_threshold=1.0,
         epsilon_perturb=epsilon,
@@ -170,12 +170,19 @@ def tops_perturb(
         threshold=threshold,
         leaf_size=leaf_size,
         levels=levels,
-        smoothing=renamed_keyword(
-            smoothing, alpha, new="smoothing", old="alpha", owner=owner, default=UNSET
-        ),
         seed=seed,
         ledger=ledger,
-        _owner=owner,
     )
+
+
+def _batch(arr: object, owner: str, smoothing_alpha: tuple, **stream_args) -> TopsRelease:
+    """Run :class:`ToPSStream` over the whole validated stream in one ``extend`` (the batch
+    and the stream draw the same noise in the same order); ``smoothing_alpha`` is the new and
+    the deprecated keyword of the exponential smoother (issue 12)."""
+    smoothing, alpha = smoothing_alpha
+    smoothing = renamed_keyword(
+        smoothing, alpha, new="smoothing", old="alpha", owner=owner, default=UNSET, stacklevel=4
+    )
+    stream = ToPSStream(**stream_args, smoothing=smoothing, _owner=owner)
     stream.extend(arr)
     return stream.release()
