@@ -49,6 +49,7 @@ from ._tree_estimates import (
     _online_level_variances,
     _online_nodes,
     _popcounts,
+    tree_range_variance,
 )
 
 __all__ = [
@@ -224,18 +225,6 @@ class TreeRelease:
     def consistent_variance(self) -> np.ndarray:
         """Exact variance of :meth:`consistent_prefix_sums` (module notes)."""
         return self.noise.variance * _consistent_variance_units(self.n, self.levels)
-
-
-def tree_range_variance(i: int, j: int, node_variance: float) -> float:
-    """Noise variance of the BT range sum c(σ, j + 1) − c(σ, i) (steps i..j, 0-based).
-
-    c(σ, a) sums the nodes (h, (a >> h) − 1) for the set bits h of a (module notes). The two
-    covers share node (h, ·) exactly when bit h is set in both and a >> h = b >> h; shared
-    nodes cancel, the others are independent: variance = |cover(i) Δ cover(j + 1)|·v.
-    """
-    a, b = int(i), int(j) + 1
-    shared = sum(1 for h in range(b.bit_length()) if (a >> h) & 1 and (a >> h) == (b >> h))
-    return (a.bit_count() + b.bit_count() - 2 * shared) * float(node_variance)
 
 
 def _tree_release(
