@@ -97,12 +97,30 @@ def check_range(i: object, j: object, *, first: int, stop: int, owner: str) -> t
     return int(i), int(j)
 
 
-def step_frame(columns: dict[str, np.ndarray], *, n: int, time_lag: int, index: object, owner: str):
+def _with_privacy(frame, result: object):
+    """Carry the result's privacy record, when it has one, in ``frame.attrs["privacy"]``
+    (DESIGN.md: every released output carries its record)."""
+    to_dict = getattr(getattr(result, "privacy", None), "to_dict", None)
+    if callable(to_dict):
+        frame.attrs["privacy"] = to_dict()
+    return frame
+
+
+def step_frame(
+    columns: dict[str, np.ndarray],
+    *,
+    n: int,
+    time_lag: int,
+    index: object,
+    owner: str,
+    result: object = None,
+):
     """A frame with one row per input step (NaN for the ``time_lag`` withheld steps).
 
     Each column holds either ``n`` values (already aligned to the input) or ``n − time_lag``
     (the released steps; padded in front). ``index`` is the input's index (e.g. its
-    ``DatetimeIndex``) or None for a ``RangeIndex`` named ``step``.
+    ``DatetimeIndex``) or None for a ``RangeIndex`` named ``step``. The privacy record of
+    ``result``, if any, goes to ``attrs["privacy"]``.
     """
     import pandas as pd
 
@@ -121,18 +139,25 @@ def step_frame(columns: dict[str, np.ndarray], *, n: int, time_lag: int, index: 
         if arr.size == n - time_lag and time_lag:
             arr = np.concatenate([np.full(time_lag, np.nan), arr])
         data[name] = arr
-    return pd.DataFrame(data, index=idx)
+    return _with_privacy(pd.DataFrame(data, index=idx), result)
 
 
-def table_frame(data: dict[str, object], *, index: object = None, index_name: str | None = None):
+def table_frame(
+    data: dict[str, object],
+    *,
+    index: object = None,
+    index_name: str | None = None,
+    result: object = None,
+):
     """A pandas frame of public columns (one row per candidate, bin or parameter); pandas is
-    imported here so that ``mechanisms`` itself imports numpy and scipy only."""
+    imported here so that ``mechanisms`` itself imports numpy and scipy only. The privacy
+    record of ``result``, if any, goes to ``attrs["privacy"]``."""
     import pandas as pd
 
     frame = pd.DataFrame(data, index=index)
     if index_name is not None:
         frame.index.name = index_name
-    return frame
+    return _with_privacy(frame, result)
 
 
 def _cell(value: object) -> str:

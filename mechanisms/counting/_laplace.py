@@ -64,7 +64,12 @@ class LaplaceRelease:
             "std_error": np.sqrt(self.variance),
         }
         return step_frame(
-            columns, n=self.n, time_lag=0, index=index, owner="LaplaceRelease.to_frame"
+            columns,
+            n=self.n,
+            time_lag=0,
+            index=index,
+            owner="LaplaceRelease.to_frame",
+            result=self,
         )
 
     def summary(self) -> str:

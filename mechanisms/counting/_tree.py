@@ -183,7 +183,9 @@ class TreeRelease:
             "prefix_sum": self.prefix_sums,
             "std_error": np.sqrt(self.variance),
         }
-        return step_frame(columns, n=self.n, time_lag=0, index=index, owner="TreeRelease.to_frame")
+        return step_frame(
+            columns, n=self.n, time_lag=0, index=index, owner="TreeRelease.to_frame", result=self
+        )
 
     def summary(self) -> str:
         """A short text table of the release (released values and public parameters)."""

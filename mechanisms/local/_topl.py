@@ -276,6 +276,7 @@ class ToplRelease:
             time_lag=m,
             index=index,
             owner="ToplRelease.to_frame",
+            result=self,
         )
 
     def summary(self) -> str:

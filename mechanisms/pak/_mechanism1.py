@@ -150,6 +150,7 @@ class PakRelease:
             time_lag=0,
             index=index,
             owner="PakRelease.to_frame",
+            result=self,
         )
 
     def summary(self) -> str:

@@ -98,7 +98,7 @@ class ThresholdRelease:
     def to_frame(self):
         """One row: the released threshold and the public parameters (no analysis-only
         values: ``scale`` and ``tau_max`` depend on the data)."""
-        return table_frame({k: [v] for k, v in self._public_rows()})
+        return table_frame({k: [v] for k, v in self._public_rows()}, result=self)
 
     def summary(self) -> str:
         """A short text table (released values and public parameters)."""

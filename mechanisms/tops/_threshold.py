@@ -157,7 +157,9 @@ class TopsThresholdRelease:
     def to_frame(self):
         """One row per public candidate θ, with ``chosen`` marking the released one."""
         chosen = np.arange(self.candidates.size) == self.index
-        return table_frame({"threshold": self.candidates, "chosen": chosen}, index_name="candidate")
+        return table_frame(
+            {"threshold": self.candidates, "chosen": chosen}, index_name="candidate", result=self
+        )
 
     def summary(self) -> str:
         """A short text table (released values and public parameters)."""

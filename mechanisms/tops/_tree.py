@@ -362,6 +362,7 @@ class TopsRelease:
             time_lag=self.time_lag,
             index=index,
             owner="TopsRelease.to_frame",
+            result=self,
         )
 
     def summary(self) -> str:

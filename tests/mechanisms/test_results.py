@@ -177,3 +177,17 @@ def test_every_release_summary_is_a_short_table_without_data_values():
         assert 8 <= len(lines) <= 30 and max(map(len, lines)) <= 64, type(rel).__name__
         assert "privacy:" in text
         assert f"{x.sum():.6g}" not in text  # the true total is never shown
+
+
+def test_frames_carry_a_privacy_record_when_the_result_has_one():
+    class _Record:
+        def to_dict(self):
+            return {"unit": "event", "epsilon": 1.0}
+
+    class _Result:
+        privacy = _Record()
+
+    frame = step_frame({"a": np.ones(3)}, n=3, time_lag=0, index=None, owner="f", result=_Result())
+    assert frame.attrs["privacy"] == {"unit": "event", "epsilon": 1.0}
+    assert "privacy" not in step_frame({"a": np.ones(3)}, n=3, time_lag=0, index=None,
+                                       owner="f").attrs  # fmt: skip
