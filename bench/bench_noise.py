@@ -8,20 +8,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import numpy as np
+from _timing import best_of
 
 from mechanisms import GaussianNoise, LaplaceNoise, SecureBits, bit_source
-
-
-def best_of(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

@@ -10,21 +10,12 @@ run, and the O(m²) reference definition at m = 3,000 for scale.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
+from _timing import best_of
 
 from mechanisms import smooth_sensitivity_quantile, smoothing_parameters
 from mechanisms.pak._quantile import _smooth_sensitivity_quantile_reference, quantile_rank
-
-
-def best_of(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from _timing import timed
 
 from mechanisms import ToPSStream, tops_release
 
@@ -26,23 +27,14 @@ R = 1 << 20
 BOUND = 36.0
 
 
-def _timed(fn, repeat: int = 3):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
-
-
 def main() -> None:
     values = np.random.default_rng(2021).exponential(1.0, M + R).clip(0, BOUND)
-    t_cumsum, _ = _timed(lambda: np.cumsum(values), repeat=5)
+    t_cumsum, _ = timed(lambda: np.cumsum(values), repeat=5)
     print(f"m = {M:,}, r = {R:,} (n = {values.size:,}); numpy.cumsum: {t_cumsum * 1e3:.2f} ms")
 
     for eps_r in (0.05, 1.0):
         for seed, label in ((None, "OS secure source"), (1, "seeded")):
-            t, rel = _timed(
+            t, rel = timed(
                 lambda eps_r=eps_r, seed=seed: tops_release(
                     values,
                     bound=BOUND,
@@ -50,7 +42,8 @@ def main() -> None:
                     epsilon_perturb=eps_r,
                     time_lag=M,
                     seed=seed,
-                )
+                ),
+                repeat=3,
             )
             print(
                 f"[1] tops_release eps_r={eps_r:g} ({label}): {t:.3f} s = "
@@ -71,7 +64,7 @@ def main() -> None:
             s.extend(values[k : k + 4096])
         return s
 
-    t_chunks, _ = _timed(chunks, repeat=1)
+    t_chunks, _ = timed(chunks, repeat=1)
     print(f"[2] ToPSStream.extend, chunks of 4,096: {t_chunks:.3f} s = {t_chunks / t_cumsum:.1f}x")
     s = ToPSStream(bound=BOUND, epsilon_threshold=0.1, epsilon_perturb=0.05, time_lag=M, horizon=R)
     s.extend(values[:M])
@@ -88,7 +81,7 @@ def main() -> None:
     q = np.sort(np.random.default_rng(0).integers(0, R, size=(10_000, 2)), axis=1).tolist()
     start = time.perf_counter()
     for i, j in q:
-        rel.range_sum(i, j)
+        rel.range_sum(M + i, M + j)  # input steps
     t_q = (time.perf_counter() - start) / len(q)
     print(f"[3] range_sum: {t_q * 1e6:.1f} us per query (canonical decomposition)")
 

@@ -23,6 +23,7 @@ import time
 import tracemalloc
 
 import numpy as np
+from _timing import timed
 
 from mechanisms import (
     BinaryTreeCounter,
@@ -38,15 +39,6 @@ BOUND = 1440.0
 EPS = 1.0
 
 
-def _timed(fn, repeat: int = 1):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
-
-
 def main() -> None:
     rng = np.random.default_rng(2019)
     values = np.minimum(np.round(rng.exponential(30.0, N)), BOUND)
@@ -54,10 +46,10 @@ def main() -> None:
 
     print(f"load average {os.getloadavg()[0]:.2f}")
     # 1. full release vs numpy.cumsum, and vs the floor: cumsum + one numpy Laplace per node
-    t_cumsum, exact = _timed(lambda: np.cumsum(values), repeat=3)
+    t_cumsum, exact = timed(lambda: np.cumsum(values), repeat=3)
     n_nodes = 2 * N - N.bit_count()
-    t_floor, _ = _timed(lambda: (np.cumsum(values), rng.laplace(size=n_nodes)), repeat=3)
-    t_bt, rel = _timed(lambda: binary_tree_release(values, epsilon=EPS, bound=BOUND, seed=1))
+    t_floor, _ = timed(lambda: (np.cumsum(values), rng.laplace(size=n_nodes)), repeat=3)
+    t_bt, rel = timed(lambda: binary_tree_release(values, epsilon=EPS, bound=BOUND, seed=1))
     del rel
     tracemalloc.start()  # a second run for memory: tracing slows allocations down
     rel = binary_tree_release(values, epsilon=EPS, bound=BOUND, seed=1)
@@ -82,12 +74,12 @@ def main() -> None:
     )
 
     # 2. 20,000 final sums vs numpy Laplace draws of the same count
-    t_fast, finals = _timed(
+    t_fast, finals = timed(
         lambda: binary_tree_final_sums(values, epsilon=EPS, bound=BOUND, repetitions=REPS, seed=2)
     )
     noise = binary_tree_noise(N, epsilon=EPS, bound=BOUND)
     k = N.bit_count()
-    t_np, _ = _timed(
+    t_np, _ = timed(
         lambda: values.sum() + rng.laplace(0.0, noise.scale, (REPS, k)).sum(axis=1), repeat=3
     )
     print(
@@ -109,8 +101,8 @@ def main() -> None:
     print(f"    Laplace baseline variance at n / BT variance at n = {lap_var_n / stated:,.0f}")
 
     # 4. variance reduction from the same nodes
-    t_on, online = _timed(rel.online_variance)
-    t_cons, cons = _timed(rel.consistent_prefix_sums)
+    t_on, online = timed(rel.online_variance)
+    t_cons, cons = timed(rel.consistent_prefix_sums)
     cons_var = rel.consistent_variance()
     print(
         f"[4] mean var. of prefix sums: BT / online = {rel.variance.mean() / online.mean():.3f}, "

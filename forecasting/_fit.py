@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
+from mechanisms.core._results import summary_text, table_frame
+
 __all__ = ["ArmaFit"]
 
 
@@ -33,6 +35,29 @@ class ArmaFit:
     """Whether the optimiser reported convergence (False: its iteration limit was hit)."""
     nobs: int
     """Number of observations fitted."""
+
+    def params(self) -> dict[str, float]:
+        """The estimates by statsmodels-style name: mean, ar.L1.., ma.L1.., sigma2."""
+        out = {"mean": self.mean}
+        out.update({f"ar.L{k + 1}": v for k, v in enumerate(self.ar)})
+        out.update({f"ma.L{k + 1}": v for k, v in enumerate(self.ma)})
+        out.update({"sigma2": self.sigma2, "noise_variance": self.noise_variance})
+        return out
+
+    def to_frame(self):
+        """One row per parameter: its estimate (``noise_variance`` is fixed, not estimated)."""
+        params = self.params()
+        return table_frame(
+            {"estimate": list(params.values())}, index=list(params), index_name="parameter"
+        )
+
+    def summary(self) -> str:
+        """A short text table, like statsmodels' ``results.summary()`` (estimates only)."""
+        p, _, q = self.order
+        rows = [("model", f"ARMA({p}, {q}) with a constant"), ("observations", self.nobs)]
+        rows += [(name, value) for name, value in self.params().items()]
+        rows += [("log-likelihood", self.loglike), ("converged", self.converged)]
+        return summary_text("ARMA fit", rows, result=self)
 
 
 class _Quiet(warnings.catch_warnings):

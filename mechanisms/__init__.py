@@ -2,6 +2,12 @@
 
 Imports numpy and scipy only; never a solver, never pandas-heavy logic (see DESIGN.md).
 
+Indexing (one rule, ``docs/indexing.md``): a step index counts *input* steps from 0.
+``range_sum(i, j)`` sums input steps i..j and ``to_frame()`` has one row per input step; the
+first ``time_lag`` steps of PAK, ToPS and ToPL are withheld (NaN rows; a range starting there
+is an error). ``range_sum`` returns a :class:`~mechanisms.core._results.RangeSum`: a float
+with its noise ``std_error`` where it is known. Every release also has ``summary()``.
+
 References used across the docstrings
 -------------------------------------
 [PAK19]  Perrier, Asghar, Kaafar. Private Continual Release of Real-Valued Data Streams.
@@ -39,6 +45,7 @@ from .core import (
     PrivacyGuarantee,
     PrivacyRecord,
     PrivacyUnit,
+    RangeSum,
     SecureBits,
     SolverError,
     WAlphaIndistinguishability,
@@ -226,6 +233,7 @@ __all__ = [
     "PrivacyGuarantee",
     "PrivacyRecord",
     "PrivacyUnit",
+    "RangeSum",
     "SecureBits",
     "SolverError",
     "WAlphaIndistinguishability",

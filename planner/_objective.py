@@ -49,6 +49,7 @@ from mechanisms import (
     smooth_sensitivity_quantile,
     smoothing_parameters,
 )
+from mechanisms.core._renamed import renamed_attribute
 
 from ._time_lag import max_quantile_count, quantile_count
 
@@ -93,14 +94,19 @@ class ErrorTerms:
     """κ of Eq. 11 (inf when infeasible)."""
     tau_max: float
     """τ_max of Eq. 13."""
-    alpha_lap: float
+    laplace_error_bound: float
     """First summand: the Laplace/BT error at step n."""
-    alpha_out: float
+    outlier_error_bound: float
     """Second summand: the outlier error."""
-    alpha: float
-    """α = alpha_lap + alpha_out (inf when infeasible)."""
+    error_bound: float
+    """α of Eq. 16 = laplace_error_bound + outlier_error_bound (inf when infeasible)."""
     g: float
     """g(λ, p, m) of Eq. 5 (exact binomial CDF at ⌊λpm⌋)."""
+
+    # old names (issue 12: α is the (w, α) unit's word), warn and point to the new ones
+    alpha = renamed_attribute("alpha", "error_bound", "ErrorTerms")
+    alpha_lap = renamed_attribute("alpha_lap", "laplace_error_bound", "ErrorTerms")
+    alpha_out = renamed_attribute("alpha_out", "outlier_error_bound", "ErrorTerms")
 
 
 class _Profiles:
@@ -178,6 +184,9 @@ class PakObjective:
     central differences.
     """
 
+    # old name (issue 12: α is the (w, α) unit's word), warns and points to the new one
+    baseline_alpha = renamed_attribute("baseline_alpha", "baseline_error_bound", "PakObjective")
+
     def __init__(
         self,
         sorted_prefix: np.ndarray,
@@ -199,7 +208,7 @@ class PakObjective:
         b_min = smoothing_parameters(self.share_bounds[0] * epsilon, delta, noise)[1]
         self.profiles = _Profiles(self.y, p_max=p_max, b_min=b_min)
         self.log_nodes = math.log2(n - m) if n - m > 1 else 0.0
-        self.baseline_alpha = bt_error(n=n, bound=bound, epsilon=epsilon, beta=beta)
+        self.baseline_error_bound = bt_error(n=n, bound=bound, epsilon=epsilon, beta=beta)
         p_lo = max(p_max / 50.0, min(p_max, 2.0 / m))
         r_max = 1.0 + 2.0 * math.log(n) / -math.log(p_max)
         self.bounds = [(1.0, r_max), (math.log(p_lo), math.log(p_max)), self.share_bounds] + [
@@ -248,7 +257,7 @@ class PakObjective:
         b_qt, b_lt, b_lap, b_out, b_rt = betas
         eps, m, n = self.epsilon, self.m, self.n
         eps1, eps2 = share * eps, (1.0 - share) * eps
-        big = 1e6 * self.baseline_alpha
+        big = 1e6 * self.baseline_error_bound
 
         def ab(e1: float) -> tuple[float, float]:
             return smoothing_parameters(e1, self.delta, self.noise)
@@ -388,8 +397,8 @@ class PakObjective:
             b=b,
             kappa=kappa,
             tau_max=tau,
-            alpha_lap=alpha_lap,
-            alpha_out=alpha_out,
-            alpha=alpha_lap + alpha_out,
+            laplace_error_bound=alpha_lap,
+            outlier_error_bound=alpha_out,
+            error_bound=alpha_lap + alpha_out,
             g=float(special.bdtr(count, m, p)),
         )

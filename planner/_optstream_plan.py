@@ -33,6 +33,7 @@ import numpy as np
 from scipy.special import erf
 
 from mechanisms import ParameterError
+from mechanisms.core._results import summary_text, table_frame
 from mechanisms.core._validation import check_integer, check_positive
 from mechanisms.optstream._sampling import interpolation_matrix, sample_equal
 
@@ -91,6 +92,34 @@ class OptStreamPlan:
     def predicted_gain(self) -> float:
         """Laplace's predicted error over the plan's."""
         return self.predicted_laplace / float(self.predicted[self.candidates == self.k][0])
+
+    def to_frame(self):
+        """One row per candidate k: the predicted error and its noise and bias parts."""
+        return table_frame(
+            {
+                "predicted": self.predicted,
+                "noise": self.noise,
+                "bias": self.bias,
+                "chosen": self.candidates == self.k,
+            },
+            index=np.asarray(self.candidates),
+            index_name="k",
+        )
+
+    def summary(self) -> str:
+        """A short text table: the chosen k and the error it predicts."""
+        chosen = float(self.predicted[self.candidates == self.k][0])
+        rows = [
+            ("samples per period k", self.k),
+            ("period w", self.w),
+            ("levels h", self.n_levels),
+            ("epsilon", self.epsilon),
+            ("alpha α of the (w, α) unit", self.alpha),
+            ("predicted MAE per step and series", chosen),
+            ("Laplace's predicted MAE", self.predicted_laplace),
+            ("predicted gain over Laplace", self.predicted_gain),
+        ]
+        return summary_text("OptStream plan [FV19]", rows, result=self)
 
 
 def _mean_abs_normal(mu: np.ndarray, sigma: np.ndarray) -> np.ndarray:

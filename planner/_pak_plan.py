@@ -14,6 +14,8 @@ import numpy as np
 from scipy import optimize
 
 from mechanisms import ParameterError, SolverError
+from mechanisms.core._renamed import renamed_attribute
+from mechanisms.core._results import summary_text, table_frame
 from mechanisms.core._validation import (
     check_fraction,
     check_integer,
@@ -52,12 +54,13 @@ class PakPlan:
     """ε₁/ε, the share of ε spent on the threshold; 0 when it does not pay."""
     beta_shares: dict = field(hash=False)
     """β_x/β for x in ``qt``, ``lt``, ``lap``, ``out``, ``rt`` (sum 1)."""
-    alpha: float
-    """Predicted error α at step n, w.p. ≥ 1 − β (Eq. 16, or Eq. 3 when BT is better)."""
-    baseline_alpha: float
-    """Error of plain BT, Eq. 3 with constant (B/ε)√(8 ln 1/β)(log₂ n)^1.5."""
+    error_bound: float
+    """Predicted error bound at step n, w.p. ≥ 1 − β: the paper's α (Eq. 16, or Eq. 3 when BT
+    is better)."""
+    baseline_error_bound: float
+    """Error bound of plain BT, Eq. 3 with constant (B/ε)√(8 ln 1/β)(log₂ n)^1.5 (α_BT)."""
     improvement_factor: float
-    """IF = baseline_alpha / alpha (1 when the threshold does not pay)."""
+    """IF = baseline_error_bound / error_bound (1 when the threshold does not pay)."""
     use_threshold: bool
     """False when no setting beats BT: then release with plain BT (Table I, m = 40,000)."""
     time_lag: int
@@ -88,6 +91,10 @@ class PakPlan:
     """Always False: the plan depends on the data and is not a private release."""
     note: str = ANALYSIS_NOTE
     """Why the plan is not private."""
+
+    # old names (issue 12: α is the (w, α) unit's word), warn and point to the new ones
+    alpha = renamed_attribute("alpha", "error_bound", "PakPlan")
+    baseline_alpha = renamed_attribute("baseline_alpha", "baseline_error_bound", "PakPlan")
 
     @property
     def beta_values(self) -> dict:
@@ -128,8 +135,31 @@ class PakPlan:
             "ε₁/ε": self.eps1_share,
         }
         row.update({f"β_{k}/β": self.beta_shares[k] for k in BETA_KEYS})
-        row.update({"alpha": self.alpha, "baseline_alpha": self.baseline_alpha})
+        row.update(
+            {"error_bound": self.error_bound, "baseline_error_bound": self.baseline_error_bound}
+        )
         return row
+
+    def to_frame(self):
+        """One row: :meth:`as_row` (the columns of a Table I/II row)."""
+        return table_frame({k: [v] for k, v in self.as_row().items()})
+
+    def summary(self) -> str:
+        """A short text table: the chosen parameters and the errors they predict."""
+        rows = [
+            ("time lag m / stream length n", f"{self.time_lag:,} / {self.n:,}"),
+            ("bound B", self.bound),
+            ("epsilon, delta", f"{self.epsilon:g}, {self.delta:g}"),
+            ("beta (failure probability)", self.beta),
+            ("use the threshold", self.use_threshold),
+            ("r, λ, p", f"{self.r:.4g}, {self.lam:.4g}, {self.p:.4g}"),
+            ("ε₁/ε", self.eps1_share),
+            ("error bound α (Eq. 16)", self.error_bound),
+            ("baseline error bound α_BT (Eq. 3)", self.baseline_error_bound),
+            ("improvement factor IF", self.improvement_factor),
+            ("solver, starts, evaluations", f"{self.method}, {self.n_starts}, {self.nfev}"),
+        ]
+        return summary_text("PAK plan [PAK19] Eq. 16", rows, result=self)
 
 
 def _starts(obj: PakObjective) -> list[np.ndarray]:
@@ -152,7 +182,7 @@ def solve_pak(obj: PakObjective, *, method: str = "TNC") -> tuple[np.ndarray, fl
             f"The 'method' parameter of plan_pak must be one of {METHODS}. Got {method!r} instead."
         )
     best_z, best_f, nfev = None, math.inf, 0
-    big = 1e6 * obj.baseline_alpha
+    big = 1e6 * obj.baseline_error_bound
     for z0 in _starts(obj):
         z0 = np.clip(z0, [lo for lo, _ in obj.bounds], [hi for _, hi in obj.bounds])
         if obj.value(z0) >= big:
@@ -286,9 +316,9 @@ def plan_pak(
         if z.size:
             r, p, share, betas = obj.decode(z)
             terms = obj.exact(r=r, lam=obj.lam_from(z), p=p, share=share, betas=betas)
-    base = obj.baseline_alpha
+    base = obj.baseline_error_bound
     common = dict(
-        baseline_alpha=base,
+        baseline_error_bound=base,
         time_lag=m,
         n=n,
         bound=bound,
@@ -302,15 +332,15 @@ def plan_pak(
         n_starts=len(_START_R) * len(_START_SHARE) * len(_START_SPLITS),
         nfev=nfev,
     )
-    if terms is not None and terms.alpha < base:
+    if terms is not None and terms.error_bound < base:
         return PakPlan(
             r=terms.r,
             lam=terms.lam,
             p=terms.p,
             eps1_share=terms.eps1_share,
             beta_shares=dict(terms.beta_shares),
-            alpha=terms.alpha,
-            improvement_factor=base / terms.alpha,
+            error_bound=terms.error_bound,
+            improvement_factor=base / terms.error_bound,
             use_threshold=True,
             **common,
         )
@@ -322,7 +352,7 @@ def plan_pak(
         p=p_max,
         eps1_share=0.0,
         beta_shares=shares,
-        alpha=base,
+        error_bound=base,
         improvement_factor=1.0,
         use_threshold=False,
         **common,

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from mechanisms import ParameterError, pak_release
+from mechanisms.core._renamed import renamed_attribute
 from mechanisms.core._validation import check_integer, check_stream
 
 from ._pak_plan import PakPlan, plan_pak
@@ -78,8 +79,10 @@ def pak_table(
         row = plan.as_row()
         if full and plan.terms is not None:
             row.update(
-                alpha_lap=plan.terms.alpha_lap if plan.use_threshold else plan.alpha,
-                alpha_out=plan.terms.alpha_out if plan.use_threshold else 0.0,
+                laplace_error_bound=(
+                    plan.terms.laplace_error_bound if plan.use_threshold else plan.error_bound
+                ),
+                outlier_error_bound=plan.terms.outlier_error_bound if plan.use_threshold else 0.0,
                 tau_max=plan.terms.tau_max,
             )
         rows.append(row)
@@ -158,14 +161,22 @@ class PredictedVsRealised:
     """One row per run: error_pak, error_bt (|ĉ(n) − c(n)|), threshold, outlier_error."""
     quantile: float
     """1 − β, the level of the realised quantiles."""
-    realised_alpha: float
-    """Realised (1 − β)-quantile of error_pak."""
-    realised_bt_alpha: float
-    """Realised (1 − β)-quantile of error_bt."""
+    realised_error_bound: float
+    """Realised (1 − β)-quantile of error_pak (to compare with ``plan.error_bound``)."""
+    realised_baseline_error_bound: float
+    """Realised (1 − β)-quantile of error_bt (to compare with ``plan.baseline_error_bound``)."""
     coverage: float
-    """Fraction of runs with error_pak ≤ plan.alpha (Eq. 16 promises ≥ 1 − β)."""
+    """Fraction of runs with error_pak ≤ plan.error_bound (Eq. 16 promises ≥ 1 − β)."""
     predicted_outlier: float
     """Second summand of Eq. 16 (α_out) at the plan."""
+
+    # old names (issue 12: α is the (w, α) unit's word), warn and point to the new ones
+    realised_alpha = renamed_attribute(
+        "realised_alpha", "realised_error_bound", "PredictedVsRealised"
+    )
+    realised_bt_alpha = renamed_attribute(
+        "realised_bt_alpha", "realised_baseline_error_bound", "PredictedVsRealised"
+    )
 
     @property
     def outlier_ratio(self) -> pd.Series:
@@ -184,13 +195,13 @@ class PredictedVsRealised:
             "n": self.plan.n,
             "epsilon": self.plan.epsilon,
             "use_threshold": self.plan.use_threshold,
-            "predicted_alpha": self.plan.alpha,
-            "realised_alpha": self.realised_alpha,
+            "predicted_error_bound": self.plan.error_bound,
+            "realised_error_bound": self.realised_error_bound,
             "coverage": self.coverage,
-            "predicted_bt_alpha": self.plan.baseline_alpha,
-            "realised_bt_alpha": self.realised_bt_alpha,
+            "predicted_baseline_error_bound": self.plan.baseline_error_bound,
+            "realised_baseline_error_bound": self.realised_baseline_error_bound,
             "predicted_IF": self.plan.improvement_factor,
-            "realised_IF_quantile": self.realised_bt_alpha / self.realised_alpha,
+            "realised_IF_quantile": self.realised_baseline_error_bound / self.realised_error_bound,
             "realised_IF_mean": self.realised_improvement,
             "predicted_outlier": self.predicted_outlier,
             "outlier_ratio_median": float(self.outlier_ratio.median()),
@@ -241,14 +252,16 @@ def predicted_vs_realised(
         )
     frame = pd.DataFrame(rows)
     level = 1.0 - beta
-    predicted_out = plan.terms.alpha_out if (plan.use_threshold and plan.terms) else math.nan
+    predicted_out = (
+        plan.terms.outlier_error_bound if (plan.use_threshold and plan.terms) else math.nan
+    )
     return PredictedVsRealised(
         plan=plan,
         runs=frame,
         quantile=level,
-        realised_alpha=float(frame["error_pak"].quantile(level)),
-        realised_bt_alpha=float(frame["error_bt"].quantile(level)),
-        coverage=float((frame["error_pak"] <= plan.alpha).mean()),
+        realised_error_bound=float(frame["error_pak"].quantile(level)),
+        realised_baseline_error_bound=float(frame["error_bt"].quantile(level)),
+        coverage=float((frame["error_pak"] <= plan.error_bound).mean()),
         predicted_outlier=predicted_out,
     )
 
@@ -265,8 +278,8 @@ def plot_predicted_vs_realised(result: PredictedVsRealised, path: str, *, title:
     b = plan.bound
     ax1.hist(runs["error_bt"] / b, bins=40, density=True, alpha=0.5, label="BT")
     ax1.hist(runs["error_pak"] / b, bins=40, density=True, alpha=0.5, label="Mechanism 1")
-    ax1.axvline(plan.alpha / b, color="C1", ls="--", label="predicted α (Eq. 16)")
-    ax1.axvline(plan.baseline_alpha / b, color="C0", ls="--", label="predicted α_BT (Eq. 3)")
+    ax1.axvline(plan.error_bound / b, color="C1", ls="--", label="predicted α (Eq. 16)")
+    ax1.axvline(plan.baseline_error_bound / b, color="C0", ls="--", label="predicted α_BT (Eq. 3)")
     ax1.set_xlabel("|error at step n| / B")
     ax1.set_ylabel("density")
     ax1.legend(fontsize=8)

@@ -40,6 +40,7 @@ from mechanisms import (
     tops_noise,
     tops_scores,
 )
+from mechanisms.core._results import summary_text, table_frame
 from mechanisms.core._validation import check_integer, check_positive, check_stream
 from mechanisms.tops._variance import QUERIES, mean_query_units, public_queries, variance_units
 
@@ -179,6 +180,35 @@ class TopsPlan:
     """L."""
     private: bool = False
     """Always False: this plan reads the data (use it to choose public settings)."""
+    note: str = "analysis only: reads the prefix (use it to choose public settings)"
+    """Why the plan is not private."""
+
+    def to_frame(self):
+        """One row per candidate θ: its predicted MSE."""
+        return table_frame(
+            {
+                "threshold": self.candidates,
+                "mse": self.mse,
+                "best": self.candidates == self.best.threshold,
+            },
+            index_name="candidate",
+        )
+
+    def summary(self) -> str:
+        """A short text table: the best θ, its predicted error, the optimizer's peak."""
+        rows = [
+            ("best threshold θ", self.best.threshold),
+            ("its predicted MSE", self.best.mse),
+            (
+                "noise, partial, bias² terms",
+                f"{self.best.noise:.4g}, {self.best.partial:.4g}, {self.best.bias**2:.4g}",
+            ),
+            ("optimizer's noise-free θ", self.optimizer_threshold),
+            ("kappa κ", self.kappa),
+            ("leaf size g, levels L", f"{self.leaf_size}, {self.levels}"),
+            ("candidates", self.candidates.size),
+        ]
+        return summary_text("ToPS plan [ToPS21]", rows, result=self)
 
 
 def plan_tops(

@@ -10,6 +10,7 @@ from types import MappingProxyType
 import numpy as np
 
 from mechanisms import ParameterError
+from mechanisms.core._results import summary_text, table_frame
 from mechanisms.core._validation import check_integer
 
 from ._cvx import solve_cvxpy
@@ -75,6 +76,33 @@ class ConsistentRelease:
     def stream(self, name: str) -> np.ndarray:
         """Per-step values of node ``name`` as one stream of n_periods * w steps."""
         return self.node(name).reshape(-1)
+
+    def to_frame(self, index: object = None):
+        """A wide frame: one row per step (n_periods·w), one column per node; ``index`` is
+        the input's index (default: a ``step`` RangeIndex)."""
+        n_periods, n_nodes, w = self.values.shape
+        data = {
+            name: self.values[:, k, :].reshape(-1) for k, name in enumerate(self.hierarchy.nodes)
+        }
+        if index is not None and len(index) != n_periods * w:
+            raise ParameterError(
+                f"The 'index' parameter of ConsistentRelease.to_frame must have one label per "
+                f"step ({n_periods * w}). Got {len(index)} labels instead."
+            )
+        return table_frame(data, index=index, index_name=None if index is not None else "step")
+
+    def summary(self) -> str:
+        """A short text table of the solve (post-processing: no privacy cost)."""
+        n_periods, n_nodes, w = self.values.shape
+        rows = [
+            ("periods × nodes × w", f"{n_periods} × {n_nodes} × {w}"),
+            ("feature parts", self.parts.shape[2]),
+            ("method", self.method + (" (separable)" if self.separable else "")),
+            ("status", ", ".join(sorted(set(self.status)))),
+            ("largest relative KKT violation", max(self.kkt.values(), default=0.0)),
+            ("leaf-steps at 0 (all periods)", int(np.sum(self.n_active))),
+        ]
+        return summary_text("Consistent release [FV19] Alg. 4", rows, result=self)
 
 
 def project_consistent(

@@ -447,7 +447,7 @@ for eps_t, eps_r in [(0.01, 0.05), (0.1, 0.05), (1.0, 1.0)]:
         tops = mechanisms.tops_release(values, bound=bound, epsilon_threshold=eps_t,
                                        epsilon_perturb=eps_r, time_lag=M, seed=100 + run)
         answers = {
-            "ToPS": np.array([tops.range_sum(int(i), int(j)) for i, j in q]),
+            "ToPS": np.array([tops.range_sum(M + int(i), M + int(j)) for i, j in q]),
             "PAK, τ clipped to B": pak_answers(eps_t, eps_r, q, 200 + 2 * run, True),
             "PAK, τ not clipped": pak_answers(eps_t, eps_r, q, 200 + 2 * run, False),
             "all-zero": np.zeros(QUERIES),
@@ -478,7 +478,7 @@ q = np.sort(np.random.default_rng(0).integers(0, r, size=(QUERIES, 2)), axis=1)
 truth = cumulative[q[:, 1] + 1] - cumulative[q[:, 0]]
 for eps in [0.5, 2.0]:
     topl = mechanisms.topl_release(values, bound=bound, epsilon=eps, time_lag=M, seed=7)
-    answers = np.array([topl.range_sum(int(i), int(j)) for i, j in q])
+    answers = np.array([topl.range_sum(M + int(i), M + int(j)) for i, j in q])
     rows.append({"ε": eps, "θ (kW)": topl.threshold, "MSE": np.mean((answers - truth) ** 2),
                  "all-zero MSE": np.mean(truth**2)})
 pd.DataFrame(rows)

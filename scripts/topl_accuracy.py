@@ -109,7 +109,9 @@ def main() -> None:
                     bias_weight=weight,
                     seed=np.random.SeedSequence(s_topl.entropy, spawn_key=s_topl.spawn_key),
                 )
-                answers[name] = np.array([rel.range_sum(int(i), int(j)) for i, j in ij])
+                answers[name] = np.array(
+                    [rel.range_sum(TIME_LAG + int(i), TIME_LAG + int(j)) for i, j in ij]
+                )
                 thresholds[name] = rel.threshold
                 predicted[name] = float(rel.plan.predicted_error.min())
             for name, theta, s in (("hm_B", bound, s_hm_b), ("hm_oracle", theta_star, s_oracle)):

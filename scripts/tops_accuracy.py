@@ -75,7 +75,7 @@ def one_run(x, bound, eps_t, eps_r, run):
     tau_raw = th.unclipped
     tau_clip = min(tau_raw, bound)
     answers = {
-        "ToPS": np.array([tops.range_sum(int(i), int(j)) for i, j in q]),
+        "ToPS": np.array([tops.range_sum(M + int(i), M + int(j)) for i, j in q]),
         "PAK, tau clipped to B": _bt_answers(suffix, tau_clip, eps_r, q, s_pak),
         "PAK, tau not clipped": _bt_answers(suffix, max(tau_raw, 1e-9), eps_r, q, s_pak),
         "ToPS theta + plain BT": _bt_answers(suffix, tops.threshold, eps_r, q, s_bt),

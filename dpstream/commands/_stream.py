@@ -232,6 +232,7 @@ def _release_one(
         {
             "time_lag": int(m),
             "released_steps": int(x.size - m),
+            "indexing": "row k is input step k (0-based); the first time_lag rows are withheld",
             "bound": bound,
             "epsilon": budget.epsilon,
             "delta": budget.delta,
@@ -240,9 +241,13 @@ def _release_one(
             "seeded": seed is not None,
         }
     )
+    # one row per input step, indexed like INPUT; the m withheld steps are empty (NaN)
     frame = pd.DataFrame(
-        {"value": np.asarray(values), "cumulative": np.asarray(cumulative)},
-        index=series.index[m:],
+        {
+            "value": np.concatenate([np.full(m, np.nan), np.asarray(values)]),
+            "cumulative": np.concatenate([np.full(m, np.nan), np.asarray(cumulative)]),
+        },
+        index=series.index,
     )
     record = PrivacyRecord.from_guarantee(
         rel.guarantee,
@@ -256,7 +261,7 @@ def _release_one(
     write_privacy(out_path, record.to_dict())
     label = " (seeded: NOT private)" if seed is not None else ""
     click.echo(
-        f"Released {len(frame)} steps (after a time lag of {m}) with {method}, "
+        f"Released {x.size - m} steps (after a time lag of {m}) with {method}, "
         f"{rel.guarantee.budget}, threshold {meta['threshold']:.6g}, to {out_path} and "
         f"{side.name}{label}."
     )

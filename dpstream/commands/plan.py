@@ -191,7 +191,8 @@ def _plan_pak(n, bound, epsilon, delta, beta, p_max, lags, prefix, as_json, plot
             json.dumps({"plans": records, "private": False, "note": ANALYSIS_NOTE}, indent=2)
         )
         return
-    shown = table.drop(columns=[c for c in ("alpha_lap", "alpha_out", "tau_max") if c in table])
+    terms = ("laplace_error_bound", "outlier_error_bound", "tau_max")
+    shown = table.drop(columns=[c for c in terms if c in table])
     click.echo(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     click.echo(f"Note: {ANALYSIS_NOTE}.")
     if plot:

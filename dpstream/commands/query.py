@@ -1,17 +1,19 @@
 """``dpstream query``: range sums from a release written by ``dpstream release tops|topl|pak|bt``.
 
-Release files (format ``dpstream-release``, version 1)
+Release files (format ``dpstream-release``, version 2)
 ------------------------------------------------------
-* **values file** (the ``--out`` of ``dpstream release``, .csv or .parquet): one row per released
-  step, i.e. the steps after the time lag m (all steps for ``bt``), indexed like the input (its
-  time column, or the 0-based input step ``step``). Columns: ``value``, the per-step release, and
-  ``cumulative``, the released-step sums: ``cumulative[k]`` answers V(0, k).
+* **values file** (the ``--out`` of ``dpstream release``, .csv or .parquet): one row per *input*
+  step, indexed like the input (its time column, or the 0-based input step ``step``): row k is
+  input step k (the one indexing rule, ``docs/indexing.md``). The first m = time lag rows are
+  withheld and empty (NaN); all rows are released for ``bt``. Columns: ``value``, the per-step
+  release, and ``cumulative``, the sum of the released steps m..k.
 * **sidecar** ``<values file>.json``: the method, the privacy guarantee and every parameter (ε's,
   δ, bound B, time lag m, the threshold), whether the run was seeded (not private), and for ToPS
   the hierarchy's shape (fan-out F, leaf size g, levels L, tree size T, smoother).
 
-Answers. V(i, j) over released steps i..j (0-based, inclusive; released step i is input step
-m + i) is ``cumulative[j] − cumulative[i − 1]``, as the mechanisms' ``range_sum`` computes it:
+Answers. V(i, j) over input steps i..j (0-based, inclusive, m ≤ i ≤ j) is
+``cumulative[j] − cumulative[i − 1]`` (``cumulative[j]`` when i = m), as the mechanisms'
+``range_sum(i, j)`` computes it:
 
 * ``pak``/``bt``: ``cumulative`` holds the released prefix sums minus the released c(σ, m)
   (which cancels in every range), so answers equal ``PakRelease.range_sum`` up to rounding;
@@ -37,7 +39,7 @@ from mechanisms import ParameterError
 __all__ = ["FORMAT", "query", "read_release", "sidecar_path", "write_release"]
 
 FORMAT = "dpstream-release"
-VERSION = 1
+VERSION = 2
 _SUFFIXES = (".csv", ".parquet", ".pq")
 
 
@@ -80,7 +82,13 @@ def read_release(path: str | Path) -> tuple[pd.DataFrame, dict]:
         raise ParameterError(
             f"The sidecar {side.name!r} is not valid JSON (line {exc.lineno})."
         ) from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != 1:
+    if isinstance(meta, dict) and meta.get("format") == FORMAT and meta.get("version") == 1:
+        raise ParameterError(
+            f"The release {file.name!r} is a {FORMAT} version 1 file (rows and --range counted "
+            "released steps). Version 2 counts input steps, like the mechanisms' range_sum: "
+            "release it again with this dpstream."
+        )
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
         raise ParameterError(f"The sidecar {side.name!r} is not a {FORMAT} version {VERSION} file.")
     try:
         frame = (
@@ -92,14 +100,20 @@ def read_release(path: str | Path) -> tuple[pd.DataFrame, dict]:
         raise ParameterError(
             f"The release {file.name!r} could not be read ({type(exc).__name__})."
         ) from None
-    steps = meta.get("released_steps")
-    if "cumulative" not in frame.columns or not isinstance(steps, int) or len(frame) != steps:
+    n_input, lag = meta.get("n_input"), meta.get("time_lag", 0)
+    if (
+        "cumulative" not in frame.columns
+        or not isinstance(n_input, int)
+        or not isinstance(lag, int)
+        or not 0 <= lag < n_input
+        or len(frame) != n_input
+    ):
         raise ParameterError(
             f"The release {file.name!r} does not match its sidecar (a 'cumulative' column and "
-            f"{steps!r} rows are expected)."
+            f"{n_input!r} rows, one per input step, are expected)."
         )
     cumulative = pd.to_numeric(frame["cumulative"], errors="coerce")
-    if not np.isfinite(cumulative.to_numpy(dtype=np.float64)).all():
+    if not np.isfinite(cumulative.to_numpy(dtype=np.float64)[lag:]).all():
         raise ParameterError(
             f"The release {file.name!r} has entries of 'cumulative' that are not finite numbers: "
             "it was changed after dpstream release wrote it. Release again."
@@ -108,18 +122,18 @@ def read_release(path: str | Path) -> tuple[pd.DataFrame, dict]:
     return frame, meta
 
 
-def range_sums(frame: pd.DataFrame, ranges: list[tuple[int, int]]) -> list[float]:
-    """V(i, j) = cumulative[j] − cumulative[i − 1] for each range (validated)."""
+def range_sums(frame: pd.DataFrame, ranges: list[tuple[int, int]], time_lag: int) -> list[float]:
+    """V(i, j) = cumulative[j] − cumulative[i − 1] over input steps m ≤ i ≤ j (validated)."""
     cum = frame["cumulative"].to_numpy(dtype=np.float64)
-    last = cum.size - 1
     out = []
     for i, j in ranges:
-        if not 0 <= i <= last or not i <= j <= last:
+        if not time_lag <= i <= j < cum.size:
             raise ParameterError(
-                f"The '--range' option of dpstream query must be two released steps I J with "
-                f"0 <= I <= J <= {last} (this release has {last + 1}). Got {i} {j} instead."
+                f"The '--range' option of dpstream query must be two input steps I J with "
+                f"{time_lag} <= I <= J <= {cum.size - 1} (the first {time_lag} steps are withheld: "
+                f"the time lag). Got {i} {j} instead."
             )
-        out.append(float(cum[j] - (cum[i - 1] if i > 0 else 0.0)))
+        out.append(float(cum[j] - (cum[i - 1] if i > time_lag else 0.0)))
     return out
 
 
@@ -132,7 +146,7 @@ def range_sums(frame: pd.DataFrame, ranges: list[tuple[int, int]]) -> list[float
     multiple=True,
     required=True,
     metavar="I J",
-    help="Released steps I..J (0-based, inclusive; step 0 is the first after the time lag).",
+    help="Input steps I..J (0-based, inclusive: rows of RELEASE; I ≥ the time lag).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the answers as JSON.")
 def query(release_path: str, ranges: tuple[tuple[int, int], ...], as_json: bool) -> None:
@@ -143,11 +157,11 @@ def query(release_path: str, ranges: tuple[tuple[int, int], ...], as_json: bool)
 
     \b
     Examples:
-      dpstream query tops.csv --range 0 999
-      dpstream query pak.parquet --range 0 9 --range 100 1099 --json
+      dpstream query tops.csv --range 65536 66535
+      dpstream query bt.parquet --range 0 9 --range 100 1099 --json
     """
     frame, meta = read_release(release_path)
-    answers = range_sums(frame, list(ranges))
+    answers = range_sums(frame, list(ranges), int(meta.get("time_lag", 0)))
     if as_json:
         payload = {
             "method": meta.get("method"),

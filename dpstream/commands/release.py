@@ -210,7 +210,8 @@ def release(
     tops, topl, pak and bt release ONE stream (a single value column, or --column; values in
     [0, --bound]) at event level (topl: local DP). tops, topl and pak read the first
     --time-lag values for their threshold and release the later steps; bt releases all. The
-    output has columns 'value' and 'cumulative' plus a sidecar OUT.json; answer range sums with
+    output has one row per input step, indexed like INPUT (the withheld rows empty), columns
+    'value' and 'cumulative', and a sidecar OUT.json; answer range sums over input steps with
     'dpstream query OUT --range I J'.
 
     \b

@@ -65,9 +65,10 @@ def run_pak_stage(config: DemoConfig, progress: Progress) -> tuple[ReportSection
     outcome = pd.DataFrame(
         [
             {"quantity": "(1 − β)-quantile of |error| at step n, Mechanism 1",
-             "predicted": plan.alpha, "realised": result.realised_alpha},
+             "predicted": plan.error_bound, "realised": result.realised_error_bound},
             {"quantity": "(1 − β)-quantile of |error| at step n, BT with B",
-             "predicted": plan.baseline_alpha, "realised": result.realised_bt_alpha},
+             "predicted": plan.baseline_error_bound,
+             "realised": result.realised_baseline_error_bound},
             {"quantity": "improvement factor IF (quantiles)",
              "predicted": plan.improvement_factor, "realised": summary["realised_IF_quantile"]},
             {"quantity": "improvement factor (mean |error|)",

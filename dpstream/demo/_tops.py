@@ -73,10 +73,11 @@ def run_tops_stage(config: DemoConfig, progress: Progress) -> tuple[ReportSectio
                 tops.threshold, prefix=values[:TIME_LAG], horizon=r, epsilon_perturb=eps
             ).mse
         )
-        for i, j in _queries(rng, r):
+        for i, j in _queries(rng, r):  # released steps i..j = input steps m + i..m + j
             truth = cumulative[j + 1] - cumulative[i]
+            first, last = TIME_LAG + int(i), TIME_LAG + int(j)
             for method, release in zip(_METHODS[:3], (tops, pak, topl), strict=True):
-                errors[method].append((release.range_sum(int(i), int(j)) - truth) ** 2)
+                errors[method].append((release.range_sum(first, last) - truth) ** 2)
             errors[_METHODS[3]].append(truth**2)
     mse = {m: float(np.mean(e)) for m, e in errors.items()}
     table = pd.DataFrame(

@@ -36,6 +36,7 @@ from ._record import (
     dpstream_version,
     unit_kind,
 )
+from ._results import RangeSum
 from ._units import (
     EventLevel,
     LocalDP,
@@ -47,6 +48,7 @@ from ._units import (
 
 __all__ = [
     "PrivacyRecord",
+    "RangeSum",
     "dpstream_version",
     "unit_kind",
     "BitSource",

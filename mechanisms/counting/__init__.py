@@ -14,6 +14,7 @@ from ._tree import (
     binary_tree_prefix_sums,
     binary_tree_release,
     dyadic_cover,
+    tree_range_variance,
 )
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "binary_tree_release",
     "dyadic_cover",
     "laplace_prefix_sums",
+    "tree_range_variance",
 ]

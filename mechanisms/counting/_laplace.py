@@ -5,6 +5,7 @@ The other baseline of [PAK19] is BT itself with the full bound B (:func:`binary_
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,8 +13,9 @@ import numpy as np
 from ..core._budget import Budget
 from ..core._noise import LaplaceNoise
 from ..core._random import BitSource, bit_source
+from ..core._results import RangeSum, check_range, step_frame, summary_text
 from ..core._units import EventLevel, PrivacyGuarantee
-from ..core._validation import check_integer, check_positive, check_stream
+from ..core._validation import check_positive, check_stream
 
 __all__ = ["LaplaceRelease", "laplace_prefix_sums"]
 
@@ -46,12 +48,41 @@ class LaplaceRelease:
         for arr in (self.prefix_sums, self.variance, self.values):
             arr.setflags(write=False)
 
-    def range_sum(self, i: int, j: int) -> float:
-        """Estimated sum of steps i..j (0-based, inclusive): c(σ, j + 1) − c(σ, i)."""
-        i = check_integer(i, "i", "LaplaceRelease.range_sum", minimum=0, maximum=self.n - 1)
-        j = check_integer(j, "j", "LaplaceRelease.range_sum", minimum=i, maximum=self.n - 1)
+    def range_sum(self, i: int, j: int) -> RangeSum:
+        """Estimated sum of steps i..j (0-based, inclusive): c(σ, j + 1) − c(σ, i), with its
+        noise standard error √((j − i + 1)·``noise.variance``)."""
+        i, j = check_range(i, j, first=0, stop=self.n, owner="LaplaceRelease.range_sum")
         before = self.prefix_sums[i - 1] if i > 0 else 0.0
-        return float(self.prefix_sums[j] - before)
+        std = math.sqrt((j - i + 1) * self.noise.variance)
+        return RangeSum(float(self.prefix_sums[j] - before), std)
+
+    def to_frame(self, index: object = None):
+        """One row per step: ``value``, ``prefix_sum`` and the prefix sum's ``std_error``."""
+        columns = {
+            "value": self.values,
+            "prefix_sum": self.prefix_sums,
+            "std_error": np.sqrt(self.variance),
+        }
+        return step_frame(
+            columns,
+            n=self.n,
+            time_lag=0,
+            index=index,
+            owner="LaplaceRelease.to_frame",
+            result=self,
+        )
+
+    def summary(self) -> str:
+        """A short text table of the release (released values and public parameters)."""
+        rows = [
+            ("steps n", self.n),
+            ("bound B", self.bound),
+            ("epsilon", self.epsilon),
+            ("Laplace scale b per value", self.scale),
+            ("released total c(σ, n)", float(self.prefix_sums[-1])),
+            ("its std. error (noise)", math.sqrt(float(self.variance[-1]))),
+        ]
+        return summary_text("Laplace release (per value, cumulated)", rows, result=self)
 
 
 def _laplace_release(

@@ -40,6 +40,7 @@ from ..core._budget import Budget
 from ..core._errors import DomainError
 from ..core._noise import LaplaceNoise
 from ..core._random import BitSource, bit_source
+from ..core._results import RangeSum, check_range, step_frame, summary_text
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import check_integer, check_positive, check_stream
 from ._tree_blocks import block_levels, completed_before, level_offsets, tree_in_blocks
@@ -49,6 +50,7 @@ from ._tree_estimates import (
     _online_level_variances,
     _online_nodes,
     _popcounts,
+    tree_range_variance,
 )
 
 __all__ = [
@@ -59,6 +61,7 @@ __all__ = [
     "binary_tree_prefix_sums",
     "binary_tree_release",
     "dyadic_cover",
+    "tree_range_variance",
 ]
 
 _PROOF = "[CSS11] binary mechanism, [DNPR10]: node sums have L1 sensitivity L·B; Laplace mechanism"
@@ -152,12 +155,38 @@ class TreeRelease:
         out.setflags(write=False)
         return out
 
-    def range_sum(self, i: int, j: int) -> float:
-        """Estimated sum of steps i..j (0-based, inclusive): c(σ, j + 1) − c(σ, i)."""
-        i = check_integer(i, "i", "TreeRelease.range_sum", minimum=0, maximum=self.n - 1)
-        j = check_integer(j, "j", "TreeRelease.range_sum", minimum=i, maximum=self.n - 1)
+    def range_sum(self, i: int, j: int) -> RangeSum:
+        """Estimated sum of steps i..j (0-based, inclusive): c(σ, j + 1) − c(σ, i), with the
+        exact noise standard error (:func:`tree_range_variance`)."""
+        i, j = check_range(i, j, first=0, stop=self.n, owner="TreeRelease.range_sum")
         before = self.prefix_sums[i - 1] if i > 0 else 0.0
-        return float(self.prefix_sums[j] - before)
+        var = tree_range_variance(i, j, self.noise.variance)
+        return RangeSum(float(self.prefix_sums[j] - before), math.sqrt(var))
+
+    def to_frame(self, index: object = None):
+        """One row per step: ``value`` (c(σ, k + 1) − c(σ, k)), ``prefix_sum`` and its noise
+        ``std_error``; ``index`` is the input's index (default: a ``step`` RangeIndex)."""
+        columns = {
+            "value": np.diff(self.prefix_sums, prepend=0.0),
+            "prefix_sum": self.prefix_sums,
+            "std_error": np.sqrt(self.variance),
+        }
+        return step_frame(
+            columns, n=self.n, time_lag=0, index=index, owner="TreeRelease.to_frame", result=self
+        )
+
+    def summary(self) -> str:
+        """A short text table of the release (released values and public parameters)."""
+        rows = [
+            ("steps n", self.n),
+            ("bound B", self.bound),
+            ("epsilon", self.epsilon),
+            ("tree levels L", self.levels),
+            ("Laplace scale b per node", self.scale),
+            ("released total c(σ, n)", float(self.prefix_sums[-1])),
+            ("its std. error (noise)", math.sqrt(float(self.variance[-1]))),
+        ]
+        return summary_text("Binary-tree release [CSS11] [DNPR10]", rows, result=self)
 
     def online_nodes(self) -> tuple[np.ndarray, ...]:
         """Bottom-up node estimates zₕ (each known when its node completes)."""

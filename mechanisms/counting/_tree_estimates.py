@@ -70,3 +70,15 @@ def _consistent_variance_units(n: int, levels: int) -> np.ndarray:
         block += (c / size * np.arange(size, dtype=np.float64) ** 2)[None, :]
         out[rows * size :] += c * size * rows
     return out[1:]
+
+
+def tree_range_variance(i: int, j: int, node_variance: float) -> float:
+    """Noise variance of the BT range sum c(σ, j + 1) − c(σ, i) (steps i..j, 0-based).
+
+    c(σ, a) sums the nodes (h, (a >> h) − 1) for the set bits h of a (:mod:`._tree`). The two
+    covers share node (h, ·) exactly when bit h is set in both and a >> h = b >> h; shared
+    nodes cancel, the others are independent: variance = |cover(i) Δ cover(j + 1)|·v.
+    """
+    a, b = int(i), int(j) + 1
+    shared = sum(1 for h in range(b.bit_length()) if (a >> h) & 1 and (a >> h) == (b >> h))
+    return (a.bit_count() + b.bit_count() - 2 * shared) * float(node_variance)

@@ -58,6 +58,7 @@ import numpy as np
 
 from ..core._errors import DomainError, ParameterError
 from ..core._random import BitSource
+from ..core._results import summary_text, table_frame
 from ..core._validation import check_integer, check_positive, check_stream
 from ._randomizers import bernoulli, check_local_epsilon, uniform_ints
 
@@ -243,6 +244,30 @@ class DistributionFit:
         """Mean of the fitted distribution."""
         mid = 0.5 * (self.edges[:-1] + self.edges[1:])
         return float(np.dot(self.probabilities, mid))
+
+    def to_frame(self):
+        """One row per bin: its edges on [0, 1] and estimated probability."""
+        return table_frame(
+            {
+                "left": self.edges[:-1],
+                "right": self.edges[1:],
+                "probability": self.probabilities,
+            },
+            index_name="bin",
+        )
+
+    def summary(self) -> str:
+        """A short text table of the fit (post-processing of the locally private reports)."""
+        rows = [
+            ("reports", self.n_reports),
+            ("bins", self.probabilities.size),
+            ("method", "EMS" if self.smoothing else "EM"),
+            ("iterations", self.iterations),
+            ("converged", self.converged),
+            ("log-likelihood", self.log_likelihood),
+            ("mean (on [0, 1])", self.mean()),
+        ]
+        return summary_text("Distribution from Square Wave reports [SW20]", rows, result=self)
 
 
 def _smooth(theta: np.ndarray) -> np.ndarray:

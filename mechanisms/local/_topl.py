@@ -42,6 +42,7 @@ is parallel composition over disjoint steps: event-level ε for the whole stream
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,6 +50,7 @@ import numpy as np
 from ..core._budget import Budget, BudgetLedger
 from ..core._errors import ParameterError
 from ..core._random import bit_source
+from ..core._results import RangeSum, check_range, step_frame, summary_text, table_frame
 from ..core._units import LocalDP, PrivacyGuarantee
 from ..core._validation import check_integer, check_positive, check_stream
 from ._hybrid import HybridMechanism
@@ -102,6 +104,32 @@ class ToplThresholdPlan:
     def __post_init__(self) -> None:
         for arr in (self.candidates, self.predicted_error, self.noise_variance, self.bias):
             arr.setflags(write=False)
+
+    def to_frame(self):
+        """One row per candidate θ: its predicted error, noise variance and bias."""
+        return table_frame(
+            {
+                "threshold": self.candidates,
+                "predicted_error": self.predicted_error,
+                "noise_variance": self.noise_variance,
+                "bias": self.bias,
+                "chosen": self.candidates == self.threshold,
+            },
+            index_name="candidate",
+        )
+
+    def summary(self) -> str:
+        """A short text table (post-processing of the locally private reports)."""
+        best = int(np.argmin(self.predicted_error))
+        rows = [
+            ("threshold θ", self.threshold),
+            ("candidates", self.candidates.size),
+            ("predicted error at θ", float(self.predicted_error[best])),
+            ("released steps r", self.steps),
+            ("epsilon (Hybrid reports)", self.epsilon),
+            ("bias weight w", self.bias_weight),
+        ]
+        return summary_text("ToPL threshold plan [ToPS21]", rows, result=self)
 
 
 def plan_topl_threshold(
@@ -186,8 +214,9 @@ class ToplRelease:
     """The server's view after ToPL: θ and an unbiased estimate of every released step."""
 
     values: np.ndarray
-    """x̂ for the steps after the time lag (length n − m): unbiased for min(v, θ), not clipped
-    (single estimates can be negative or above θ)."""
+    """x̂ for the steps after the time lag (length n − m; ``values[k]`` is input step m + k,
+    :meth:`to_frame` aligns it to the input): unbiased for min(v, θ), not clipped (single
+    estimates can be negative or above θ)."""
     threshold: float
     """θ chosen from the Square Wave reports."""
     variance: float
@@ -217,21 +246,51 @@ class ToplRelease:
         object.__setattr__(self, "_cumsum", cum)
 
     def _check_range(self, i: int, j: int, owner: str) -> tuple[int, int]:
-        last = self.values.size - 1
-        i = check_integer(i, "i", owner, minimum=0, maximum=last)
-        j = check_integer(j, "j", owner, minimum=i, maximum=last)
-        return i, j
+        """Input steps i ≤ j inside the released steps [m, n); returned as positions of
+        ``values`` (i − m, j − m)."""
+        m = self.time_lag
+        i, j = check_range(i, j, first=m, stop=m + self.values.size, owner=owner)
+        return i - m, j - m
 
-    def range_sum(self, i: int, j: int) -> float:
-        """Estimated sum of released steps i..j (0-based, inclusive; step i is stream step
-        m + i): the sum of the unbiased per-step estimates."""
-        i, j = self._check_range(i, j, "ToplRelease.range_sum")
-        return float(self._cumsum[j + 1] - self._cumsum[i])
+    def range_sum(self, i: int, j: int) -> RangeSum:
+        """Estimated sum of input steps i..j (0-based, inclusive, m ≤ i ≤ j < n): the sum of
+        the unbiased per-step estimates, with the noise ``std_error`` √(:meth:`range_variance`)
+        (the truncation bias above θ is not included)."""
+        a, b = self._check_range(i, j, "ToplRelease.range_sum")
+        std = math.sqrt((b - a + 1) * self.variance)
+        return RangeSum(float(self._cumsum[b + 1] - self._cumsum[a]), std)
 
     def range_variance(self, i: int, j: int) -> float:
-        """Variance of :meth:`range_sum` (i, j) from the noise alone: (j − i + 1)·variance."""
-        i, j = self._check_range(i, j, "ToplRelease.range_variance")
-        return (j - i + 1) * self.variance
+        """Variance of :meth:`range_sum` (i, j) (input steps) from the noise alone:
+        (j − i + 1)·variance."""
+        a, b = self._check_range(i, j, "ToplRelease.range_variance")
+        return (b - a + 1) * self.variance
+
+    def to_frame(self, index: object = None):
+        """One row per input step: ``value`` (x̂, NaN for the m withheld steps) and its noise
+        ``std_error``; ``index`` is the input's index (default: a ``step`` RangeIndex)."""
+        m, r = self.time_lag, self.values.size
+        return step_frame(
+            {"value": self.values, "std_error": np.full(r, math.sqrt(self.variance))},
+            n=m + r,
+            time_lag=m,
+            index=index,
+            owner="ToplRelease.to_frame",
+            result=self,
+        )
+
+    def summary(self) -> str:
+        """A short text table of the release (released values and public parameters)."""
+        rows = [
+            ("steps (withheld + released)", self.time_lag + self.values.size),
+            ("time lag m (Square Wave reporters)", self.time_lag),
+            ("bound B", self.bound),
+            ("threshold θ (from the reports)", self.threshold),
+            ("epsilon (every user's report)", self.epsilon),
+            ("std. error of one step (noise)", math.sqrt(self.variance)),
+            ("released total", float(self._cumsum[-1])),
+        ]
+        return summary_text("ToPL release (local DP) [ToPS21]", rows, result=self)
 
     def smoothed(self, window: int) -> np.ndarray:
         """Block-mean smoothing (post-processing): every step of each block of ``window``

@@ -20,6 +20,7 @@ from ..core._budget import Budget, BudgetLedger, compose_parallel, compose_seque
 from ..core._errors import ParameterError
 from ..core._noise import LaplaceNoise
 from ..core._random import BitSource, bit_source
+from ..core._results import RangeSum, check_range, step_frame, summary_text
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import (
     check_fraction,
@@ -28,7 +29,7 @@ from ..core._validation import (
     check_probability,
     check_stream,
 )
-from ..counting._tree import TreeRelease, _tree_release
+from ..counting._tree import TreeRelease, _tree_release, tree_range_variance
 from ._calibration import _check_beta_lt, _check_r, pak_threshold_calibration
 from ._quantile import _check_noise
 from ._threshold import ThresholdRelease, _release_threshold
@@ -120,20 +121,53 @@ class PakRelease:
         self.prefix_sums.setflags(write=False)
         self.variance.setflags(write=False)
 
-    def range_sum(self, i: int, j: int) -> float:
-        """Estimated sum of the *released* steps i..j (0-based, inclusive), as ToPS answers.
+    def range_sum(self, i: int, j: int) -> RangeSum:
+        """Estimated sum of input steps i..j (0-based, inclusive), m ≤ i ≤ j < n.
 
-        Released step i is absolute step m + i (m = ``time_lag``; 0 for plain BT), so
-        0 ≤ i ≤ j < n − m. The answer is c(σ, m + j + 1) − c(σ, m + i): the released c(σ, m)
-        cancels, and it equals ``tree.range_sum(i, j)`` on the clipped suffix.
+        Indices count input steps, as ``prefix_sums`` does (the one rule of
+        :mod:`mechanisms.core._results`); the first m = ``time_lag`` steps are withheld. The
+        answer is c(σ, j + 1) − c(σ, i): the released c(σ, m) cancels, so it equals
+        ``tree.range_sum(i − m, j − m)`` on the clipped suffix, and its ``std_error`` is that
+        of the BT nodes left after cancelling (noise only, given τ; the clipping bias is not
+        included).
         """
-        owner = "PakRelease.range_sum"
-        last = self.n - self.time_lag - 1
-        i = check_integer(i, "i", owner, minimum=0, maximum=last)
-        j = check_integer(j, "j", owner, minimum=i, maximum=last)
         m = self.time_lag
-        before = self.prefix_sums[m + i - 1] if m + i > 0 else 0.0
-        return float(self.prefix_sums[m + j] - before)
+        i, j = check_range(i, j, first=m, stop=self.n, owner="PakRelease.range_sum")
+        before = self.prefix_sums[i - 1] if i > 0 else 0.0
+        var = tree_range_variance(i - m, j - m, self.tree.noise.variance)
+        return RangeSum(float(self.prefix_sums[j] - before), math.sqrt(var))
+
+    def to_frame(self, index: object = None):
+        """One row per input step (NaN before the time lag): ``value`` (the released step,
+        c(σ, k + 1) − c(σ, k) from step m on), ``prefix_sum`` c(σ, k + 1) (released from step
+        m − 1 on: c(σ, m)) and its noise ``std_error``; ``index`` is the input's index."""
+        m = self.time_lag
+        value = np.diff(self.prefix_sums, prepend=0.0)
+        value[:m] = np.nan  # withheld; value[m] = c(σ, m + 1) − c(σ, m)
+        return step_frame(
+            {"value": value, "prefix_sum": self.prefix_sums, "std_error": np.sqrt(self.variance)},
+            n=self.n,
+            time_lag=0,
+            index=index,
+            owner="PakRelease.to_frame",
+            result=self,
+        )
+
+    def summary(self) -> str:
+        """A short text table of the release (released values and public parameters)."""
+        rows = [
+            ("steps n", self.n),
+            ("time lag m (withheld steps)", self.time_lag),
+            ("bound B", self.bound),
+            ("threshold τ (released)", self.threshold),
+            ("epsilon (ε₁ + ε₂ on the prefix, ε on the suffix)", self.epsilon),
+            ("epsilon₁ (threshold)", self.epsilon1),
+            ("epsilon₂ (c(σ, m))", self.epsilon2),
+            ("delta", self.delta),
+            ("released total c(σ, n)", float(self.prefix_sums[-1])),
+            ("its std. error (noise, given τ)", math.sqrt(float(self.variance[-1]))),
+        ]
+        return summary_text("PAK Mechanism 1 release [PAK19] §III-C", rows, result=self)
 
 
 def pak_release(

@@ -20,6 +20,7 @@ from ..core._budget import Budget
 from ..core._errors import ParameterError
 from ..core._noise import GaussianNoise, LaplaceNoise
 from ..core._random import BitSource, bit_source
+from ..core._results import summary_text, table_frame
 from ..core._units import EventLevel, PrivacyGuarantee
 from ._calibration import (
     ThresholdCalibration,
@@ -79,6 +80,29 @@ class ThresholdRelease:
     """(ε, δ) event-level on the prefix."""
     tau_max: float | None = None
     """r·τ_max of Eq. 13 for the given β_rt, or None. Data-dependent: analysis only."""
+
+    def _public_rows(self) -> list[tuple[str, object]]:
+        # released values and public parameters only: not scale, kappa·SS or tau_max
+        budget = self.guarantee.budget
+        return [
+            ("threshold τ (released)", self.threshold),
+            ("before clipping (released)", self.unclipped),
+            ("clipped to [0, B]", self.clipped),
+            ("time lag m (prefix length)", self.time_lag),
+            ("multiplier r (Eq. 15)", self.r),
+            ("noise", self.noise),
+            ("epsilon", budget.epsilon),
+            ("delta", budget.delta),
+        ]
+
+    def to_frame(self):
+        """One row: the released threshold and the public parameters (no analysis-only
+        values: ``scale`` and ``tau_max`` depend on the data)."""
+        return table_frame({k: [v] for k, v in self._public_rows()}, result=self)
+
+    def summary(self) -> str:
+        """A short text table (released values and public parameters)."""
+        return summary_text("PAK threshold [PAK19] §IV-C", self._public_rows(), result=self)
 
 
 def pak_threshold(

@@ -13,8 +13,8 @@ Steps are indexed after the time lag: released step i is absolute step m + i (0-
 from __future__ import annotations
 
 from ..core._budget import BudgetLedger
+from ..core._renamed import UNSET, renamed_keyword
 from ..core._validation import check_integer, check_positive, check_stream
-from ._smoothers import DEFAULT_ALPHA
 from ._stream import ToPSStream
 from ._threshold import DEFAULT_C
 from ._tree import TopsRelease
@@ -44,8 +44,9 @@ def tops_release(
     candidates: object = None,
     c: float = DEFAULT_C,
     threshold_method: str = "laplace",
-    alpha: float = DEFAULT_ALPHA,
+    smoothing: float = UNSET,
     ledger: BudgetLedger | None = None,
+    alpha: float = UNSET,
 ) -> TopsRelease:
     """Release a stream with ToPS: private θ, consistent hierarchy, smoothed steps ([ToPS21]).
 
@@ -65,7 +66,7 @@ def tops_release(
         F ≥ 2 of the hierarchy.
     seed
         None (OS secure source), or an int / bit source (tests and experiments only).
-    smoother, leaf_size, levels, candidates, c, threshold_method, alpha, ledger
+    smoother, leaf_size, levels, candidates, c, threshold_method, smoothing, ledger
         See :class:`ToPSStream` (horizon r = n − m).
 
     Returns
@@ -91,7 +92,10 @@ def tops_release(
     """
     owner = "tops_release"
     arr, bnd, m = _validated_values(values, bound, time_lag, owner)
-    stream = ToPSStream(
+    return _batch(
+        arr,
+        owner,
+        (smoothing, alpha),
         bound=bnd,
         epsilon_threshold=epsilon_threshold,
         epsilon_perturb=epsilon_perturb,
@@ -104,13 +108,9 @@ def tops_release(
         candidates=candidates,
         c=c,
         threshold_method=threshold_method,
-        alpha=alpha,
         seed=seed,
         ledger=ledger,
-        _owner=owner,
     )
-    stream.extend(arr)
-    return stream.release()
 
 
 def tops_perturb(
@@ -123,9 +123,10 @@ def tops_perturb(
     leaf_size: int | None = None,
     levels: int | None = None,
     smoother: str = "recent",
-    alpha: float = DEFAULT_ALPHA,
+    smoothing: float = UNSET,
     seed: object = None,
     ledger: BudgetLedger | None = None,
+    alpha: float = UNSET,
 ) -> TopsRelease:
     """The perturber and smoother alone, with a public θ: every value is released.
 
@@ -139,7 +140,7 @@ def tops_perturb(
         Public bound B.
     epsilon
         ε_r of the hierarchy.
-    fanout, leaf_size, levels, smoother, alpha, seed, ledger
+    fanout, leaf_size, levels, smoother, smoothing, seed, ledger
         As for :class:`ToPSStream` (horizon = ``len(values)``).
 
     Returns
@@ -155,7 +156,10 @@ def tops_perturb(
     owner = "tops_perturb"
     bnd = check_positive(bound, "bound", owner)
     arr = check_stream(values, "values", owner, bound=bnd)
-    stream = ToPSStream(
+    return _batch(
+        arr,
+        owner,
+        (smoothing, alpha),
         bound=bnd,
         epsilon_threshold=1.0,
         epsilon_perturb=epsilon,
@@ -166,10 +170,19 @@ def tops_perturb(
         threshold=threshold,
         leaf_size=leaf_size,
         levels=levels,
-        alpha=alpha,
         seed=seed,
         ledger=ledger,
-        _owner=owner,
     )
+
+
+def _batch(arr: object, owner: str, smoothing_alpha: tuple, **stream_args) -> TopsRelease:
+    """Run :class:`ToPSStream` over the whole validated stream in one ``extend`` (the batch
+    and the stream draw the same noise in the same order); ``smoothing_alpha`` is the new and
+    the deprecated keyword of the exponential smoother (issue 12)."""
+    smoothing, alpha = smoothing_alpha
+    smoothing = renamed_keyword(
+        smoothing, alpha, new="smoothing", old="alpha", owner=owner, default=UNSET, stacklevel=4
+    )
+    stream = ToPSStream(**stream_args, smoothing=smoothing, _owner=owner)
     stream.extend(arr)
     return stream.release()

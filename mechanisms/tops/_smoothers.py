@@ -14,7 +14,7 @@ The smoothers differ in their prediction (all divided by g to be per step):
 ``recent``     pₖ = eₖ₋₁/g, the previous block ([ToPS21]'s choice)
 ``mean``       pₖ = mean(e₀ … eₖ₋₁)/g, the running mean
 ``median``     pₖ = median(e₀ … eₖ₋₁)/g, the running median (robust to noisy blocks)
-``exponential`` pₖ = uₖ₋₁/g with u₀ = e₀, uₖ = (1 − α)·uₖ₋₁ + α·eₖ (exponential smoothing)
+``exponential`` pₖ = uₖ₋₁/g with u₀ = e₀, uₖ = (1 − s)·uₖ₋₁ + s·eₖ, s = ``smoothing``
 =============  =========================================================================
 
 Block 0 has no past: its prediction is the public ``prior`` (ToPS uses θ/2, the middle of the
@@ -32,14 +32,28 @@ import math
 import numpy as np
 
 from ..core._errors import ParameterError
+from ..core._renamed import UNSET, renamed_attribute, renamed_keyword
 from ..core._validation import check_integer, check_probability
 
 __all__ = ["SMOOTHERS", "Smoother", "smooth_blocks"]
 
 #: The smoothers ToPS offers, ``recent`` (the paper's) first.
 SMOOTHERS = ("recent", "mean", "median", "exponential")
-#: Default α of the exponential smoother.
-DEFAULT_ALPHA = 0.25
+#: Default smoothing factor s of the exponential smoother (its weight on the newest block).
+DEFAULT_SMOOTHING = 0.25
+
+
+def __getattr__(name: str) -> float:
+    if name == "DEFAULT_ALPHA":  # renamed (issue 12): α is the (w, α) unit's word
+        import warnings
+
+        warnings.warn(
+            "mechanisms.tops._smoothers.DEFAULT_ALPHA is renamed DEFAULT_SMOOTHING (issue 12).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return DEFAULT_SMOOTHING
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _check_smoother(name: object, owner: str) -> str:
@@ -61,19 +75,33 @@ class Smoother:
         Leaf size g (steps per block).
     prior
         Public per-step prediction for block 0 (before any estimate is released).
-    alpha
-        α ∈ (0, 1] of the exponential smoother (ignored by the others).
+    smoothing
+        Smoothing factor s ∈ (0, 1] of the exponential smoother, its weight on the newest
+        block (ignored by the others). ``alpha`` is its deprecated name.
     """
 
-    __slots__ = ("name", "block", "alpha", "prediction", "_count", "_sum", "_u", "_lo", "_hi")
+    __slots__ = ("name", "block", "smoothing", "prediction", "_count", "_sum", "_u", "_lo", "_hi")
+
+    alpha = renamed_attribute("alpha", "smoothing", "Smoother")
 
     def __init__(
-        self, name: str, *, block: int, prior: float, alpha: float = DEFAULT_ALPHA
+        self,
+        name: str,
+        *,
+        block: int,
+        prior: float,
+        smoothing: float = UNSET,
+        alpha: float = UNSET,
     ) -> None:
         owner = "Smoother"
+        smoothing = renamed_keyword(
+            smoothing, alpha, new="smoothing", old="alpha", owner=owner, default=DEFAULT_SMOOTHING
+        )
         self.name = _check_smoother(name, owner)
         self.block = check_integer(block, "block", owner)
-        self.alpha = check_probability(alpha, "alpha", owner, closed_low=False, closed_high=True)
+        self.smoothing = check_probability(
+            smoothing, "smoothing", owner, closed_low=False, closed_high=True
+        )
         prior = float(prior)
         if not math.isfinite(prior):
             raise ParameterError(f"The 'prior' parameter of {owner} must be finite. Got {prior!r}.")
@@ -108,7 +136,7 @@ class Smoother:
                 out[k] = self._push_median(e) / g
         else:
             out = np.empty(est.size)
-            u, a = self._u, self.alpha
+            u, a = self._u, self.smoothing
             for k, e in enumerate(est.tolist()):
                 u = e if self._count + k == 0 else (1.0 - a) * u + a * e
                 out[k] = u / g
@@ -158,7 +186,8 @@ def smooth_blocks(
     length: int | None = None,
     smoother: str = "recent",
     prior: float = 0.0,
-    alpha: float = DEFAULT_ALPHA,
+    smoothing: float = UNSET,
+    alpha: float = UNSET,
 ) -> np.ndarray:
     """Per-step values from consistent block estimates ([ToPS21] smoother; module notes).
 
@@ -176,8 +205,9 @@ def smooth_blocks(
         One of :data:`SMOOTHERS`.
     prior
         Public per-step prediction of block 0.
-    alpha
-        α of the exponential smoother.
+    smoothing
+        Smoothing factor s ∈ (0, 1] of the exponential smoother (default 0.25); ``alpha`` is
+        its deprecated name.
 
     Returns
     -------
@@ -190,6 +220,9 @@ def smooth_blocks(
     [1.0, 3.0, 2.0, 6.0]
     """
     owner = "smooth_blocks"
+    smoothing = renamed_keyword(
+        smoothing, alpha, new="smoothing", old="alpha", owner=owner, default=DEFAULT_SMOOTHING
+    )
     est = np.array(estimates, dtype=np.float64, copy=True)
     if est.ndim != 1 or not np.all(np.isfinite(est)):
         raise ParameterError(
@@ -204,6 +237,6 @@ def smooth_blocks(
             f"The 'length' parameter of {owner} must lie in [{n_full}, {n_full + g - 1}] for "
             f"{est.size} blocks of {g} steps. Got {length!r} instead."
         )
-    sm = Smoother(smoother, block=g, prior=prior, alpha=alpha)
+    sm = Smoother(smoother, block=g, prior=prior, smoothing=smoothing)
     preds = np.concatenate(([sm.prediction], sm.feed(est)))
     return block_values(preds, est, g, 0, total)

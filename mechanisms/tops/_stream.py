@@ -19,9 +19,10 @@ from ..core._budget import Budget, BudgetLedger, compose_parallel
 from ..core._errors import DomainError, ParameterError
 from ..core._noise import LaplaceNoise
 from ..core._random import bit_source
+from ..core._renamed import UNSET, renamed_attribute, renamed_keyword
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import check_integer, check_positive, check_probability, check_stream
-from ._smoothers import DEFAULT_ALPHA, Smoother, _check_smoother, block_values
+from ._smoothers import DEFAULT_SMOOTHING, Smoother, _check_smoother, block_values
 from ._threshold import (
     DEFAULT_C,
     TopsThresholdRelease,
@@ -99,8 +100,9 @@ class ToPSStream:
         :func:`tops_levels`.
     candidates, c, threshold_method
         The optimizer's grid, constant c and selection (:func:`tops_threshold`).
-    alpha
-        α of the exponential smoother.
+    smoothing
+        Smoothing factor s ∈ (0, 1] of the exponential smoother (default 0.25); ``alpha`` is
+        its deprecated name.
     seed
         None (OS secure source), or an int / bit source (tests and experiments only).
     ledger
@@ -132,6 +134,8 @@ class ToPSStream:
     (True, 1)
     """
 
+    alpha = renamed_attribute("alpha", "smoothing", "ToPSStream")
+
     def __init__(
         self,
         *,
@@ -148,18 +152,24 @@ class ToPSStream:
         candidates: object = None,
         c: float = DEFAULT_C,
         threshold_method: str = "laplace",
-        alpha: float = DEFAULT_ALPHA,
+        smoothing: float = UNSET,
         seed: object = None,
         ledger: BudgetLedger | None = None,
+        alpha: float = UNSET,
         _owner: str = "ToPSStream",
     ) -> None:
         owner = _owner
+        smoothing = renamed_keyword(
+            smoothing, alpha, new="smoothing", old="alpha", owner=owner, default=DEFAULT_SMOOTHING
+        )
         self.bound = check_positive(bound, "bound", owner)
         self.epsilon_perturb = check_positive(epsilon_perturb, "epsilon_perturb", owner)
         self.fanout = check_integer(fanout, "fanout", owner, minimum=2)
         self.horizon = check_integer(horizon, "horizon", owner)
         self.smoother_name = _check_smoother(smoother, owner)
-        self.alpha = check_probability(alpha, "alpha", owner, closed_low=False, closed_high=True)
+        self.smoothing = check_probability(
+            smoothing, "smoothing", owner, closed_low=False, closed_high=True
+        )
         if threshold is None:
             self.time_lag = check_integer(time_lag, "time_lag", owner)
             self.epsilon_threshold = check_positive(epsilon_threshold, "epsilon_threshold", owner)
@@ -241,7 +251,10 @@ class ToPSStream:
             bits=self._bits,
         )
         self._smoother = Smoother(
-            self.smoother_name, block=self.leaf_size, prior=self.threshold / 2.0, alpha=self.alpha
+            self.smoother_name,
+            block=self.leaf_size,
+            prior=self.threshold / 2.0,
+            smoothing=self.smoothing,
         )
 
     # -- input ---------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from ..core._budget import Budget, BudgetLedger
 from ..core._errors import ParameterError
 from ..core._noise import LaplaceNoise
 from ..core._random import BitSource, bit_source, uniform_open
+from ..core._results import summary_text, table_frame
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import check_integer, check_positive, check_stream
 
@@ -152,6 +153,25 @@ class TopsThresholdRelease:
     """m, the number of values the scores were computed from."""
     guarantee: PrivacyGuarantee
     """Event-level ε-DP on the m values."""
+
+    def to_frame(self):
+        """One row per public candidate θ, with ``chosen`` marking the released one."""
+        chosen = np.arange(self.candidates.size) == self.index
+        return table_frame(
+            {"threshold": self.candidates, "chosen": chosen}, index_name="candidate", result=self
+        )
+
+    def summary(self) -> str:
+        """A short text table (released values and public parameters)."""
+        rows = [
+            ("threshold θ (released)", self.threshold),
+            ("candidates", self.candidates.size),
+            ("selection", self.method),
+            ("kappa κ (public)", self.kappa),
+            ("time lag m (values scored)", self.time_lag),
+            ("epsilon", self.epsilon),
+        ]
+        return summary_text("ToPS threshold [ToPS21]", rows, result=self)
 
 
 def _check_method(method: object, owner: str) -> str:

@@ -54,6 +54,7 @@ import numpy as np
 
 from ..core._noise import LaplaceNoise
 from ..core._random import BitSource
+from ..core._results import RangeSum, check_range, step_frame, summary_text
 from ..core._units import PrivacyGuarantee
 from ..core._validation import check_integer, check_positive
 from ._threshold import TopsThresholdRelease
@@ -287,8 +288,9 @@ class TopsRelease:
     """A ToPS release: θ, the consistent hierarchy and the smoothed per-step values."""
 
     values: np.ndarray
-    """Smoothed value of every released step (absolute steps m..n − 1); each complete leaf
-    block sums to its consistent estimate."""
+    """Smoothed value of every released step: ``values[k]`` is input step m + k (the raw
+    output; :meth:`to_frame` aligns it to the input). Each complete leaf block sums to its
+    consistent estimate."""
     nodes: tuple[np.ndarray, ...]
     """Consistent estimates of the complete nodes: ``nodes[ℓ][k]`` covers released steps
     [k·g·Fˡ, (k + 1)·g·Fˡ); children sum exactly to their parent (lattice values)."""
@@ -336,16 +338,51 @@ class TopsRelease:
         """Noise variance of one consistent leaf estimate (closed form, ``_tops_tree.py``)."""
         return self.noise.variance * leaf_variance_units(self.levels, self.fanout)
 
-    def range_sum(self, i: int, j: int) -> float:
-        """Estimated sum of released steps i..j (0-based, inclusive; absolute m + i..m + j).
+    def range_sum(self, i: int, j: int) -> RangeSum:
+        """Estimated sum of input steps i..j (0-based, inclusive), m ≤ i ≤ j < m + n.
 
-        Complete leaf blocks inside [i, j] are answered by the canonical decomposition of
-        the consistent hierarchy (at most 2(F − 1) nodes per level); the partial blocks at
-        either end, and steps after the last complete block, by the smoothed values.
+        Indices count input steps (the one rule of :mod:`mechanisms.core._results`); the
+        first m = ``time_lag`` are withheld. Complete leaf blocks inside the range are
+        answered by the canonical decomposition of the consistent hierarchy (at most
+        2(F − 1) nodes per level); the partial blocks at either end, and steps after the last
+        complete block, by the smoothed values. ``std_error`` is NaN: the smoothed partial
+        blocks have no closed-form variance (see ``planner.tops_range_error`` for the
+        predicted error of a random range).
         """
-        owner = "TopsRelease.range_sum"
-        i = check_integer(i, "i", owner, minimum=0, maximum=self.n - 1)
-        j = check_integer(j, "j", owner, minimum=i, maximum=self.n - 1)
+        m = self.time_lag
+        i, j = check_range(i, j, first=m, stop=m + self.n, owner="TopsRelease.range_sum")
+        return RangeSum(self._released_range_sum(i - m, j - m))
+
+    def to_frame(self, index: object = None):
+        """One row per input step: ``value``, the smoothed release (NaN for the m withheld
+        steps); ``index`` is the input's index (default: a ``step`` RangeIndex)."""
+        return step_frame(
+            {"value": self.values},
+            n=self.time_lag + self.n,
+            time_lag=self.time_lag,
+            index=index,
+            owner="TopsRelease.to_frame",
+            result=self,
+        )
+
+    def summary(self) -> str:
+        """A short text table of the release (released values and public parameters)."""
+        rows = [
+            ("steps (withheld + released)", self.time_lag + self.n),
+            ("time lag m (withheld steps)", self.time_lag),
+            ("bound B", self.bound),
+            ("threshold θ (released)", self.threshold),
+            ("epsilon θ (threshold)", self.epsilon_threshold),
+            ("epsilon r (perturber)", self.epsilon_perturb),
+            ("fan-out F, leaf size g, levels L", f"{self.fanout}, {self.leaf_size}, {self.levels}"),
+            ("Laplace scale b per node", self.noise.scale),
+            ("smoother", self.smoother),
+            ("released total", float(self.values.sum())),
+        ]
+        return summary_text("ToPS release [ToPS21]", rows, result=self)
+
+    def _released_range_sum(self, i: int, j: int) -> float:
+        """The sum over released steps i..j (positions in ``values``)."""
         g = self.leaf_size
         lo = -(-i // g)
         hi = min((j + 1) // g, self.nodes[0].size)

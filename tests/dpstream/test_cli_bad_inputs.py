@@ -63,13 +63,13 @@ def _write_inputs(root: Path) -> None:
     # A release for query, and tampered copies of it.
     frame = pd.DataFrame({"value": np.ones(10), "cumulative": np.arange(1.0, 11.0)})
     frame.index.name = "step"
-    meta = {"format": "dpstream-release", "version": 1, "released_steps": 10, "method": "bt"}
+    meta = {"format": "dpstream-release", "version": 2, "n_input": 10, "time_lag": 0, "method": "bt"}
     for name, fr, mt in [
         ("rel", frame, meta),
-        ("rel_steps", frame, {**meta, "released_steps": 11}),
-        ("rel_steps_text", frame, {**meta, "released_steps": "10"}),
+        ("rel_steps", frame, {**meta, "n_input": 11}),
+        ("rel_steps_text", frame, {**meta, "n_input": "10"}),
         ("rel_format", frame, {**meta, "format": "other"}),
-        ("rel_version", frame, {**meta, "version": 2}),
+        ("rel_version", frame, {**meta, "version": 3}),
         ("rel_nocum", frame.drop(columns="cumulative"), meta),
         ("rel_textcum", frame.assign(cumulative="x"), meta),
         ("rel_infcum", frame.assign(cumulative=np.inf), meta),

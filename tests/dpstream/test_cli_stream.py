@@ -40,14 +40,15 @@ def _query(path, ranges):
     return [a["sum"] for a in json.loads(out.splitlines()[-1])["answers"]]
 
 
-RANGES = [(0, N - M - 1), (0, 0), (17, 1500), (1999, 1999), (5, 1234)]
+# input steps (the one indexing rule): the first M are withheld by the time lag
+RANGES = [(M, N - 1), (M, M), (M + 17, M + 1500), (N - 1, N - 1), (M + 5, M + 1234)]
 
 
 def test_help_lists_the_stream_methods_with_examples():
     out = _run(["release", "--help"]).output
     assert "tops|topl|pak|bt" in out and "dpstream release tops" in out
     out = _run(["query", "--help"]).output
-    assert "Examples:" in out and "dpstream query tops.csv --range 0 999" in out
+    assert "Examples:" in out and "dpstream query tops.csv --range 65536 66535" in out
 
 
 def test_tops_release_and_query_match_the_python_api(stream, tmp_path):
@@ -58,12 +59,14 @@ def test_tops_release_and_query_match_the_python_api(stream, tmp_path):
     result = _run(args)
     assert "NOT private" in result.output and "tops.csv.json" in result.output
     frame, meta = read_release(out)
-    assert len(frame) == N - M and list(frame.columns) == ["value", "cumulative"]
-    assert frame.index[0] == "2007-01-01 16:40:00"  # input step m keeps its time stamp
+    assert len(frame) == N and list(frame.columns) == ["value", "cumulative"]
+    assert frame.index[M] == "2007-01-01 16:40:00"  # row k is input step k, with its stamp
+    assert frame.index[0] == "2007-01-01 00:00:00" and frame.iloc[:M].isna().all().all()
     rel = mechanisms.tops_release(
         x, bound=B, epsilon_threshold=0.2, epsilon_perturb=0.5, time_lag=M, seed=3
     )
-    assert np.allclose(frame["value"], rel.values, rtol=0, atol=1e-9)
+    assert np.allclose(frame["value"].iloc[M:], rel.values, rtol=0, atol=1e-9)
+    assert np.allclose(frame["value"], rel.to_frame()["value"], rtol=0, atol=1e-9, equal_nan=True)
     assert meta["method"] == "tops" and meta["seeded"] is True and meta["time_lag"] == M
     assert meta["threshold"] == rel.threshold and meta["epsilon"] == 0.5
     assert meta["tops"]["leaf_size"] == rel.leaf_size and meta["tops"]["nodes_stored"] is False
@@ -102,7 +105,7 @@ def test_topl_release_and_query(stream, tmp_path):
     args = ["release", "topl", str(path), "--bound", str(B), "--epsilon", "2"]
     _run([*args, "--time-lag", str(lag), "--seed", "6", "--out", str(out)])
     rel = mechanisms.topl_release(x, bound=B, epsilon=2.0, time_lag=lag, seed=6)
-    ranges = [*RANGES, (0, N - lag - 1)]
+    ranges = [*RANGES, (lag, N - 1)]
     got = _query(out, ranges)
     assert np.allclose(got, [rel.range_sum(i, j) for i, j in ranges], rtol=1e-9, atol=1e-6)
     assert "local" in read_release(out)[1]["guarantee"]
@@ -119,7 +122,8 @@ def test_single_column_parquet_without_time_column(tmp_path):
     )
     assert code == 0
     frame, meta = read_release(out)
-    assert frame.index.name == "step" and frame.index[0] == 100 and meta["seeded"] is False
+    assert frame.index.name == "step" and frame.index[100] == 100 and meta["seeded"] is False
+    assert len(frame) == 600 and frame["value"].iloc[:100].isna().all()
     assert meta["tops"]["smoother"] == "median" and meta["tops"]["fanout"] == 4
 
 
@@ -183,3 +187,27 @@ def test_query_errors_exit_2(stream, tmp_path, capsys):
     pd.DataFrame({"value": [1.0]}).to_csv(tmp_path / "plain.csv")
     sidecar_path(tmp_path / "plain.csv").write_text('{"format": "other"}')
     assert main(["query", str(tmp_path / "plain.csv"), "--range", "0", "0"]) == 2
+
+
+def test_query_ranges_count_input_steps_and_refuse_withheld_ones(stream, tmp_path, capsys):
+    path, _ = stream
+    out = tmp_path / "tops.csv"
+    args = ["release", "tops", str(path), "--bound", str(B), "--epsilon", "1"]
+    _run([*args, "--time-lag", str(M), "--seed", "8", "--out", str(out)])
+    frame, meta = read_release(out)
+    got = _query(out, [(M + 10, M + 19)])
+    assert got[0] == pytest.approx(frame["value"].iloc[M + 10 : M + 20].sum())
+    assert main(["query", str(out), "--range", str(M - 1), str(M + 5)]) == 2
+    assert f"first {M} steps are withheld" in capsys.readouterr().err
+
+
+def test_query_refuses_a_version_1_release_with_a_clear_message(stream, tmp_path, capsys):
+    path, _ = stream
+    out = tmp_path / "bt.csv"
+    _run(["release", "bt", str(path), "--bound", str(B), "--epsilon", "1", "--out", str(out)])
+    side = sidecar_path(out)
+    meta = json.loads(side.read_text())
+    side.write_text(json.dumps({**meta, "version": 1}))
+    assert main(["query", str(out), "--range", "0", "9"]) == 2
+    err = capsys.readouterr().err
+    assert "version 1" in err and "release it again" in err

@@ -69,18 +69,25 @@ def test_threshold_is_the_threshold_mechanism_on_the_prefix_with_eps1():
     assert rel.threshold == th.threshold == rel.threshold_release.threshold
 
 
-def test_range_sum_indexes_the_released_steps_after_the_time_lag():
-    # Released step i is absolute step m + i (as ToPS's range_sum): i = 0 is step 5000.
+def test_range_sum_indexes_input_steps_like_prefix_sums():
+    # One rule (issue 12): i, j are input steps, as prefix_sums; m = 5000 steps are withheld.
     x = _stream()
     rel = pak_release(x, **KW, seed=4)
-    assert rel.range_sum(0, 9) == pytest.approx(rel.prefix_sums[5009] - rel.prefix_sums[4999])
-    assert rel.range_sum(10, 2000) == pytest.approx(rel.prefix_sums[7000] - rel.prefix_sums[5009])
-    assert rel.range_sum(0, 9) == pytest.approx(rel.tree.range_sum(0, 9))  # c(σ, m) cancels
-    assert rel.range_sum(0, 14999) == pytest.approx(rel.tree.prefix_sums[-1])
-    assert rel.range_sum(3, 3) == pytest.approx(rel.tree.range_sum(3, 3))
-    for bad in [(0, 15000), (-1, 5), (6, 5), (15000, 15000), (0.5, 3)]:
-        with pytest.raises(ParameterError):
+    m = 5000
+    assert rel.range_sum(m, m + 9) == pytest.approx(rel.prefix_sums[5009] - rel.prefix_sums[4999])
+    assert rel.range_sum(m + 10, m + 2000) == pytest.approx(
+        rel.prefix_sums[7000] - rel.prefix_sums[5009]
+    )
+    assert rel.range_sum(m, m + 9) == pytest.approx(rel.tree.range_sum(0, 9))  # c(σ, m) cancels
+    assert rel.range_sum(m, 19999) == pytest.approx(rel.tree.prefix_sums[-1])
+    assert rel.range_sum(m + 3, m + 3) == pytest.approx(rel.tree.range_sum(3, 3))
+    # the standard error is the tree's, on the same (shifted) range
+    assert rel.range_sum(m + 3, m + 700).std_error == rel.tree.range_sum(3, 700).std_error > 0
+    for bad in [(0, 9), (m - 1, m + 5), (m, 20000), (-1, 5), (m + 6, m + 5), (20000, 20000)]:
+        with pytest.raises(ParameterError, match="input steps"):
             rel.range_sum(*bad)
+    with pytest.raises(ParameterError, match="must be an int"):
+        rel.range_sum(m + 0.5, m + 3)
 
 
 def test_same_seed_same_release():

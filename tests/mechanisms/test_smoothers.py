@@ -32,7 +32,7 @@ def test_recent_smoother_predicts_the_previous_block_and_absorbs_in_the_last_ste
 )
 def test_each_smoother_predicts_from_the_past_blocks_only(name, predictions):
     est = [9.0, 3.0, 0.0, 1.0]
-    out = smooth_blocks(est, block=3, prior=0.5, smoother=name, alpha=0.25).reshape(4, 3)
+    out = smooth_blocks(est, block=3, prior=0.5, smoother=name, smoothing=0.25).reshape(4, 3)
     assert np.allclose(out[:, 0], predictions, rtol=0, atol=1e-12)
     assert np.allclose(out[:, 1], predictions, rtol=0, atol=1e-12)
     assert np.allclose(out.sum(axis=1), est, rtol=0, atol=1e-12)
@@ -102,8 +102,8 @@ def test_smoother_state_starts_at_the_prior_and_follows_feed():
         {"smoother": "kalman"},
         {"block": 0},
         {"block": 2.0},
-        {"alpha": 0.0},
-        {"alpha": 1.5},
+        {"smoothing": 0.0},
+        {"smoothing": 1.5},
         {"prior": math.nan},
         {"length": 3},  # fewer than 2 blocks of 2
         {"length": 6},  # a full extra block
@@ -116,3 +116,32 @@ def test_bad_inputs_raise_parameter_error(kwargs):
     args.update(kwargs)
     with pytest.raises(ParameterError):
         smooth_blocks(args.pop("estimates"), **args)
+
+
+# -- renamed keyword (issue 12: α is the (w, α) unit's word) -----------------------------------
+
+
+def test_old_alpha_keyword_still_works_with_a_deprecation_warning():
+    est = [9.0, 3.0, 6.0]
+    new = smooth_blocks(est, block=3, prior=0.5, smoother="exponential", smoothing=0.5)
+    with pytest.warns(DeprecationWarning, match="'alpha'.*renamed 'smoothing'"):
+        old = smooth_blocks(est, block=3, prior=0.5, smoother="exponential", alpha=0.5)
+    np.testing.assert_array_equal(old, new)
+    assert not np.array_equal(new, smooth_blocks(est, block=3, prior=0.5, smoother="exponential"))
+    with pytest.warns(DeprecationWarning, match="'alpha'.*renamed 'smoothing'"):
+        sm = Smoother("exponential", block=3, prior=0.0, alpha=0.5)
+    assert sm.smoothing == 0.5
+    with pytest.warns(DeprecationWarning, match="Smoother is renamed 'smoothing'"):
+        assert sm.alpha == 0.5
+
+
+def test_old_and_new_keyword_together_is_an_error():
+    with pytest.raises(ParameterError, match="'alpha' parameter of smooth_blocks is the old name"):
+        smooth_blocks([1.0], block=1, smoothing=0.5, alpha=0.5)
+
+
+def test_old_default_constant_name_warns():
+    from mechanisms.tops import _smoothers
+
+    with pytest.warns(DeprecationWarning, match="DEFAULT_SMOOTHING"):
+        assert _smoothers.DEFAULT_ALPHA == _smoothers.DEFAULT_SMOOTHING

@@ -255,7 +255,8 @@ def test_release_structure_and_guarantee():
     assert ledger.charges[0].label == "topl_release"
     hm = HybridMechanism(epsilon=1.0)
     assert rel.variance == pytest.approx(rel.threshold**2 / 4 * hm.max_variance)
-    assert rel.range_variance(10, 19) == pytest.approx(10 * rel.variance)
+    assert rel.range_variance(2010, 2019) == pytest.approx(10 * rel.variance)  # input steps
+    assert rel.range_sum(2010, 2019).std_error == pytest.approx(np.sqrt(10 * rel.variance))
 
 
 def test_release_is_square_wave_then_hybrid_on_one_bit_source():
@@ -275,8 +276,10 @@ def test_same_seed_same_release_and_range_sums_are_sums():
     x = _stream()
     a, b = topl_release(x, **KW, seed=3), topl_release(x, **KW, seed=3)
     assert np.array_equal(a.values, b.values) and a.threshold == b.threshold
+    m = a.time_lag  # range_sum counts input steps, values the released ones
     for i, j in ((0, 0), (0, 3999), (17, 1234), (3999, 3999)):
-        assert a.range_sum(i, j) == pytest.approx(a.values[i : j + 1].sum(), rel=1e-9, abs=1e-9)
+        got = a.range_sum(m + i, m + j)
+        assert got == pytest.approx(a.values[i : j + 1].sum(), rel=1e-9, abs=1e-9)
     assert not np.array_equal(a.values, topl_release(x, **KW, seed=4).values)
 
 
@@ -343,7 +346,7 @@ def test_overspending_ledger_refuses_before_drawing():
 
 def test_range_queries_and_plan_validate():
     rel = topl_release(_stream(300), **dict(KW, time_lag=100), seed=7)
-    for i, j in ((-1, 3), (5, 4), (0, 200), (1.0, 3)):
+    for i, j in ((-1, 3), (105, 104), (100, 300), (101.0, 103), (0, 103), (99, 103)):
         with pytest.raises(ParameterError):
             rel.range_sum(i, j)
     with pytest.raises(ParameterError, match="'window'"):

@@ -208,7 +208,7 @@ def test_unbounded_stream_starts_new_trees_of_the_same_shape():
     rel = s.release()
     assert rel.tree_size == 32 and [a.size for a in rel.nodes] == [50, 25, 12, 6, 3]
     _check_consistent(rel.nodes, 2)
-    assert rel.range_sum(0, 99) == pytest.approx(rel.values.sum())
+    assert rel.range_sum(10, 109) == pytest.approx(rel.values.sum())  # input steps (m = 10)
 
 
 # -- range sums ----------------------------------------------------------------------------------
@@ -219,7 +219,9 @@ def test_unbounded_stream_starts_new_trees_of_the_same_shape():
 def test_range_sum_equals_the_sum_of_the_smoothed_values(i, length):
     j = min(i + length - 1, 2499)
     rel = _cached_release()
-    assert rel.range_sum(i, j) == pytest.approx(rel.values[i : j + 1].sum(), rel=1e-9, abs=1e-6)
+    m = rel.time_lag  # range_sum counts input steps, values the released ones
+    got = rel.range_sum(m + i, m + j)
+    assert got == pytest.approx(rel.values[i : j + 1].sum(), rel=1e-9, abs=1e-6)
 
 
 def _cached_release(cache={}):  # noqa: B006 - a module-level memo for the hypothesis test
@@ -238,8 +240,9 @@ def test_range_sum_brute_force_on_the_consistent_leaves():
             ref += rel.values[hi * g : j + 1].sum()
         else:
             ref = rel.values[i : j + 1].sum()
-        assert rel.range_sum(i, j) == pytest.approx(ref, rel=1e-12, abs=1e-9)
-    for bad in [(-1, 3), (5, 4), (0, 2500), (0.5, 3)]:
+        assert rel.range_sum(500 + i, 500 + j) == pytest.approx(ref, rel=1e-12, abs=1e-9)
+    assert rel.time_lag == 500
+    for bad in [(-1, 503), (505, 504), (500, 3000), (0, 3), (499, 503), (500.5, 503)]:
         with pytest.raises(ParameterError):
             rel.range_sum(*bad)
 
@@ -249,7 +252,7 @@ def test_an_almost_noiseless_release_recovers_the_clipped_range_sums():
     rel = tops_release(x, **dict(KW, epsilon_perturb=1e9), seed=11)
     clipped = np.minimum(x[500:], rel.threshold)
     for i, j in [(0, 4499), (100, 2000), (16, 31)]:
-        assert rel.range_sum(i, j) == pytest.approx(clipped[i : j + 1].sum(), abs=1e-3)
+        assert rel.range_sum(500 + i, 500 + j) == pytest.approx(clipped[i : j + 1].sum(), abs=1e-3)
 
 
 # -- accuracy and variance (statistical, seeded) -------------------------------------------------
@@ -279,7 +282,7 @@ def test_tops_beats_bt_with_the_bound_on_range_queries():
         bt = binary_tree_release(x[5000:], epsilon=1.0, bound=B, seed=s)
         for i, j in q:
             t = truth[j + 1] - truth[i]
-            tops_err.append(rel.range_sum(int(i), int(j)) - t)
+            tops_err.append(rel.range_sum(5000 + int(i), 5000 + int(j)) - t)
             bt_err.append(bt.range_sum(int(i), int(j)) - t)
     assert np.mean(np.square(bt_err)) > 5 * np.mean(np.square(tops_err))
 
@@ -319,7 +322,7 @@ def test_guarantee_is_the_parallel_composition_and_the_ledger_is_charged_once():
         ({"levels": 0}, ParameterError),
         ({"levels": 100}, ParameterError),  # a tree of 16^99 leaves
         ({"smoother": "kalman"}, ParameterError),
-        ({"alpha": 2.0}, ParameterError),
+        ({"smoothing": 2.0}, ParameterError),
         ({"candidates": [5.0, 1.0]}, ParameterError),
         ({"threshold_method": "gumbel"}, ParameterError),
         ({"c": -1.0}, ParameterError),
@@ -372,3 +375,19 @@ def test_release_before_the_threshold_is_an_error():
     with pytest.raises(DomainError, match="time_lag"):
         s.release()
     assert s.prediction is None and s.noise is None
+
+
+def test_old_alpha_keyword_of_tops_release_and_stream_warns_and_still_works():
+    new = tops_release(_stream(), **KW, smoother="exponential", smoothing=0.5, seed=4)
+    with pytest.warns(DeprecationWarning, match="'alpha' parameter of tops_release is renamed"):
+        old = tops_release(_stream(), **KW, smoother="exponential", alpha=0.5, seed=4)
+    np.testing.assert_array_equal(old.values, new.values)
+    default = tops_release(_stream(), **KW, smoother="exponential", seed=4)
+    assert not np.array_equal(default.values, new.values)
+    with pytest.warns(DeprecationWarning, match="'alpha' parameter of ToPSStream is renamed"):
+        stream = ToPSStream(**KW, horizon=100, alpha=0.5, seed=1)
+    assert stream.smoothing == 0.5
+    with pytest.warns(DeprecationWarning, match="'alpha' attribute of ToPSStream"):
+        assert stream.alpha == 0.5
+    with pytest.raises(ParameterError, match="pass 'smoothing' only"):
+        tops_release(_stream(), **KW, smoothing=0.5, alpha=0.5, seed=4)

@@ -73,10 +73,10 @@ def test_relaxation_is_exact_at_integer_counts(objective):
     assert x_hat == exact.x_hat
     assert ss == pytest.approx(exact.smooth_sensitivity, rel=1e-12)
     assert exact.g <= betas[0]  # Eq. 5 holds at the reported λ
-    assert exact.alpha == pytest.approx(exact.alpha_lap + exact.alpha_out)
+    assert exact.error_bound == pytest.approx(exact.laplace_error_bound + exact.outlier_error_bound)
 
 
 def test_infeasible_kappa_gives_a_large_value(objective):
     z = np.array([1.5, math.log(0.005), 0.8, 0.0, -10.0, 0.0, 0.0])  # β_lt tiny: κ ≤ 0
     f, g = objective.value_and_grad(z)
-    assert f >= 1e5 * objective.baseline_alpha and not g.any()
+    assert f >= 1e5 * objective.baseline_error_bound and not g.any()

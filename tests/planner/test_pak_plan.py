@@ -22,10 +22,10 @@ def test_if_is_one_when_m_is_too_small(plans):
     # Table I, first row: no setting beats BT, the plan says so with Table I's parameters
     plan = plans[10_000]
     assert not plan.use_threshold
-    assert plan.improvement_factor == 1.0 and plan.alpha == plan.baseline_alpha
+    assert plan.improvement_factor == 1.0 and plan.error_bound == plan.baseline_error_bound
     assert (plan.r, plan.lam, plan.p, plan.eps1_share) == (1.0, 1.0, 0.005, 0.0)
     assert plan.beta_shares == {"qt": 0.0, "lt": 0.0, "lap": 1.0, "out": 0.0, "rt": 0.0}
-    assert plan.terms is not None and plan.terms.alpha >= plan.baseline_alpha
+    assert plan.terms is not None and plan.terms.error_bound >= plan.baseline_error_bound
     assert plan.release_parameters() == {"threshold": False, "noise": "laplace"}
 
 
@@ -54,8 +54,8 @@ def test_constraints_hold_at_the_optimum(plans, m):
     assert t.kappa > 0 and t.kappa == pytest.approx(
         pak_kappa(a=t.a, b=t.b, beta_lt=beta["lt"])
     )  # Eq. 11
-    assert plan.alpha == pytest.approx(t.alpha_lap + t.alpha_out)
-    assert plan.improvement_factor == pytest.approx(plan.baseline_alpha / plan.alpha)
+    assert plan.error_bound == pytest.approx(t.laplace_error_bound + t.outlier_error_bound)
+    assert plan.improvement_factor == pytest.approx(plan.baseline_error_bound / plan.error_bound)
     assert plan.private is False and "analysis only" in plan.note
 
 
@@ -68,7 +68,7 @@ def test_plan_is_deterministic(trips):
 def test_tnc_and_slsqp_agree(plans, trips):
     # another scipy method on the same objective lands on (nearly) the same optimum
     slsqp = plan_pak(trips[:60_000], **PAPER, method="SLSQP")
-    assert slsqp.alpha == pytest.approx(plans[60_000].alpha, rel=0.02)
+    assert slsqp.error_bound == pytest.approx(plans[60_000].error_bound, rel=0.02)
 
 
 def test_plan_runs_mechanism_1(plans, trips):
@@ -119,3 +119,21 @@ def test_prefix_outside_the_bound_is_refused_without_values(trips, bad):
     with pytest.raises(DomainError) as info:
         plan_pak(prefix, **PAPER)
     assert str(bad) not in str(info.value).replace("[0, 1440]", "")
+
+
+def test_old_alpha_names_warn_and_point_to_error_bound(plans):
+    # issue 12: α is the (w, α) unit's word; the error bound is `error_bound`
+    plan = plans[60_000]
+    with pytest.warns(DeprecationWarning, match="'alpha' attribute of PakPlan.*'error_bound'"):
+        assert plan.alpha == plan.error_bound
+    with pytest.warns(DeprecationWarning, match="'baseline_error_bound'"):
+        assert plan.baseline_alpha == plan.baseline_error_bound
+    t = plan.terms
+    with pytest.warns(DeprecationWarning, match="ErrorTerms.*'error_bound'"):
+        assert t.alpha == t.error_bound
+    with pytest.warns(DeprecationWarning, match="'laplace_error_bound'"):
+        assert t.alpha_lap == t.laplace_error_bound
+    with pytest.warns(DeprecationWarning, match="'outlier_error_bound'"):
+        assert t.alpha_out == t.outlier_error_bound
+    row = plan.as_row()
+    assert row["error_bound"] == plan.error_bound and "alpha" not in row

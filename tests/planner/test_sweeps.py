@@ -54,8 +54,8 @@ def test_predicted_vs_realised_on_a_light_tailed_stream(tmp_path):
         runs=200,
     )  # fmt: skip
     assert res.plan.use_threshold
-    assert res.coverage >= 0.98 and res.realised_alpha <= res.plan.alpha
-    assert res.realised_bt_alpha <= res.plan.baseline_alpha
+    assert res.coverage >= 0.98 and res.realised_error_bound <= res.plan.error_bound
+    assert res.realised_baseline_error_bound <= res.plan.baseline_error_bound
     assert res.realised_improvement > 1.5
     assert res.outlier_ratio.median() <= 1.0
     plot_predicted_vs_realised(res, str(tmp_path / "fig9.png"))
@@ -72,4 +72,20 @@ def test_predicted_vs_realised_on_the_bundled_retail_stream():
         runs=200,
     )  # fmt: skip
     assert res.coverage >= 0.98
-    assert res.realised_bt_alpha <= res.plan.baseline_alpha
+    assert res.realised_baseline_error_bound <= res.plan.baseline_error_bound
+
+
+def test_predicted_vs_realised_old_alpha_names_warn():
+    # issue 12: the realised bounds are `realised_error_bound` / `realised_baseline_error_bound`
+    stream = np.minimum(np.random.default_rng(3).gamma(2.0, 15.0, size=20_000), BOUND)
+    res = predicted_vs_realised(
+        stream, bound=BOUND, epsilon=1.0, delta=2.0**-20, beta=0.02, time_lag=5_000, runs=3,
+        seed=1,
+    )  # fmt: skip
+    with pytest.warns(DeprecationWarning, match="'realised_error_bound'"):
+        assert res.realised_alpha == res.realised_error_bound
+    with pytest.warns(DeprecationWarning, match="'realised_baseline_error_bound'"):
+        assert res.realised_bt_alpha == res.realised_baseline_error_bound
+    summary = res.summary()
+    assert summary["predicted_error_bound"] == res.plan.error_bound
+    assert not any("alpha" in key for key in summary)
