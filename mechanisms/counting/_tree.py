@@ -50,7 +50,6 @@ from ..core._validation import (
     check_positive,
     check_seed,
     check_stream,
-    clamp_stream,
 )
 from ._analysis import StreamAnalysis
 from ._tree_estimates import (

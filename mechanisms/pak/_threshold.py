@@ -39,8 +39,8 @@ from ..core._validation import (
     check_seed,
 )
 from ._calibration import (
-    ThresholdCalibration,
     _TAIL_UNITS,
+    ThresholdCalibration,
     _check_beta_lt,
     _check_r,
     pak_kappa,

@@ -36,9 +36,18 @@ import numpy as np
 from ..core._budget import Budget, BudgetLedger
 from ..core._errors import ParameterError
 from ..core._noise import LaplaceNoise
-from ..core._random import BitSource, bit_source, uniform_open
+from ..core._random import BitSource, uniform_open
+from ..core._record import PrivacyRecord
 from ..core._units import EventLevel, PrivacyGuarantee
-from ..core._validation import check_integer, check_positive, check_stream
+from ..core._validation import (
+    charge_ledger,
+    check_integer,
+    check_ledger,
+    check_noise_range,
+    check_positive,
+    check_seed,
+    check_stream,
+)
 
 __all__ = [
     "THRESHOLD_METHODS",
@@ -152,6 +161,23 @@ class TopsThresholdRelease:
     """m, the number of values the scores were computed from."""
     guarantee: PrivacyGuarantee
     """Event-level ε-DP on the m values."""
+    seeded: bool = False
+    """True when a seed drove the noise: an experiment, not a release."""
+
+    @property
+    def privacy(self) -> PrivacyRecord:
+        """The public record of this release (unit, ε, mechanism, seeded...)."""
+        return PrivacyRecord.from_guarantee(
+            self.guarantee,
+            mechanism=f"tops-threshold-{self.method}",
+            parameters={
+                "time_lag": self.time_lag,
+                "candidates": int(self.candidates.size),
+                "kappa": self.kappa,
+            },
+            bound=float(self.candidates[-1]),
+            seeded=self.seeded,
+        )
 
 
 def _check_method(method: object, owner: str) -> str:
@@ -170,6 +196,7 @@ def _select(
     epsilon: float,
     method: str,
     bits: BitSource,
+    seeded: bool = False,
 ) -> TopsThresholdRelease:
     """Run the selection on validated inputs (draws from ``bits``)."""
     scores = tops_scores(prefix, grid, kappa)
@@ -192,6 +219,7 @@ def _select(
         noise=noise,
         time_lag=int(prefix.size),
         guarantee=PrivacyGuarantee(unit=EventLevel(), budget=Budget(epsilon), proof=_PROOF[method]),
+        seeded=seeded,
     )
 
 
@@ -234,7 +262,8 @@ def tops_threshold(
     seed
         None (OS secure source) or an int / bit source (tests and experiments only).
     ledger
-        Optional :class:`BudgetLedger` charged ε after validation, before any draw.
+        Optional :class:`BudgetLedger` charged ε (event-level unit) after validation, before
+        any draw.
 
     Returns
     -------
@@ -266,16 +295,14 @@ def tops_threshold(
     bnd = check_positive(bound, "bound", owner)
     eps = check_positive(epsilon, "epsilon", owner)
     meth = _check_method(method, owner)
+    bits = check_seed(seed, owner)
+    ledger = check_ledger(ledger, owner)
+    check_noise_range(owner, "'epsilon'", score_noise_scale=1.0 / eps)
+    grid = tops_candidates(bnd, candidates)
+    tops_kappa(time_lag=1, horizon=horizon, epsilon_perturb=epsilon_perturb, fanout=fanout, c=c)
     arr = check_stream(prefix, "prefix", owner, bound=bnd)
     kappa = tops_kappa(
         time_lag=arr.size, horizon=horizon, epsilon_perturb=epsilon_perturb, fanout=fanout, c=c
     )
-    grid = tops_candidates(bnd, candidates)
-    if ledger is not None:
-        if not isinstance(ledger, BudgetLedger):
-            raise ParameterError(
-                f"The 'ledger' parameter of {owner} must be a BudgetLedger or None. Got "
-                f"{ledger!r} instead."
-            )
-        ledger.charge(Budget(eps), owner)
-    return _select(arr, grid, kappa, eps, meth, bit_source(seed))
+    charge_ledger(ledger, Budget(eps), owner, EventLevel())
+    return _select(arr, grid, kappa, eps, meth, bits, seeded=seed is not None)

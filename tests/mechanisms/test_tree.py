@@ -204,7 +204,9 @@ def test_counter_rejects_non_numbers_before_drawing(x):
     assert counter.steps == 0
 
 
-@pytest.mark.parametrize(("x", "clamped"), [(math.inf, 1.0), (-math.inf, 0.0), (-0.1, 0.0), (1.5, 1.0)])
+@pytest.mark.parametrize(
+    ("x", "clamped"), [(math.inf, 1.0), (-math.inf, 0.0), (-0.1, 0.0), (1.5, 1.0)]
+)
 def test_counter_clamps_out_of_range_values_instead_of_raising(x, clamped):
     """Issue 11 §5: an exception mid-stream would reveal the event; the value is clamped to
     [0, B] and only the analysis object counts it."""
