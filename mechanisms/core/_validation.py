@@ -31,6 +31,8 @@ __all__ = [
     "NOISE_RANGE_BITS",
     "charge_ledger",
     "check_bool",
+    "check_choice",
+    "check_real_array",
     "check_fraction",
     "check_integer",
     "check_ledger",
@@ -122,6 +124,20 @@ def check_bool(value: object, name: str, owner: str) -> bool:
     if not isinstance(value, bool | np.bool_):
         raise _bad(name, owner, "a bool", value)
     return bool(value)
+
+
+def check_choice(value: object, name: str, owner: str, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of the strings ``choices`` (a numpy array or a list holding
+    a valid name is refused: ``x in choices`` would accept ``np.array(["laplace"])``)."""
+    if not isinstance(value, str) or value not in choices:
+        raise _bad(name, owner, f"one of {choices}", value)
+    return value
+
+
+def check_real_array(values: object, name: str, owner: str) -> np.ndarray:
+    """``values`` as a float64 array of any shape, or a typed :class:`DomainError` for strings,
+    mappings, complex numbers, None and ragged sequences (no check of finiteness or shape)."""
+    return _real_array(values, name, owner)
 
 
 def _real_array(values: object, name: str, owner: str) -> np.ndarray:

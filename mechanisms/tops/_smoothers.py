@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from ..core._errors import ParameterError
-from ..core._validation import check_integer, check_probability
+from ..core._validation import check_choice, check_integer, check_probability
 
 __all__ = ["SMOOTHERS", "Smoother", "smooth_blocks"]
 
@@ -43,11 +43,7 @@ DEFAULT_ALPHA = 0.25
 
 
 def _check_smoother(name: object, owner: str) -> str:
-    if name not in SMOOTHERS:
-        raise ParameterError(
-            f"The 'smoother' parameter of {owner} must be one of {SMOOTHERS}. Got {name!r} instead."
-        )
-    return str(name)
+    return check_choice(name, "smoother", owner, SMOOTHERS)
 
 
 class Smoother:

@@ -184,7 +184,7 @@ class ToPSStream:
         self.smoother_name = _check_smoother(smoother, owner)
         self.alpha = check_probability(alpha, "alpha", owner, closed_low=False, closed_high=True)
         if threshold is None:
-            self.time_lag = check_integer(time_lag, "time_lag", owner)
+            self.time_lag = check_integer(time_lag, "time_lag", owner, maximum=1 << 52)
             self.epsilon_threshold = check_positive(epsilon_threshold, "epsilon_threshold", owner)
             check_noise_range(
                 owner, "'epsilon_threshold'", score_noise_scale=1.0 / self.epsilon_threshold
@@ -206,7 +206,7 @@ class ToPSStream:
                     f"The 'threshold' parameter of {owner} must be a float in (0, bound="
                     f"{self.bound:g}]. Got {threshold!r} instead."
                 )
-            self.time_lag = check_integer(time_lag, "time_lag", owner, minimum=0)
+            self.time_lag = check_integer(time_lag, "time_lag", owner, minimum=0, maximum=1 << 52)
             self.epsilon_threshold, self.method, self.kappa = 0.0, "fixed", math.nan
             self.candidates = np.array([theta])
             budget = Budget(self.epsilon_perturb)

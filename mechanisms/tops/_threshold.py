@@ -41,6 +41,7 @@ from ..core._record import PrivacyRecord
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import (
     charge_ledger,
+    check_choice,
     check_integer,
     check_ledger,
     check_noise_range,
@@ -66,6 +67,9 @@ DEFAULT_GRID = 1024
 DEFAULT_C = 60.0
 #: Largest grid accepted (scores and noise are O(G) per selection).
 _MAX_GRID = 1 << 22
+#: Largest time lag / horizon (steps stay exact in a double) and fan-out accepted.
+_MAX_STEPS = 1 << 52
+_MAX_FANOUT = 1 << 20
 _PROOF = {
     "laplace": "[ToPS21] threshold optimizer; report-noisy-max with Laplace(1/ε) on monotone "
     "sensitivity-1 scores (Dwork & Roth 2014, Claim 3.9)",
@@ -88,10 +92,10 @@ def tops_kappa(
 ) -> float:
     """κ = (3m/(c·r·ε_r))·√(2(F − 1)h³), h = ⌊log_F r⌋ + 1 (module notes; public inputs only)."""
     owner = "tops_kappa"
-    m = check_integer(time_lag, "time_lag", owner)
-    r = check_integer(horizon, "horizon", owner)
+    m = check_integer(time_lag, "time_lag", owner, maximum=_MAX_STEPS)
+    r = check_integer(horizon, "horizon", owner, maximum=_MAX_STEPS)
     eps = check_positive(epsilon_perturb, "epsilon_perturb", owner)
-    f = check_integer(fanout, "fanout", owner, minimum=2)
+    f = check_integer(fanout, "fanout", owner, minimum=2, maximum=_MAX_FANOUT)
     cc = check_positive(c, "c", owner)
     h = _levels_of(r, f)
     return 3.0 * m / (cc * r * eps) * float(np.sqrt(2.0 * (f - 1) * h**3))
@@ -181,12 +185,7 @@ class TopsThresholdRelease:
 
 
 def _check_method(method: object, owner: str) -> str:
-    if method not in THRESHOLD_METHODS:
-        raise ParameterError(
-            f"The 'method' parameter of {owner} must be one of {THRESHOLD_METHODS}. Got "
-            f"{method!r} instead."
-        )
-    return str(method)
+    return check_choice(method, "method", owner, THRESHOLD_METHODS)
 
 
 def _select(
@@ -297,7 +296,7 @@ def tops_threshold(
     meth = _check_method(method, owner)
     bits = check_seed(seed, owner)
     ledger = check_ledger(ledger, owner)
-    check_noise_range(owner, "'epsilon'", score_noise_scale=1.0 / eps)
+    check_noise_range(owner, "'bound' and 'epsilon'", score_noise_scale=1.0 / eps, bound=bnd)
     grid = tops_candidates(bnd, candidates)
     tops_kappa(time_lag=1, horizon=horizon, epsilon_perturb=epsilon_perturb, fanout=fanout, c=c)
     arr = check_stream(prefix, "prefix", owner, bound=bnd)
