@@ -56,6 +56,7 @@ from .core import (
 from .counting import (
     BinaryTreeCounter,
     LaplaceRelease,
+    StreamAnalysis,
     TreeRelease,
     binary_tree_final_sums,
     binary_tree_noise,
@@ -94,6 +95,7 @@ from .pak import (
     EmpiricalQuantile,
     PakParameters,
     PakRelease,
+    ThresholdAnalysis,
     ThresholdCalibration,
     ThresholdRelease,
     empirical_quantile,
@@ -189,6 +191,7 @@ __all__ = [
     "EmpiricalQuantile",
     "PakParameters",
     "PakRelease",
+    "ThresholdAnalysis",
     "ThresholdCalibration",
     "ThresholdRelease",
     "empirical_quantile",
@@ -204,6 +207,7 @@ __all__ = [
     # _tree, _baselines
     "BinaryTreeCounter",
     "LaplaceRelease",
+    "StreamAnalysis",
     "TreeRelease",
     "binary_tree_final_sums",
     "binary_tree_noise",

@@ -29,6 +29,7 @@ from ..core._validation import (
     check_fraction,
     check_integer,
     check_ledger,
+    check_noise_range,
     check_positive,
     check_probability,
     check_seed,
@@ -400,6 +401,15 @@ def _validate(
     arr = check_stream(values, "values", owner, bound=bnd, min_length=2)
     m = check_integer(time_lag, "time_lag", owner, minimum=1, maximum=arr.size - 1)
     _check_tree_range(arr.size, eps, bnd, owner)
+    if params.threshold:  # τ ∈ [B·2⁻³⁰, B] scales the BT on the suffix and c(σ, m) (ε₂)
+        eps2 = eps * (1.0 - params.eps1_share)
+        check_noise_range(
+            owner,
+            "'bound', 'epsilon' and 'eps1_share'",
+            smallest_noise_scale=bnd * _MIN_THRESHOLD / eps,
+            prefix_noise_scale=bnd / eps2,
+            smallest_prefix_noise_scale=bnd * _MIN_THRESHOLD / eps2,
+        )
     return bits, params, arr, bnd, eps, dlt, m
 
 
