@@ -177,9 +177,9 @@ class TopsThresholdRelease:
             parameters={
                 "time_lag": self.time_lag,
                 "candidates": int(self.candidates.size),
+                "largest_candidate": float(self.candidates[-1]),
                 "kappa": self.kappa,
             },
-            bound=float(self.candidates[-1]),
             seeded=self.seeded,
         )
 
