@@ -203,7 +203,8 @@ def check_stream(
     if bound is not None and ((arr < lower) | (arr > bound)).any():
         raise DomainError(
             f"The {name!r} argument of {owner} must lie in [{lower:g}, {bound:g}] (the "
-            "declared bound). Clip the data to the bound or declare a larger public bound."
+            "declared bound); values outside it are refused. Clip the data to the bound or "
+            "declare a larger public bound."
         )
     arr.setflags(write=False)
     return arr
