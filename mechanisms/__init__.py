@@ -63,6 +63,7 @@ from .core import (
 from .counting import (
     BinaryTreeCounter,
     LaplaceRelease,
+    StreamAnalysis,
     TreeRelease,
     binary_tree_final_sums,
     binary_tree_noise,
@@ -101,6 +102,7 @@ from .pak import (
     EmpiricalQuantile,
     PakParameters,
     PakRelease,
+    ThresholdAnalysis,
     ThresholdCalibration,
     ThresholdRelease,
     empirical_quantile,
@@ -196,6 +198,7 @@ __all__ = [
     "EmpiricalQuantile",
     "PakParameters",
     "PakRelease",
+    "ThresholdAnalysis",
     "ThresholdCalibration",
     "ThresholdRelease",
     "empirical_quantile",
@@ -211,6 +214,7 @@ __all__ = [
     # _tree, _baselines
     "BinaryTreeCounter",
     "LaplaceRelease",
+    "StreamAnalysis",
     "TreeRelease",
     "binary_tree_final_sums",
     "binary_tree_noise",

@@ -50,6 +50,7 @@ from mechanisms import (
     smoothing_parameters,
 )
 from mechanisms.core._renamed import renamed_attribute
+from mechanisms.core._validation import check_fraction, check_integer, check_positive
 
 from ._time_lag import max_quantile_count, quantile_count
 
@@ -63,6 +64,11 @@ _FREE = tuple(i for i in range(5) if i != _REF)
 
 def bt_error(*, n: int, bound: float, epsilon: float, beta: float) -> float:
     """BT error of [PAK19] Eq. 3 with constant: (B/ε)·√(8 ln(1/β))·(log₂ n)^{1.5}."""
+    owner = "bt_error"
+    n = check_integer(n, "n", owner, minimum=2, maximum=1 << 52)
+    bound = check_positive(bound, "bound", owner)
+    epsilon = check_positive(epsilon, "epsilon", owner)
+    beta = check_fraction(beta, "beta", owner)
     return bound / epsilon * math.sqrt(8.0 * math.log(1.0 / beta)) * math.log2(n) ** 1.5
 
 

@@ -34,7 +34,7 @@ from scipy.special import erf
 
 from mechanisms import ParameterError
 from mechanisms.core._results import summary_text, table_frame
-from mechanisms.core._validation import check_integer, check_positive
+from mechanisms.core._validation import check_integer, check_positive, check_real_array
 from mechanisms.optstream._sampling import interpolation_matrix, sample_equal
 
 __all__ = ["OptStreamPlan", "plan_optstream"]
@@ -172,8 +172,8 @@ def plan_optstream(
     eps = check_positive(epsilon, "epsilon", owner)
     a = check_positive(alpha, "alpha", owner)
     w = check_integer(w, "w", owner, minimum=2)
-    h = check_integer(n_levels, "n_levels", owner)
-    x = np.asarray(history, dtype=np.float64)
+    h = check_integer(n_levels, "n_levels", owner, maximum=1 << 20)
+    x = check_real_array(history, "history", owner)
     if x.ndim == 1:
         x = x[:, None]
     if x.ndim != 2 or x.shape[0] < w:

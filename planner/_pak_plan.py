@@ -17,6 +17,7 @@ from mechanisms import ParameterError, SolverError
 from mechanisms.core._renamed import renamed_attribute
 from mechanisms.core._results import summary_text, table_frame
 from mechanisms.core._validation import (
+    check_choice,
     check_fraction,
     check_integer,
     check_positive,
@@ -177,10 +178,7 @@ def solve_pak(obj: PakObjective, *, method: str = "TNC") -> tuple[np.ndarray, fl
     Deterministic: fixed starts, no randomness; ties keep the first start. Raises
     :class:`~mechanisms.SolverError` if every start fails to produce a finite value.
     """
-    if method not in METHODS:
-        raise ParameterError(
-            f"The 'method' parameter of plan_pak must be one of {METHODS}. Got {method!r} instead."
-        )
+    check_choice(method, "method", "plan_pak", METHODS)
     best_z, best_f, nfev = None, math.inf, 0
     big = 1e6 * obj.baseline_error_bound
     for z0 in _starts(obj):
@@ -203,7 +201,7 @@ def solve_pak(obj: PakObjective, *, method: str = "TNC") -> tuple[np.ndarray, fl
 
 
 def _check_public(owner: str, n, bound, epsilon, delta, beta, p_max) -> tuple:
-    n = check_integer(n, "n", owner, minimum=2)
+    n = check_integer(n, "n", owner, minimum=2, maximum=1 << 52)
     bound = check_positive(bound, "bound", owner)
     epsilon = check_positive(epsilon, "epsilon", owner)
     delta = check_fraction(delta, "delta", owner)
@@ -288,11 +286,8 @@ def plan_pak(
     n, bound, epsilon, delta, beta, p_max = _check_public(
         owner, n, bound, epsilon, delta, beta, p_max
     )
-    if noise not in ("laplace", "gaussian"):
-        raise ParameterError(
-            f"The 'noise' parameter of {owner} must be 'laplace' or 'gaussian'. Got {noise!r} "
-            "instead."
-        )
+    check_choice(noise, "noise", owner, ("laplace", "gaussian"))
+    check_choice(method, "method", owner, METHODS)
     values = check_stream(prefix, "prefix", owner, bound=bound, min_length=2)
     m = values.size
     if m >= n:

@@ -15,6 +15,7 @@ from scipy import special
 
 from mechanisms import ParameterError, noise_quantile, pak_kappa
 from mechanisms.core._validation import (
+    check_choice,
     check_fraction,
     check_integer,
     check_positive,
@@ -200,11 +201,7 @@ def time_lag_heuristic(
     delta = check_fraction(delta, "delta", owner)
     beta = check_fraction(beta, "beta", owner)
     p_max = check_fraction(p_max, "p_max", owner)
-    if noise not in ("laplace", "gaussian"):
-        raise ParameterError(
-            f"The 'noise' parameter of {owner} must be 'laplace' or 'gaussian'. Got {noise!r} "
-            "instead."
-        )
+    check_choice(noise, "noise", owner, ("laplace", "gaussian"))
     log_inv_delta = -math.log(delta)
     a = epsilon / math.sqrt(log_inv_delta)  # [PAK19 §VI-B]
     b = min(1.0, epsilon / (2.0 * log_inv_delta))  # [PAK19 §VI-B]

@@ -79,16 +79,19 @@ def _per_step_excess(prefix: np.ndarray, thetas: np.ndarray) -> np.ndarray:
     return (tail[idx] - count * thetas) / srt.size
 
 
-def _validate(prefix, horizon, epsilon_perturb, fanout, leaf_size, queries, owner):
-    arr = check_stream(prefix, "prefix", owner)
-    r = check_integer(horizon, "horizon", owner)
+#: Largest horizon / leaf size (steps exact in a double), fan-out and number of queries.
+_MAX_STEPS, _MAX_FANOUT, _MAX_QUERIES = 1 << 52, 1 << 20, 1 << 22
+
+
+def _validate(prefix, horizon, epsilon_perturb, fanout, leaf_size, queries, owner, bound=None):
+    r = check_integer(horizon, "horizon", owner, maximum=_MAX_STEPS)
     eps = check_positive(epsilon_perturb, "epsilon_perturb", owner)
-    f = check_integer(fanout, "fanout", owner, minimum=2)
-    if leaf_size is None:
-        g = tops_leaf_size(r, eps, f)
-    else:
-        g = check_integer(leaf_size, "leaf_size", owner)
-    nq = check_integer(queries, "queries", owner)
+    f = check_integer(fanout, "fanout", owner, minimum=2, maximum=_MAX_FANOUT)
+    if leaf_size is not None:
+        check_integer(leaf_size, "leaf_size", owner, maximum=_MAX_STEPS)
+    nq = check_integer(queries, "queries", owner, maximum=_MAX_QUERIES)
+    arr = check_stream(prefix, "prefix", owner, bound=bound)
+    g = tops_leaf_size(r, eps, f) if leaf_size is None else int(leaf_size)
     return arr, r, eps, f, g, tops_levels(r, g, f), nq
 
 
@@ -230,9 +233,10 @@ def plan_tops(
     """
     owner = "plan_tops"
     bnd = check_positive(bound, "bound", owner)
-    args = _validate(prefix, horizon, epsilon_perturb, fanout, leaf_size, queries, owner)
-    arr, r, eps, f, g, levels, _ = args
     grid = tops_candidates(bnd, candidates)
+    check_positive(c, "c", owner)
+    args = _validate(prefix, horizon, epsilon_perturb, fanout, leaf_size, queries, owner, bnd)
+    arr, r, eps, f, g, levels, _ = args
     errs = _errors(grid, *args)
     mse = np.array([e.mse for e in errs])
     mse.setflags(write=False)

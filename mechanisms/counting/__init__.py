@@ -2,6 +2,7 @@
 and consistent estimates) and the event-level Laplace baseline.
 """
 
+from ._analysis import StreamAnalysis
 from ._laplace import (
     LaplaceRelease,
     laplace_prefix_sums,
@@ -20,6 +21,7 @@ from ._tree import (
 __all__ = [
     "BinaryTreeCounter",
     "LaplaceRelease",
+    "StreamAnalysis",
     "TreeRelease",
     "binary_tree_final_sums",
     "binary_tree_noise",

@@ -10,12 +10,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core._budget import Budget
+from ..core._budget import Budget, BudgetLedger
 from ..core._noise import LaplaceNoise
-from ..core._random import BitSource, bit_source
+from ..core._random import BitSource
+from ..core._record import PrivacyRecord
 from ..core._results import RangeSum, check_range, step_frame, summary_text
 from ..core._units import EventLevel, PrivacyGuarantee
-from ..core._validation import check_positive, check_stream
+from ..core._validation import (
+    charge_ledger,
+    check_ledger,
+    check_noise_range,
+    check_positive,
+    check_seed,
+    check_stream,
+)
 
 __all__ = ["LaplaceRelease", "laplace_prefix_sums"]
 
@@ -40,6 +48,8 @@ class LaplaceRelease:
     """Public bound B on every value."""
     guarantee: PrivacyGuarantee
     """Event-level ε-DP (parallel composition over steps)."""
+    seeded: bool = False
+    """True when a seed drove the noise: an experiment, not a release."""
     n: int = field(init=False)
     """Stream length."""
 
@@ -47,6 +57,17 @@ class LaplaceRelease:
         object.__setattr__(self, "n", int(self.prefix_sums.size))
         for arr in (self.prefix_sums, self.variance, self.values):
             arr.setflags(write=False)
+
+    @property
+    def privacy(self) -> PrivacyRecord:
+        """The public record of this release (unit, ε, B, mechanism, seeded...)."""
+        return PrivacyRecord.from_guarantee(
+            self.guarantee,
+            mechanism="laplace-per-value",
+            parameters={"n": self.n},
+            bound=self.bound,
+            seeded=self.seeded,
+        )
 
     def range_sum(self, i: int, j: int) -> RangeSum:
         """Estimated sum of steps i..j (0-based, inclusive): c(σ, j + 1) − c(σ, i), with its
@@ -86,14 +107,31 @@ class LaplaceRelease:
 
 
 def _laplace_release(
-    values: object, *, epsilon: float, bound: float, bits: BitSource, owner: str
+    values: object,
+    *,
+    epsilon: float,
+    bound: float,
+    bits: BitSource,
+    owner: str,
+    ledger: BudgetLedger | None = None,
+    seeded: bool = False,
 ) -> LaplaceRelease:
     eps = check_positive(epsilon, "epsilon", owner)
     bnd = check_positive(bound, "bound", owner)
+    ledger = check_ledger(ledger, owner)
     vals = check_stream(values, "values", owner, bound=bnd)
+    n = vals.size
+    check_noise_range(
+        owner, "'bound' and 'epsilon'", noise_scale=bnd / eps, bound=bnd, released_magnitude=n * bnd
+    )
+    guarantee = PrivacyGuarantee(
+        unit=EventLevel(),
+        budget=Budget(eps),
+        proof="Laplace mechanism per value (sensitivity B) + parallel composition",
+    )
+    charge_ledger(ledger, guarantee.budget, owner, guarantee.unit)
     noise = LaplaceNoise(sensitivity=bnd, epsilon=eps, magnitude=bnd)
     noisy = noise.release(vals, bits)
-    n = vals.size
     return LaplaceRelease(
         prefix_sums=np.cumsum(noisy),
         variance=np.arange(1, n + 1, dtype=np.float64) * noise.variance,
@@ -102,16 +140,18 @@ def _laplace_release(
         scale=noise.scale,
         epsilon=eps,
         bound=bnd,
-        guarantee=PrivacyGuarantee(
-            unit=EventLevel(),
-            budget=Budget(eps),
-            proof="Laplace mechanism per value (sensitivity B) + parallel composition",
-        ),
+        guarantee=guarantee,
+        seeded=seeded,
     )
 
 
 def laplace_prefix_sums(
-    values: object, *, epsilon: float, bound: float, seed: object = None
+    values: object,
+    *,
+    epsilon: float,
+    bound: float,
+    seed: object = None,
+    ledger: BudgetLedger | None = None,
 ) -> LaplaceRelease:
     """Release every value with Laplace noise of scale B/ε, then cumulate ([PAK19] §II-D).
 
@@ -126,6 +166,9 @@ def laplace_prefix_sums(
     seed
         ``None`` (secure source, for real releases), an int (reproducible, not for release) or
         a bit source object.
+    ledger
+        Optional :class:`~mechanisms.BudgetLedger`, charged ε (event-level unit) after every
+        argument is validated and before any draw.
 
     Returns
     -------
@@ -148,6 +191,13 @@ def laplace_prefix_sums(
     >>> rel.prefix_sums.shape, float(rel.variance[2] / rel.variance[0])
     ((3,), 3.0)
     """
+    owner = "laplace_prefix_sums"
     return _laplace_release(
-        values, epsilon=epsilon, bound=bound, bits=bit_source(seed), owner="laplace_prefix_sums"
+        values,
+        epsilon=epsilon,
+        bound=bound,
+        bits=check_seed(seed, owner),
+        owner=owner,
+        ledger=ledger,
+        seeded=seed is not None,
     )

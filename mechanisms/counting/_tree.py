@@ -36,13 +36,23 @@ from numbers import Real
 
 import numpy as np
 
-from ..core._budget import Budget
+from ..core._budget import Budget, BudgetLedger
 from ..core._errors import DomainError
 from ..core._noise import LaplaceNoise
-from ..core._random import BitSource, bit_source
+from ..core._random import BitSource
+from ..core._record import PrivacyRecord
 from ..core._results import RangeSum, check_range, step_frame, summary_text
 from ..core._units import EventLevel, PrivacyGuarantee
-from ..core._validation import check_integer, check_positive, check_stream
+from ..core._validation import (
+    charge_ledger,
+    check_integer,
+    check_ledger,
+    check_noise_range,
+    check_positive,
+    check_seed,
+    check_stream,
+)
+from ._analysis import StreamAnalysis
 from ._tree_blocks import block_levels, completed_before, level_offsets, tree_in_blocks
 from ._tree_estimates import (
     _consistent_nodes,
@@ -73,6 +83,17 @@ def _levels(n: int) -> int:
 
 def _node_count(n: int) -> int:
     return 2 * n - int(n).bit_count()
+
+
+def _check_tree_range(n: int, epsilon: float, bound: float, owner: str) -> None:
+    """Refuse (before any draw) a B, ε, n whose node noise or sums leave exact doubles."""
+    check_noise_range(
+        owner,
+        "'bound' and 'epsilon'",
+        noise_scale=_levels(n) * bound / epsilon,
+        bound=bound,
+        released_magnitude=n * bound,
+    )
 
 
 def binary_tree_noise(n: int, *, epsilon: float, bound: float) -> LaplaceNoise:
@@ -138,6 +159,8 @@ class TreeRelease:
     """Public bound B on every value."""
     guarantee: PrivacyGuarantee
     """Event-level ε-DP ([CSS11], [DNPR10])."""
+    seeded: bool = False
+    """True when a seed drove the noise: an experiment, not a release."""
     n: int = field(init=False)
     """Stream length."""
 
@@ -154,6 +177,17 @@ class TreeRelease:
         out *= self.noise.variance
         out.setflags(write=False)
         return out
+
+    @property
+    def privacy(self) -> PrivacyRecord:
+        """The public record of this release (unit, ε, B, mechanism, seeded...)."""
+        return PrivacyRecord.from_guarantee(
+            self.guarantee,
+            mechanism="binary-tree",
+            parameters={"n": self.n, "levels": self.levels},
+            bound=self.bound,
+            seeded=self.seeded,
+        )
 
     def range_sum(self, i: int, j: int) -> RangeSum:
         """Estimated sum of steps i..j (0-based, inclusive): c(σ, j + 1) − c(σ, i), with the
@@ -224,13 +258,20 @@ def _tree_release(
     bound: float,
     bits: BitSource,
     owner: str = "binary_tree_release",
+    ledger: BudgetLedger | None = None,
+    seeded: bool = False,
 ) -> TreeRelease:
-    """Validate everything, then release the BT tree of ``values`` with noise from ``bits``."""
+    """Validate everything, charge ``ledger`` (if any), then release the BT tree of ``values``
+    with noise from ``bits``."""
     eps = check_positive(epsilon, "epsilon", owner)
     bnd = check_positive(bound, "bound", owner)
+    ledger = check_ledger(ledger, owner)
     vals = check_stream(values, "values", owner, bound=bnd)
     n = vals.size
+    _check_tree_range(n, eps, bnd, owner)
     noise = LaplaceNoise(sensitivity=_levels(n) * bnd, epsilon=eps, magnitude=n * bnd)
+    guarantee = PrivacyGuarantee(unit=EventLevel(), budget=Budget(eps), proof=_PROOF)
+    charge_ledger(ledger, guarantee.budget, owner, guarantee.unit)
     top = math.floor(bnd / noise.granularity)
     nodes_t, prefix = tree_in_blocks(vals, noise, top, _levels(n), bits)
     return TreeRelease(
@@ -241,12 +282,18 @@ def _tree_release(
         levels=_levels(n),
         epsilon=eps,
         bound=bnd,
-        guarantee=PrivacyGuarantee(unit=EventLevel(), budget=Budget(eps), proof=_PROOF),
+        guarantee=guarantee,
+        seeded=seeded,
     )
 
 
 def binary_tree_release(
-    values: object, *, epsilon: float, bound: float, seed: object = None
+    values: object,
+    *,
+    epsilon: float,
+    bound: float,
+    seed: object = None,
+    ledger: BudgetLedger | None = None,
 ) -> TreeRelease:
     """Release every prefix sum of a stream with the BT algorithm ([PAK19] §II-D).
 
@@ -261,6 +308,9 @@ def binary_tree_release(
     seed
         ``None`` (secure source, for real releases), an int (reproducible, not for release) or
         a bit source object.
+    ledger
+        Optional :class:`~mechanisms.BudgetLedger`, charged ε (event-level unit) after every
+        argument is validated and before any draw.
 
     Returns
     -------
@@ -284,18 +334,50 @@ def binary_tree_release(
     >>> rel.levels, rel.prefix_sums.shape, float(rel.variance[3] / rel.variance[0])
     (3, (4,), 1.0)
     """
-    return _tree_release(values, epsilon=epsilon, bound=bound, bits=bit_source(seed))
+    owner = "binary_tree_release"
+    return _tree_release(
+        values,
+        epsilon=epsilon,
+        bound=bound,
+        bits=check_seed(seed, owner),
+        owner=owner,
+        ledger=ledger,
+        seeded=seed is not None,
+    )
 
 
 def binary_tree_prefix_sums(
-    values: object, *, epsilon: float, bound: float, seed: object = None
+    values: object,
+    *,
+    epsilon: float,
+    bound: float,
+    seed: object = None,
+    ledger: BudgetLedger | None = None,
 ) -> np.ndarray:
     """Noisy prefix sums c(σ, 1..n) of the BT algorithm (see :func:`binary_tree_release`)."""
-    return binary_tree_release(values, epsilon=epsilon, bound=bound, seed=seed).prefix_sums
+    owner = "binary_tree_prefix_sums"
+    return _tree_release(
+        values,
+        epsilon=epsilon,
+        bound=bound,
+        bits=check_seed(seed, owner),
+        owner=owner,
+        ledger=ledger,
+    ).prefix_sums
+
+
+#: Most noise draws binary_tree_final_sums makes in one call (repetitions × popcount(n)).
+_MAX_FINAL_DRAWS = 1 << 28
 
 
 def binary_tree_final_sums(
-    values: object, *, epsilon: float, bound: float, repetitions: int = 1, seed: object = None
+    values: object,
+    *,
+    epsilon: float,
+    bound: float,
+    repetitions: int = 1,
+    seed: object = None,
+    ledger: BudgetLedger | None = None,
 ) -> np.ndarray:
     """``repetitions`` independent draws of the BT final sum c(σ, n), vectorised.
 
@@ -304,14 +386,21 @@ def binary_tree_final_sums(
     draws, not R·(2n − popcount(n)): the [PAK19] §VII-A experiment (20,000 runs at
     n = 25,000,000) takes seconds. Same distribution as ``binary_tree_release(...).
     prefix_sums[-1]``; variance popcount(n)·``binary_tree_noise(n, ...).variance``.
+
+    *Privacy*: each repetition is an event-level ε-DP release of the same data, so a
+    ``ledger`` is charged ``repetitions``·ε (sequential composition); at most 2²⁸ draws
+    (repetitions × popcount(n)) per call.
     """
     owner = "binary_tree_final_sums"
     eps = check_positive(epsilon, "epsilon", owner)
     bnd = check_positive(bound, "bound", owner)
-    reps = check_integer(repetitions, "repetitions", owner)
+    reps = check_integer(repetitions, "repetitions", owner, maximum=_MAX_FINAL_DRAWS // 64)
+    bits = check_seed(seed, owner)
+    ledger = check_ledger(ledger, owner)
     vals = check_stream(values, "values", owner, bound=bnd)
-    bits = bit_source(seed)
     n = vals.size
+    _check_tree_range(n, eps, bnd, owner)
+    charge_ledger(ledger, Budget(eps * reps), owner, EventLevel())
     noise = LaplaceNoise(sensitivity=_levels(n) * bnd, epsilon=eps, magnitude=n * bnd)
     total = float(_lattice_units(vals, noise, bnd).sum()) * noise.granularity
     k = n.bit_count()
@@ -326,6 +415,12 @@ class BinaryTreeCounter:
 
     Notes
     -----
+    A pushed value outside [0, B] (±inf included) is clamped to [0, B], never refused: the
+    counter has already released earlier steps, and an exception on one value would reveal
+    that event. Only :meth:`analysis` counts the clamps (private; never publish it). What
+    cannot be clamped (not a real number, NaN) is refused with a typed error before the step
+    is consumed. ``ledger`` is charged ε when the counter is built (before any draw).
+
     *Privacy*: event-level ε-DP for streams of at most ``n`` values in [0, ``bound``] (same
     argument as :func:`binary_tree_release`; [CSS11], [DNPR10]).
 
@@ -338,11 +433,23 @@ class BinaryTreeCounter:
     True
     """
 
-    def __init__(self, n: int, *, epsilon: float, bound: float, seed: object = None) -> None:
+    def __init__(
+        self,
+        n: int,
+        *,
+        epsilon: float,
+        bound: float,
+        seed: object = None,
+        ledger: BudgetLedger | None = None,
+    ) -> None:
         owner = "BinaryTreeCounter"
-        self.n = check_integer(n, "n", owner)
+        self.n = check_integer(n, "n", owner, maximum=1 << 52)
         self.epsilon = check_positive(epsilon, "epsilon", owner)
         self.bound = check_positive(bound, "bound", owner)
+        bits = check_seed(seed, owner)
+        ledger = check_ledger(ledger, owner)
+        _check_tree_range(self.n, self.epsilon, self.bound, owner)
+        self.seeded = seed is not None
         self.levels = _levels(self.n)
         self.noise = LaplaceNoise(
             sensitivity=self.levels * self.bound,
@@ -352,8 +459,10 @@ class BinaryTreeCounter:
         self.guarantee = PrivacyGuarantee(
             unit=EventLevel(), budget=Budget(self.epsilon), proof=_PROOF
         )
+        charge_ledger(ledger, self.guarantee.budget, owner, self.guarantee.unit)
         self.steps = 0
-        self._bits = bit_source(seed)
+        self._clamped = 0
+        self._bits = bits
         self._s = block_levels(self.levels)
         self._block_size = 1 << self._s
         self._buffer: list[float] = []
@@ -371,8 +480,26 @@ class BinaryTreeCounter:
         self._own = [float(vh[h] / v) for h in range(self.levels)]  # weight of the node's own sum
         self._kid = [0.0] + [float(vh[h] / (2.0 * vh[h - 1])) for h in range(1, self.levels)]
 
+    @property
+    def privacy(self) -> PrivacyRecord:
+        """The public record of the counter's release (unit, ε, B, seeded...)."""
+        return PrivacyRecord.from_guarantee(
+            self.guarantee,
+            mechanism="binary-tree-counter",
+            parameters={"n": self.n, "levels": self.levels},
+            bound=self.bound,
+            seeded=self.seeded,
+        )
+
+    def analysis(self) -> StreamAnalysis:
+        """How many pushed values were clamped to [0, B] (private: never publish it)."""
+        return StreamAnalysis(steps=self.steps, clamped=self._clamped)
+
     def push(self, x: float) -> float:
-        """Add the next value (in [0, B]) and return the noisy prefix sum c(σ, i).
+        """Add the next value and return the noisy prefix sum c(σ, i).
+
+        ``x`` is clamped to [0, B] (class notes); a non-number or NaN raises a typed error and
+        consumes nothing.
 
         Amortised O(1): the nodes completing at step i are the levels 0..tz(i), and the node
         of level h is x plus the last completed nodes of the levels below it (which tile the
@@ -380,20 +507,21 @@ class BinaryTreeCounter:
         c(i) = c(i − 2^tz(i)) + node(tz(i)), the batch form's recursion, double for double.
         """
         kind = type(x)
-        if kind is not float and (kind is bool or not isinstance(x, Real)):
+        if kind is not float and (kind is bool or kind is np.bool_ or not isinstance(x, Real)):
             raise DomainError(
-                "The 'x' argument of BinaryTreeCounter.push must be a finite real number."
+                "The 'x' argument of BinaryTreeCounter.push must be a real number. Got "
+                f"{kind.__name__}."
             )
         xf = float(x)
-        if not 0.0 <= xf <= self.bound:  # also catches NaN and ±inf
-            if not math.isfinite(xf):
+        if not 0.0 <= xf <= self.bound:  # out of range, ±inf or NaN: the slow path
+            if math.isnan(xf):
                 raise DomainError(
-                    "The 'x' argument of BinaryTreeCounter.push must be a finite real number."
+                    "The 'x' argument of BinaryTreeCounter.push must be a number, not NaN (a "
+                    "NaN cannot be clamped to the bound). Impute missing values before pushing."
                 )
-            raise DomainError(
-                f"The 'x' argument of BinaryTreeCounter.push must lie in [0, {self.bound:g}] "
-                "(the declared bound). Clip the value or declare a larger public bound."
-            )
+            if self.steps < self.n:
+                self._clamped += 1
+            xf = min(max(xf, 0.0), self.bound)
         i = self.steps
         if i >= self.n:
             raise DomainError(

@@ -33,9 +33,9 @@ def check_local_epsilon(value: object, owner: str) -> float:
     eps = check_positive(value, "epsilon", owner)
     if eps > MAX_LOCAL_EPSILON:
         raise ParameterError(
-            f"The 'epsilon' parameter of {owner} must be a float in (0, {MAX_LOCAL_EPSILON:g}]. "
-            f"Got {value!r} instead. A local report with ε > {MAX_LOCAL_EPSILON:g} is "
-            "essentially the raw value."
+            f"The 'epsilon' parameter of {owner} must be a float in (0, "
+            f"{MAX_LOCAL_EPSILON:g}]. Got {eps!r} instead. A local report with ε > "
+            f"{MAX_LOCAL_EPSILON:g} is essentially the raw value."
         )
     return eps
 

@@ -75,14 +75,17 @@ _N_CELLS = 1 << SW_LATTICE_BITS
 
 
 def _series_g_h(eps: float) -> tuple[float, float]:
-    """g = e^ε(ε − 1) + 1 and h = e^ε − 1 − ε by their power series (small ε)."""
+    """g/ε² and h/ε², g = e^ε(ε − 1) + 1 and h = e^ε − 1 − ε, by their power series (small ε).
+
+    Divided by ε² so that nothing underflows for tiny ε (ε² < 2⁻¹⁰⁷⁴ below ε ≈ 10⁻¹⁶²);
+    b only uses the ratio g/h.
+    """
     g = h = 0.0
     term = 1.0
-    for k in range(1, 16):
-        term *= eps / k  # ε^k / k!
-        if k >= 2:
-            g += (k - 1) * term
-            h += term
+    for k in range(2, 16):
+        term = 0.5 if k == 2 else term * eps / k  # ε^(k−2) · 2!/k! / 2 = ε^k / k! / ε²
+        g += (k - 1) * term
+        h += term
     return g, h
 
 

@@ -49,10 +49,19 @@ import numpy as np
 
 from ..core._budget import Budget, BudgetLedger
 from ..core._errors import ParameterError
-from ..core._random import bit_source
+from ..core._record import PrivacyRecord
 from ..core._results import RangeSum, check_range, step_frame, summary_text, table_frame
 from ..core._units import LocalDP, PrivacyGuarantee
-from ..core._validation import check_integer, check_positive, check_stream
+from ..core._validation import (
+    charge_ledger,
+    check_bool,
+    check_integer,
+    check_ledger,
+    check_noise_range,
+    check_positive,
+    check_seed,
+    check_stream,
+)
 from ._hybrid import HybridMechanism
 from ._randomizers import check_local_epsilon
 from ._square_wave import DistributionFit, SquareWave, square_wave_distribution
@@ -237,6 +246,8 @@ class ToplRelease:
     """Local ε-DP for every user."""
     n: int
     """Stream length (released steps: n − m)."""
+    seeded: bool = False
+    """True when a seed drove the reports' randomness: an experiment, not a release."""
     _cumsum: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -244,6 +255,22 @@ class ToplRelease:
         cum = np.concatenate([[0.0], np.cumsum(self.values)])
         cum.setflags(write=False)
         object.__setattr__(self, "_cumsum", cum)
+
+    @property
+    def privacy(self) -> PrivacyRecord:
+        """The public record of this release (local unit, ε, B, mechanism, seeded...)."""
+        return PrivacyRecord.from_guarantee(
+            self.guarantee,
+            mechanism="topl",
+            parameters={
+                "n": self.n,
+                "time_lag": self.time_lag,
+                "bins": int(self.fit.probabilities.size),
+                "bias_weight": self.plan.bias_weight,
+            },
+            bound=self.bound,
+            seeded=self.seeded,
+        )
 
     def _check_range(self, i: int, j: int, owner: str) -> tuple[int, int]:
         """Input steps i ≤ j inside the released steps [m, n); returned as positions of
@@ -342,7 +369,8 @@ def topl_release(
         Weight of the squared truncation bias in the predicted error, in units of r²
         (:func:`plan_topl_threshold`; default 1/24, the notes').
     ledger
-        Optional :class:`BudgetLedger` charged ε (per user: local DP) after validation.
+        Optional :class:`BudgetLedger` charged ε (per user: the local unit) after validation,
+        before any draw.
 
     Returns
     -------
@@ -363,22 +391,19 @@ def topl_release(
     owner = "topl_release"
     bnd = check_positive(bound, "bound", owner)
     eps = check_local_epsilon(epsilon, owner)
+    check_noise_range(owner, "'bound' and 'epsilon'", bound=bnd, noise_scale=bnd / eps)
+    check_noise_range(owner, "'epsilon'", report_spread=1.0 / eps)
+    d = check_integer(bins, "bins", owner, minimum=2, maximum=4096)
+    smoothing = check_bool(smoothing, "smoothing", owner)
+    weight = check_positive(bias_weight, "bias_weight", owner)
+    bits = check_seed(seed, owner)
+    ledger = check_ledger(ledger, owner)
+    if not isinstance(time_lag, int | np.integer) or isinstance(time_lag, bool):
+        check_integer(time_lag, "time_lag", owner)  # type errors before reading the data
     arr = check_stream(values, "values", owner, bound=bnd, min_length=2)
     m = check_integer(time_lag, "time_lag", owner, minimum=1, maximum=arr.size - 1)
-    d = check_integer(bins, "bins", owner, minimum=2, maximum=4096)
-    if not isinstance(smoothing, bool):
-        raise ParameterError(
-            f"The 'smoothing' parameter of {owner} must be a bool. Got {smoothing!r} instead."
-        )
-    weight = check_positive(bias_weight, "bias_weight", owner)
-    if ledger is not None and not isinstance(ledger, BudgetLedger):
-        raise ParameterError(
-            f"The 'ledger' parameter of {owner} must be a BudgetLedger or None. Got "
-            f"{ledger!r} instead."
-        )
     budget = Budget(eps)
-    (BudgetLedger(budget) if ledger is None else ledger).charge(budget, owner)
-    bits = bit_source(seed)
+    charge_ledger(ledger, budget, owner, LocalDP())
 
     sw = SquareWave(epsilon=eps)
     reports = sw.report(arr[:m] / bnd, bits)  # users 1..m  [SW20]
@@ -401,4 +426,5 @@ def topl_release(
         bound=bnd,
         guarantee=PrivacyGuarantee(unit=LocalDP(), budget=budget, proof=_PROOF),
         n=int(arr.size),
+        seeded=seed is not None,
     )

@@ -368,8 +368,8 @@ def _estimates(
         from ..core._errors import DomainError
 
         raise DomainError(
-            f"The 'values' argument of {_OWNER} must hold finite numbers only; "
-            f"{int((~np.isfinite(x)).sum())} entries are NaN or infinite."
+            f"The 'values' argument of {_OWNER} must hold finite numbers only (no NaN or "
+            "infinity; issue 11 §5: never a count of offending private values)."
         )
     n_b, n_nodes, r = x.shape
     w = r if window is None else check_integer(window, "window", _OWNER, minimum=r)

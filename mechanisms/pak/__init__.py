@@ -15,6 +15,7 @@ from ._quantile import (
 )
 from ._threshold import (
     NOISE_KINDS,
+    ThresholdAnalysis,
     ThresholdCalibration,
     ThresholdRelease,
     noise_quantile,
@@ -30,6 +31,7 @@ __all__ = [
     "NOISE_KINDS",
     "PakParameters",
     "PakRelease",
+    "ThresholdAnalysis",
     "ThresholdCalibration",
     "ThresholdRelease",
     "empirical_quantile",

@@ -11,6 +11,7 @@ Steps (Mechanism 1, with the threshold of §IV and r of §V-B):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -19,20 +20,32 @@ import numpy as np
 from ..core._budget import Budget, BudgetLedger, compose_parallel, compose_sequential
 from ..core._errors import ParameterError
 from ..core._noise import LaplaceNoise
-from ..core._random import BitSource, bit_source
+from ..core._random import BitSource
+from ..core._record import PrivacyRecord
 from ..core._results import RangeSum, check_range, step_frame, summary_text
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import (
+    charge_ledger,
+    check_bool,
     check_fraction,
     check_integer,
+    check_ledger,
+    check_noise_range,
     check_positive,
     check_probability,
+    check_seed,
     check_stream,
 )
-from ..counting._tree import TreeRelease, _tree_release, tree_range_variance
+from ..counting._tree import TreeRelease, _check_tree_range, _tree_release, tree_range_variance
 from ._calibration import _check_beta_lt, _check_r, pak_threshold_calibration
 from ._quantile import _check_noise
-from ._threshold import ThresholdRelease, _release_threshold
+from ._threshold import (
+    ThresholdAnalysis,
+    ThresholdRelease,
+    _check_threshold_range,
+    _release_threshold,
+    threshold_analysis,
+)
 
 __all__ = ["PakParameters", "PakRelease", "pak_release"]
 
@@ -113,6 +126,8 @@ class PakRelease:
     """The public bound B."""
     guarantee: PrivacyGuarantee
     """Event-level (ε, δ)."""
+    seeded: bool = False
+    """True when a seed drove the noise: an experiment, not a release."""
     n: int = field(init=False)
     """Stream length."""
 
@@ -120,6 +135,28 @@ class PakRelease:
         object.__setattr__(self, "n", int(self.prefix_sums.size))
         self.prefix_sums.setflags(write=False)
         self.variance.setflags(write=False)
+
+    @property
+    def privacy(self) -> PrivacyRecord:
+        """The public record of this release (unit, ε, δ, B, mechanism and its parameters)."""
+        params = self.parameters
+        return PrivacyRecord.from_guarantee(
+            self.guarantee,
+            mechanism="pak-mechanism-1" if params.threshold else "binary-tree",
+            parameters={
+                "n": self.n,
+                "time_lag": self.time_lag,
+                "eps1_share": params.eps1_share,
+                "lam": params.lam,
+                "p": params.p,
+                "beta_lt": params.beta_lt,
+                "r": params.r,
+                "noise": params.noise,
+                "threshold": params.threshold,
+            },
+            bound=self.bound,
+            seeded=self.seeded,
+        )
 
     def range_sum(self, i: int, j: int) -> RangeSum:
         """Estimated sum of input steps i..j (0-based, inclusive), m ≤ i ≤ j < n.
@@ -186,7 +223,8 @@ def pak_release(
     r: float = 1.5,
     noise: str = "laplace",
     threshold: bool = True,
-) -> PakRelease:
+    analysis: bool = False,
+) -> PakRelease | tuple[PakRelease, ThresholdAnalysis | None]:
     """Release every prefix sum after the time lag with PAK's Mechanism 1 ([PAK19] §III-C).
 
     Parameters
@@ -203,14 +241,18 @@ def pak_release(
     seed
         None (OS secure source, for release), or an int / bit source (tests only).
     ledger
-        Optional :class:`BudgetLedger` to charge (ε, δ) to; a fresh one otherwise. Charged
-        after validation and before any draw.
+        Optional :class:`BudgetLedger` to charge (ε, δ) to (event-level unit). Charged after
+        every argument is validated and before any draw.
     eps1_share, lam, p, beta_lt, r, noise, threshold
         Local parameters, see :class:`PakParameters`.
+    analysis
+        Also return the threshold's :class:`~mechanisms.pak.ThresholdAnalysis` (x̂_λp, SS,
+        the noise scale; None for plain BT): private, for audits and experiments only.
 
     Returns
     -------
     PakRelease
+        Or ``(PakRelease, ThresholdAnalysis | None)`` when ``analysis=True``.
 
     Notes
     -----
@@ -242,6 +284,8 @@ def pak_release(
     >>> rel.time_lag, bool(np.isnan(rel.prefix_sums[498])), bool(np.isnan(rel.prefix_sums[499]))
     (500, True, False)
     """
+    want_analysis = check_bool(analysis, "analysis", "pak_release")
+    seeded = seed is not None
     bits, params, arr, bnd, eps, dlt, m = _validate(
         values,
         bound,
@@ -261,9 +305,11 @@ def pak_release(
     n = arr.size
     if not params.threshold:
         total = Budget(eps, 0.0)
-        _charge(ledger, total)
-        tree = _tree_release(arr, epsilon=eps, bound=bnd, bits=bits, owner="pak_release")
-        return PakRelease(
+        charge_ledger(ledger, total, "pak_release", EventLevel())
+        tree = _seeded(
+            _tree_release(arr, epsilon=eps, bound=bnd, bits=bits, owner="pak_release"), seeded
+        )
+        rel = PakRelease(
             prefix_sums=np.array(tree.prefix_sums),
             variance=np.array(tree.variance),
             threshold=bnd,
@@ -278,7 +324,9 @@ def pak_release(
             epsilon2=0.0,
             bound=bnd,
             guarantee=PrivacyGuarantee(unit=EventLevel(), budget=total, proof=tree.guarantee.proof),
+            seeded=seeded,
         )
+        return (rel, None) if want_analysis else rel
 
     eps1 = eps * params.eps1_share
     eps2 = eps - eps1
@@ -295,9 +343,11 @@ def pak_release(
         noise=params.noise,
     )
     total = compose_parallel(compose_sequential(Budget(eps1, dlt), Budget(eps2)), Budget(eps))
-    _charge(ledger, total)
+    charge_ledger(ledger, total, "pak_release", EventLevel())
 
-    th = _release_threshold(cal, bits, clip=True)  # [PAK19 Mech. 1 step 1]
+    th = _release_threshold(  # [PAK19 Mech. 1 step 1]
+        cal, bits, clip=True, owner="pak_release", seeded=seeded
+    )
     tau = max(th.threshold, bnd * _MIN_THRESHOLD)
     prefix_noise = LaplaceNoise(sensitivity=tau, epsilon=eps2, magnitude=m * tau)
     c_m = _clipped_lattice_sum(prefix, tau, prefix_noise) + float(
@@ -306,13 +356,14 @@ def pak_release(
     tree = _tree_release(  # [PAK19 Mech. 1 steps 3-6]
         np.minimum(suffix, tau), epsilon=eps, bound=tau, bits=bits, owner="pak_release"
     )
+    tree = _seeded(tree, seeded)
     sums = np.full(n, np.nan)
     var = np.full(n, np.nan)
     sums[m - 1] = c_m
     var[m - 1] = prefix_noise.variance
     sums[m:] = c_m + tree.prefix_sums
     var[m:] = prefix_noise.variance + tree.variance
-    return PakRelease(
+    rel = PakRelease(
         prefix_sums=sums,
         variance=var,
         threshold=tau,
@@ -327,7 +378,14 @@ def pak_release(
         epsilon2=eps2,
         bound=bnd,
         guarantee=PrivacyGuarantee(unit=EventLevel(), budget=total, proof=_PROOF),
+        seeded=seeded,
     )
+    return (rel, threshold_analysis(cal, None)) if want_analysis else rel
+
+
+def _seeded(tree: TreeRelease, seeded: bool) -> TreeRelease:
+    """The inner BT release, marked seeded like the outer release."""
+    return dataclasses.replace(tree, seeded=True) if seeded and not tree.seeded else tree
 
 
 def _validate(
@@ -366,19 +424,27 @@ def _validate(
             "(smooth sensitivity gives (ε, δ)-DP with δ > 0). Got 0.0 instead. Pass a δ such "
             "as 1/n², or threshold=False for plain BT."
         )
+    bits = check_seed(seed, owner)
+    check_ledger(ledger, owner)
+    if params.threshold:
+        _check_threshold_range(
+            bnd, eps * params.eps1_share, dlt, params.beta_lt, params.noise, owner
+        )
+    if not isinstance(time_lag, int | np.integer) or isinstance(time_lag, bool):
+        check_integer(time_lag, "time_lag", owner)  # type errors before reading the data
     arr = check_stream(values, "values", owner, bound=bnd, min_length=2)
     m = check_integer(time_lag, "time_lag", owner, minimum=1, maximum=arr.size - 1)
-    if ledger is not None and not isinstance(ledger, BudgetLedger):
-        raise ParameterError(
-            f"The 'ledger' parameter of {owner} must be a BudgetLedger or None. Got "
-            f"{ledger!r} instead."
+    _check_tree_range(arr.size, eps, bnd, owner)
+    if params.threshold:  # τ ∈ [B·2⁻³⁰, B] scales the BT on the suffix and c(σ, m) (ε₂)
+        eps2 = eps * (1.0 - params.eps1_share)
+        check_noise_range(
+            owner,
+            "'bound', 'epsilon' and 'eps1_share'",
+            smallest_noise_scale=bnd * _MIN_THRESHOLD / eps,
+            prefix_noise_scale=bnd / eps2,
+            smallest_prefix_noise_scale=bnd * _MIN_THRESHOLD / eps2,
         )
-    return bit_source(seed), params, arr, bnd, eps, dlt, m
-
-
-def _charge(ledger: BudgetLedger | None, total: Budget) -> None:
-    """Charge the whole (ε, δ) before any draw (a fresh ledger when none is given)."""
-    (BudgetLedger(total) if ledger is None else ledger).charge(total, "pak_release")
+    return bits, params, arr, bnd, eps, dlt, m
 
 
 def _clipped_lattice_sum(values: np.ndarray, tau: float, noise: LaplaceNoise) -> float:

@@ -40,11 +40,11 @@ NOISE_KINDS = ("laplace", "gaussian")
 
 
 def _check_noise(noise: object, owner: str) -> str:
-    if noise not in NOISE_KINDS:
+    if not isinstance(noise, str) or noise not in NOISE_KINDS:  # np.array(["laplace"]) is not
         raise ParameterError(
             f"The 'noise' parameter of {owner} must be one of {NOISE_KINDS}. Got {noise!r} instead."
         )
-    return str(noise)
+    return noise
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,35 +8,56 @@ lattice γℤ (Eq. 12), then ×r (Eq. 15) and clipped to [0, B] (post-processing
 For auditors: :func:`pak_threshold_calibration` returns τ', the lattice point it snaps to and
 the noise scale, without drawing anything; the released threshold before ×r and clipping is
 ``center + scale·Z`` on the lattice, Z the standard lattice noise of ``noise``.
+
+Release and analysis (issue 11 §2). The noise scale S/a is a function of the smooth sensitivity
+SS: identical across runs and different between neighbours, so it would reveal SS exactly, and
+τ_max of Eq. 13 reveals x̂_λp. A :class:`ThresholdRelease` therefore holds only the released τ
+and public parameters; S/a, x̂_λp, SS and τ_max live in a :class:`ThresholdAnalysis` that a
+caller must ask for (``analysis=True``) and must never publish.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..core._budget import Budget
+from ..core._budget import Budget, BudgetLedger
 from ..core._errors import ParameterError
-from ..core._noise import GaussianNoise, LaplaceNoise
-from ..core._random import BitSource, bit_source
+from ..core._noise import LATTICE_BITS, GaussianNoise, LaplaceNoise
+from ..core._random import BitSource
+from ..core._record import PrivacyRecord
 from ..core._results import summary_text, table_frame
 from ..core._units import EventLevel, PrivacyGuarantee
+from ..core._validation import (
+    charge_ledger,
+    check_bool,
+    check_fraction,
+    check_ledger,
+    check_noise_range,
+    check_positive,
+    check_seed,
+)
 from ._calibration import (
+    _TAIL_UNITS,
     ThresholdCalibration,
     _check_beta_lt,
+    _check_r,
     pak_kappa,
     pak_tau_max,
     pak_threshold_calibration,
 )
 from ._quantile import (
     NOISE_KINDS,
+    _check_noise,
     noise_quantile,
     smoothing_parameters,
 )
 
 __all__ = [
     "NOISE_KINDS",  # re-exported from _quantile
+    "ThresholdAnalysis",
     "ThresholdCalibration",
     "ThresholdRelease",
     "noise_quantile",
@@ -50,7 +71,11 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ThresholdRelease:
-    """A released PAK threshold and the public parameters that produced it."""
+    """A released PAK threshold and the public parameters that produced it.
+
+    Holds nothing computed from the data but the released τ (issue 11 §2): the noise scale
+    S/a and τ_max, which reveal SS and x̂_λp, are in :class:`ThresholdAnalysis`.
+    """
 
     threshold: float
     """τ used downstream: r·(noisy τ), clipped to [0, B] when ``clip`` (released)."""
@@ -66,8 +91,6 @@ class ThresholdRelease:
     """Noise divisor a."""
     b: float
     """Smoothing constant b."""
-    scale: float
-    """Noise multiplier S/a, S = max(κ·SS, F) + γ (data-dependent; kept for analysis)."""
     granularity: float
     """Public lattice spacing γ."""
     noise: str
@@ -76,10 +99,29 @@ class ThresholdRelease:
     """Multiplier r of Eq. 15."""
     clipped: bool
     """Whether the threshold was clipped to [0, B]."""
+    bound: float
+    """The public bound B."""
     guarantee: PrivacyGuarantee
     """(ε, δ) event-level on the prefix."""
-    tau_max: float | None = None
-    """r·τ_max of Eq. 13 for the given β_rt, or None. Data-dependent: analysis only."""
+    seeded: bool = False
+    """True when a seed drove the noise: an experiment, not a release."""
+
+    @property
+    def privacy(self) -> PrivacyRecord:
+        """The public record of this release (unit, ε, δ, B, mechanism, seeded...)."""
+        return PrivacyRecord.from_guarantee(
+            self.guarantee,
+            mechanism="pak-threshold",
+            parameters={
+                "time_lag": self.time_lag,
+                "rank": self.rank,
+                "r": self.r,
+                "noise": self.noise,
+                "clip": self.clipped,
+            },
+            bound=self.bound,
+            seeded=self.seeded,
+        )
 
     def _public_rows(self) -> list[tuple[str, object]]:
         # released values and public parameters only: not scale, kappa·SS or tau_max
@@ -105,6 +147,54 @@ class ThresholdRelease:
         return summary_text("PAK threshold [PAK19] §IV-C", self._public_rows(), result=self)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThresholdAnalysis:
+    """What the threshold release computed from the data: **private, never publish it**.
+
+    For audits, planning and experiments only (``pak_threshold(..., analysis=True)``); the CLI,
+    the report and the privacy record never write it.
+    """
+
+    calibration: ThresholdCalibration
+    """τ', x̂_λp, SS, the smooth bound S and the noise scale S/a (all data-dependent)."""
+    tau_max: float | None = None
+    """r·τ_max of Eq. 13 for the given β_rt (exceeded with probability ≤ β_rt), or None."""
+
+    @property
+    def scale(self) -> float:
+        """Noise multiplier S/a, S = max(κ·SS, F) + γ (data-dependent)."""
+        return self.calibration.scale
+
+
+def _check_threshold_range(
+    bound: float, epsilon: float, delta: float, beta_lt: float, noise: str, owner: str
+) -> None:
+    """Refuse, before any work, a B and ε whose threshold noise or lattice leave exact doubles.
+
+    Uses the public bounds of :func:`pak_threshold_calibration`: scale ≤ (κ + 1)·B/a, released
+    magnitude ≤ B·(1 + (κ + 1)(G⁻¹(1 − β_lt) + 64)/a), lattice γ ≥ B·2⁻²⁴.
+    """
+    names = "'bound' and 'epsilon'"
+    try:
+        a, b = smoothing_parameters(epsilon, delta, noise)
+        kappa = pak_kappa(a=a, b=b, beta_lt=beta_lt, noise=noise)
+        offset = noise_quantile(1.0 - beta_lt, noise)
+        scale = (kappa + 1.0) * bound / a
+        magnitude = bound * (1.0 + (kappa + 1.0) * (offset + _TAIL_UNITS) / a)
+    except OverflowError:
+        raise ParameterError(
+            f"The 'epsilon' parameter of {owner} is too large for the smooth-sensitivity "
+            f"calibration ([NRS07] constants overflow). Got {epsilon!r}; use a smaller epsilon."
+        ) from None
+    check_noise_range(
+        owner,
+        names,
+        noise_scale=scale,
+        released_magnitude=magnitude,
+        lattice_spacing=math.ldexp(bound, -LATTICE_BITS),
+    )
+
+
 def pak_threshold(
     prefix: object,
     *,
@@ -119,7 +209,9 @@ def pak_threshold(
     clip: bool = True,
     beta_rt: float | None = None,
     seed: object = None,
-) -> ThresholdRelease:
+    ledger: BudgetLedger | None = None,
+    analysis: bool = False,
+) -> ThresholdRelease | tuple[ThresholdRelease, ThresholdAnalysis]:
     """Release PAK's threshold τ from a prefix of m values ([PAK19] §IV-C, Eqs. 6–13, 15).
 
     Parameters
@@ -141,13 +233,20 @@ def pak_threshold(
     clip
         Clip r·τ to [0, B] (post-processing; default True).
     beta_rt
-        If given, also report r·τ_max of Eq. 13 (data-dependent, for analysis only).
+        With ``analysis=True`` only: also compute r·τ_max of Eq. 13 (data-dependent).
     seed
         None (OS secure source, for release), or an int / bit source (tests only).
+    ledger
+        Optional :class:`~mechanisms.BudgetLedger`, charged (ε, δ) (event-level unit) after
+        every argument is validated and before any draw.
+    analysis
+        Also return a :class:`ThresholdAnalysis` (the noise scale S/a, x̂_λp, SS, τ_max):
+        private values for audits and experiments, never to be published.
 
     Returns
     -------
     ThresholdRelease
+        Or ``(ThresholdRelease, ThresholdAnalysis)`` when ``analysis=True``.
 
     Notes
     -----
@@ -182,8 +281,8 @@ def pak_threshold(
 
     *Privacy*: (ε, δ)-DP, event-level on the prefix ([NRS07] §2: releasing f + (S/a)·Z with S
     a b-smooth upper bound on LS_f and (a, b)-admissible Z), with f = rounded τ' and S above.
-    ×r and clipping are post-processing. ``scale`` and ``tau_max`` in the result are
-    data-dependent and kept for analysis; only ``threshold``/``unclipped`` are the release.
+    ×r and clipping are post-processing. The noise scale and τ_max are data-dependent: they
+    are only in the analysis object; ``threshold``/``unclipped`` are the release.
 
     Examples
     --------
@@ -192,8 +291,26 @@ def pak_threshold(
     >>> 0.0 <= rel.threshold <= 10.0, rel.rank
     (True, 398)
     """
-    if not isinstance(clip, bool):
-        raise ParameterError(f"The 'clip' parameter of pak_threshold must be a bool. Got {clip!r}.")
+    owner = "pak_threshold"
+    clip = check_bool(clip, "clip", owner)
+    analysis = check_bool(analysis, "analysis", owner)
+    bits = check_seed(seed, owner)
+    ledger = check_ledger(ledger, owner)
+    if beta_rt is not None:
+        _check_beta_lt(beta_rt, "beta_rt", owner)
+        if not analysis:
+            raise ParameterError(
+                f"The 'beta_rt' parameter of {owner} needs analysis=True: τ_max of Eq. 13 is "
+                "computed from the data and only goes into the analysis object. Got "
+                f"beta_rt={beta_rt!r} with analysis=False."
+            )
+    bnd = check_positive(bound, "bound", owner)
+    eps = check_positive(epsilon, "epsilon", owner)
+    dlt = check_fraction(delta, "delta", owner)
+    lt = _check_beta_lt(beta_lt, "beta_lt", owner)
+    kind = _check_noise(noise, owner)
+    _check_r(r, owner)
+    _check_threshold_range(bnd, eps, dlt, lt, kind, owner)
     cal = pak_threshold_calibration(
         prefix,
         bound=bound,
@@ -205,15 +322,40 @@ def pak_threshold(
         r=r,
         noise=noise,
     )
+    release = _release_threshold(
+        cal, bits, clip=clip, ledger=ledger, owner=owner, seeded=seed is not None
+    )
+    if not analysis:
+        return release
+    return release, threshold_analysis(cal, beta_rt)
+
+
+def threshold_analysis(cal: ThresholdCalibration, beta_rt: float | None) -> ThresholdAnalysis:
+    """The private analysis of a calibration: its scale and, for β_rt, r·τ_max (Eq. 13)."""
+    tau_max = None
     if beta_rt is not None:
-        _check_beta_lt(beta_rt, "beta_rt", "pak_threshold")
-    return _release_threshold(cal, bit_source(seed), clip=clip, beta_rt=beta_rt)
+        rt = noise_quantile(1.0 - beta_rt, cal.noise)
+        tau_max = cal.r * (cal.quantile + cal.scale * (cal.offset + rt))  # [PAK19 Eq. 13]
+    return ThresholdAnalysis(calibration=cal, tau_max=tau_max)
 
 
 def _release_threshold(
-    cal: ThresholdCalibration, bits: BitSource, *, clip: bool, beta_rt: float | None = None
+    cal: ThresholdCalibration,
+    bits: BitSource,
+    *,
+    clip: bool,
+    ledger: BudgetLedger | None = None,
+    owner: str = "pak_threshold",
+    seeded: bool = False,
 ) -> ThresholdRelease:
-    """Draw the noise for a validated calibration (internal; takes ``bits``)."""
+    """Charge ``ledger`` (if any), then draw the noise for a validated calibration (internal;
+    takes ``bits``)."""
+    guarantee = PrivacyGuarantee(
+        unit=EventLevel(),
+        budget=Budget(cal.epsilon, cal.delta),
+        proof="[NRS07] §2 smooth sensitivity with admissible noise; [PAK19] Eqs. 6-12",
+    )
+    charge_ledger(ledger, guarantee.budget, owner, guarantee.unit)
     if cal.noise == "laplace":
         mech = LaplaceNoise(
             sensitivity=cal.smooth_bound - cal.granularity,
@@ -226,10 +368,6 @@ def _release_threshold(
     noisy = float(mech.release(np.array([cal.tau_prime]), bits)[0])  # [PAK19 Eq. 12]
     unclipped = cal.r * noisy  # [PAK19 Eq. 15]
     threshold = min(max(unclipped, 0.0), cal.bound) if clip else unclipped
-    tau_max = None
-    if beta_rt is not None:
-        rt = noise_quantile(1.0 - beta_rt, cal.noise)
-        tau_max = cal.r * (cal.quantile + cal.scale * (cal.offset + rt))  # [PAK19 Eq. 13]
     return ThresholdRelease(
         threshold=threshold,
         unclipped=unclipped,
@@ -238,15 +376,11 @@ def _release_threshold(
         kappa=cal.kappa,
         a=cal.a,
         b=cal.b,
-        scale=cal.scale,
         granularity=cal.granularity,
         noise=cal.noise,
         r=cal.r,
         clipped=clip,
-        guarantee=PrivacyGuarantee(
-            unit=EventLevel(),
-            budget=Budget(cal.epsilon, cal.delta),
-            proof="[NRS07] §2 smooth sensitivity with admissible noise; [PAK19] Eqs. 6-12",
-        ),
-        tau_max=tau_max,
+        bound=cal.bound,
+        guarantee=guarantee,
+        seeded=seeded,
     )

@@ -12,6 +12,8 @@ Steps are indexed after the time lag: released step i is absolute step m + i (0-
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..core._budget import BudgetLedger
 from ..core._renamed import UNSET, renamed_keyword
 from ..core._validation import check_integer, check_positive, check_stream
@@ -24,6 +26,8 @@ __all__ = ["tops_perturb", "tops_release"]
 
 def _validated_values(values, bound, time_lag, owner, *, minimum_lag=1):
     bnd = check_positive(bound, "bound", owner)
+    if not isinstance(time_lag, int | np.integer) or isinstance(time_lag, bool):
+        check_integer(time_lag, "time_lag", owner)  # type errors before reading the data
     arr = check_stream(values, "values", owner, bound=bnd, min_length=2 if minimum_lag else 1)
     m = check_integer(time_lag, "time_lag", owner, minimum=minimum_lag, maximum=arr.size - 1)
     return arr, bnd, m

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..core._errors import ParameterError
 from ..core._renamed import UNSET, renamed_attribute, renamed_keyword
-from ..core._validation import check_integer, check_probability
+from ..core._validation import check_choice, check_integer, check_probability
 
 __all__ = ["SMOOTHERS", "Smoother", "smooth_blocks"]
 
@@ -57,11 +57,7 @@ def __getattr__(name: str) -> float:
 
 
 def _check_smoother(name: object, owner: str) -> str:
-    if name not in SMOOTHERS:
-        raise ParameterError(
-            f"The 'smoother' parameter of {owner} must be one of {SMOOTHERS}. Got {name!r} instead."
-        )
-    return str(name)
+    return check_choice(name, "smoother", owner, SMOOTHERS)
 
 
 class Smoother:

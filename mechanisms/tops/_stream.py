@@ -18,10 +18,20 @@ import numpy as np
 from ..core._budget import Budget, BudgetLedger, compose_parallel
 from ..core._errors import DomainError, ParameterError
 from ..core._noise import LaplaceNoise
-from ..core._random import bit_source
+from ..core._record import PrivacyRecord
 from ..core._renamed import UNSET, renamed_attribute, renamed_keyword
 from ..core._units import EventLevel, PrivacyGuarantee
-from ..core._validation import check_integer, check_positive, check_probability, check_stream
+from ..core._validation import (
+    charge_ledger,
+    check_integer,
+    check_ledger,
+    check_noise_range,
+    check_positive,
+    check_probability,
+    check_seed,
+    clamp_stream,
+)
+from ..counting._analysis import StreamAnalysis
 from ._smoothers import DEFAULT_SMOOTHING, Smoother, _check_smoother, block_values
 from ._threshold import (
     DEFAULT_C,
@@ -106,11 +116,15 @@ class ToPSStream:
     seed
         None (OS secure source), or an int / bit source (tests and experiments only).
     ledger
-        Optional :class:`BudgetLedger`, charged once here, after validation and before any
-        draw.
+        Optional :class:`BudgetLedger`, charged once here (event-level unit), after
+        validation and before any draw.
 
     Notes
     -----
+    Values outside [0, B] (±inf included) are clamped to [0, B], never refused: earlier steps
+    have been released, and an exception would reveal the event. Only :meth:`analysis` counts
+    the clamps (private). Non-numbers and NaN are refused before the batch is consumed.
+
     After the time lag each ``push`` returns the step's smoothed value, final at once: steps
     of a leaf block other than its last carry the prediction from the blocks already released,
     the last step makes the block sum to its consistent estimate (``_smoothers.py``). Nodes are
@@ -164,15 +178,27 @@ class ToPSStream:
         )
         self.bound = check_positive(bound, "bound", owner)
         self.epsilon_perturb = check_positive(epsilon_perturb, "epsilon_perturb", owner)
-        self.fanout = check_integer(fanout, "fanout", owner, minimum=2)
-        self.horizon = check_integer(horizon, "horizon", owner)
+        self._bits = check_seed(seed, owner)
+        ledger = check_ledger(ledger, owner)
+        self.seeded = seed is not None
+        check_noise_range(
+            owner,
+            "'bound' and 'epsilon_perturb'",
+            noise_scale=max(self.bound, 1.0) / self.epsilon_perturb,
+            bound=self.bound,
+        )
+        self.fanout = check_integer(fanout, "fanout", owner, minimum=2, maximum=1 << 20)
+        self.horizon = check_integer(horizon, "horizon", owner, maximum=1 << 52)
         self.smoother_name = _check_smoother(smoother, owner)
         self.smoothing = check_probability(
             smoothing, "smoothing", owner, closed_low=False, closed_high=True
         )
         if threshold is None:
-            self.time_lag = check_integer(time_lag, "time_lag", owner)
+            self.time_lag = check_integer(time_lag, "time_lag", owner, maximum=1 << 52)
             self.epsilon_threshold = check_positive(epsilon_threshold, "epsilon_threshold", owner)
+            check_noise_range(
+                owner, "'epsilon_threshold'", score_noise_scale=1.0 / self.epsilon_threshold
+            )
             self.method = _check_method(threshold_method, owner)
             self.kappa = tops_kappa(
                 time_lag=self.time_lag,
@@ -190,30 +216,36 @@ class ToPSStream:
                     f"The 'threshold' parameter of {owner} must be a float in (0, bound="
                     f"{self.bound:g}]. Got {threshold!r} instead."
                 )
-            self.time_lag = check_integer(time_lag, "time_lag", owner, minimum=0)
+            self.time_lag = check_integer(time_lag, "time_lag", owner, minimum=0, maximum=1 << 52)
             self.epsilon_threshold, self.method, self.kappa = 0.0, "fixed", math.nan
             self.candidates = np.array([theta])
             budget = Budget(self.epsilon_perturb)
         self.leaf_size = (
             tops_leaf_size(self.horizon, self.epsilon_perturb, self.fanout)
             if leaf_size is None
-            else check_integer(leaf_size, "leaf_size", owner)
+            else check_integer(leaf_size, "leaf_size", owner, maximum=1 << 52)
         )
         self.levels = (
             tops_levels(self.horizon, self.leaf_size, self.fanout)
             if levels is None
             else check_integer(levels, "levels", owner, maximum=max_levels(self.fanout))
         )
-        if ledger is not None and not isinstance(ledger, BudgetLedger):
-            raise ParameterError(
-                f"The 'ledger' parameter of {owner} must be a BudgetLedger or None. Got "
-                f"{ledger!r} instead."
-            )
-        self._bits = bit_source(seed)
-        (BudgetLedger(budget) if ledger is None else ledger).charge(budget, owner)
+        tree_size = self.leaf_size * self.fanout ** (self.levels - 1)
+        theta_min = float(self.candidates[0])
+        check_noise_range(
+            owner,
+            "'bound', 'epsilon_perturb' and the tree shape",
+            noise_scale=self.levels * self.bound / self.epsilon_perturb,
+            smallest_noise_scale=self.levels * theta_min / self.epsilon_perturb,
+            released_magnitude=tree_size
+            * self.bound
+            * (1.0 + 64.0 * self.levels / self.epsilon_perturb),
+        )
         self.guarantee = PrivacyGuarantee(
             unit=EventLevel(), budget=budget, proof=_PROOF if threshold is None else _PROOF_PERTURB
         )
+        charge_ledger(ledger, budget, owner, self.guarantee.unit)
+        self._clamped = 0
         self.threshold_release: TopsThresholdRelease | None = None
         self.threshold: float | None = None if threshold is None else theta
         self._prefix: list[np.ndarray] = []
@@ -226,6 +258,15 @@ class ToPSStream:
             self._start_perturber()
 
     # -- state ---------------------------------------------------------------------------
+    @property
+    def privacy(self) -> PrivacyRecord:
+        """The public record of the stream's release (unit, ε, B, mechanism, seeded...)."""
+        return _record(self.guarantee, self, self.seeded)
+
+    def analysis(self) -> StreamAnalysis:
+        """How many values were clamped to [0, B] (private: never publish it)."""
+        return StreamAnalysis(steps=self._seen, clamped=self._clamped)
+
     @property
     def released(self) -> int:
         """Number of released steps so far (steps after the time lag)."""
@@ -259,17 +300,19 @@ class ToPSStream:
 
     # -- input ---------------------------------------------------------------------------
     def push(self, value: float) -> TopsUpdate:
-        """Add the next value (in [0, B]); return what became final."""
-        if isinstance(value, bool) or not isinstance(value, Real):
+        """Add the next value (clamped to [0, B]); return what became final."""
+        if isinstance(value, bool | np.bool_) or not isinstance(value, Real):
             raise DomainError("The 'value' argument of ToPSStream.push must be a real number.")
         return self.extend(np.array([float(value)]))
 
     def extend(self, values: object) -> TopsUpdate:
-        """Add values in order (each in [0, B]); return what became final, as one update.
+        """Add values in order (each clamped to [0, B]); return what became final, as one
+        update.
 
         The whole batch is validated before anything is consumed or drawn.
         """
-        arr = check_stream(values, "values", "ToPSStream.extend", bound=self.bound, min_length=0)
+        arr, clamped = clamp_stream(values, "values", "ToPSStream.extend", bound=self.bound)
+        self._clamped += clamped
         start, chosen = self.released, None
         if self.threshold is None:
             need = self.time_lag - self._seen
@@ -281,7 +324,13 @@ class ToPSStream:
             prefix = np.concatenate(self._prefix)
             self._prefix = []
             self.threshold_release = _select(
-                prefix, self.candidates, self.kappa, self.epsilon_threshold, self.method, self._bits
+                prefix,
+                self.candidates,
+                self.kappa,
+                self.epsilon_threshold,
+                self.method,
+                self._bits,
+                seeded=self.seeded,
             )
             self.threshold = chosen = self.threshold_release.threshold
             self._start_perturber()
@@ -340,4 +389,23 @@ class ToPSStream:
             epsilon_perturb=self.epsilon_perturb,
             bound=self.bound,
             guarantee=self.guarantee,
+            seeded=self.seeded,
         )
+
+
+def _record(guarantee: PrivacyGuarantee, src: object, seeded: bool) -> PrivacyRecord:
+    """The privacy record of a ToPS stream or release (public parameters only)."""
+    return PrivacyRecord.from_guarantee(
+        guarantee,
+        mechanism="tops" if src.epsilon_threshold else "tops-perturb",
+        parameters={
+            "time_lag": src.time_lag,
+            "fanout": src.fanout,
+            "leaf_size": src.leaf_size,
+            "levels": src.levels,
+            "epsilon_threshold": src.epsilon_threshold,
+            "epsilon_perturb": src.epsilon_perturb,
+        },
+        bound=src.bound,
+        seeded=seeded,
+    )

@@ -36,10 +36,20 @@ import numpy as np
 from ..core._budget import Budget, BudgetLedger
 from ..core._errors import ParameterError
 from ..core._noise import LaplaceNoise
-from ..core._random import BitSource, bit_source, uniform_open
+from ..core._random import BitSource, uniform_open
+from ..core._record import PrivacyRecord
 from ..core._results import summary_text, table_frame
 from ..core._units import EventLevel, PrivacyGuarantee
-from ..core._validation import check_integer, check_positive, check_stream
+from ..core._validation import (
+    charge_ledger,
+    check_choice,
+    check_integer,
+    check_ledger,
+    check_noise_range,
+    check_positive,
+    check_seed,
+    check_stream,
+)
 
 __all__ = [
     "THRESHOLD_METHODS",
@@ -58,6 +68,9 @@ DEFAULT_GRID = 1024
 DEFAULT_C = 60.0
 #: Largest grid accepted (scores and noise are O(G) per selection).
 _MAX_GRID = 1 << 22
+#: Largest time lag / horizon (steps stay exact in a double) and fan-out accepted.
+_MAX_STEPS = 1 << 52
+_MAX_FANOUT = 1 << 20
 _PROOF = {
     "laplace": "[ToPS21] threshold optimizer; report-noisy-max with Laplace(1/ε) on monotone "
     "sensitivity-1 scores (Dwork & Roth 2014, Claim 3.9)",
@@ -80,10 +93,10 @@ def tops_kappa(
 ) -> float:
     """κ = (3m/(c·r·ε_r))·√(2(F − 1)h³), h = ⌊log_F r⌋ + 1 (module notes; public inputs only)."""
     owner = "tops_kappa"
-    m = check_integer(time_lag, "time_lag", owner)
-    r = check_integer(horizon, "horizon", owner)
+    m = check_integer(time_lag, "time_lag", owner, maximum=_MAX_STEPS)
+    r = check_integer(horizon, "horizon", owner, maximum=_MAX_STEPS)
     eps = check_positive(epsilon_perturb, "epsilon_perturb", owner)
-    f = check_integer(fanout, "fanout", owner, minimum=2)
+    f = check_integer(fanout, "fanout", owner, minimum=2, maximum=_MAX_FANOUT)
     cc = check_positive(c, "c", owner)
     h = _levels_of(r, f)
     return 3.0 * m / (cc * r * eps) * float(np.sqrt(2.0 * (f - 1) * h**3))
@@ -153,6 +166,23 @@ class TopsThresholdRelease:
     """m, the number of values the scores were computed from."""
     guarantee: PrivacyGuarantee
     """Event-level ε-DP on the m values."""
+    seeded: bool = False
+    """True when a seed drove the noise: an experiment, not a release."""
+
+    @property
+    def privacy(self) -> PrivacyRecord:
+        """The public record of this release (unit, ε, mechanism, seeded...)."""
+        return PrivacyRecord.from_guarantee(
+            self.guarantee,
+            mechanism=f"tops-threshold-{self.method}",
+            parameters={
+                "time_lag": self.time_lag,
+                "candidates": int(self.candidates.size),
+                "largest_candidate": float(self.candidates[-1]),
+                "kappa": self.kappa,
+            },
+            seeded=self.seeded,
+        )
 
     def to_frame(self):
         """One row per public candidate θ, with ``chosen`` marking the released one."""
@@ -175,12 +205,7 @@ class TopsThresholdRelease:
 
 
 def _check_method(method: object, owner: str) -> str:
-    if method not in THRESHOLD_METHODS:
-        raise ParameterError(
-            f"The 'method' parameter of {owner} must be one of {THRESHOLD_METHODS}. Got "
-            f"{method!r} instead."
-        )
-    return str(method)
+    return check_choice(method, "method", owner, THRESHOLD_METHODS)
 
 
 def _select(
@@ -190,6 +215,7 @@ def _select(
     epsilon: float,
     method: str,
     bits: BitSource,
+    seeded: bool = False,
 ) -> TopsThresholdRelease:
     """Run the selection on validated inputs (draws from ``bits``)."""
     scores = tops_scores(prefix, grid, kappa)
@@ -212,6 +238,7 @@ def _select(
         noise=noise,
         time_lag=int(prefix.size),
         guarantee=PrivacyGuarantee(unit=EventLevel(), budget=Budget(epsilon), proof=_PROOF[method]),
+        seeded=seeded,
     )
 
 
@@ -254,7 +281,8 @@ def tops_threshold(
     seed
         None (OS secure source) or an int / bit source (tests and experiments only).
     ledger
-        Optional :class:`BudgetLedger` charged ε after validation, before any draw.
+        Optional :class:`BudgetLedger` charged ε (event-level unit) after validation, before
+        any draw.
 
     Returns
     -------
@@ -286,16 +314,14 @@ def tops_threshold(
     bnd = check_positive(bound, "bound", owner)
     eps = check_positive(epsilon, "epsilon", owner)
     meth = _check_method(method, owner)
+    bits = check_seed(seed, owner)
+    ledger = check_ledger(ledger, owner)
+    check_noise_range(owner, "'bound' and 'epsilon'", score_noise_scale=1.0 / eps, bound=bnd)
+    grid = tops_candidates(bnd, candidates)
+    tops_kappa(time_lag=1, horizon=horizon, epsilon_perturb=epsilon_perturb, fanout=fanout, c=c)
     arr = check_stream(prefix, "prefix", owner, bound=bnd)
     kappa = tops_kappa(
         time_lag=arr.size, horizon=horizon, epsilon_perturb=epsilon_perturb, fanout=fanout, c=c
     )
-    grid = tops_candidates(bnd, candidates)
-    if ledger is not None:
-        if not isinstance(ledger, BudgetLedger):
-            raise ParameterError(
-                f"The 'ledger' parameter of {owner} must be a BudgetLedger or None. Got "
-                f"{ledger!r} instead."
-            )
-        ledger.charge(Budget(eps), owner)
-    return _select(arr, grid, kappa, eps, meth, bit_source(seed))
+    charge_ledger(ledger, Budget(eps), owner, EventLevel())
+    return _select(arr, grid, kappa, eps, meth, bits, seeded=seed is not None)

@@ -54,6 +54,7 @@ import numpy as np
 
 from ..core._noise import LaplaceNoise
 from ..core._random import BitSource
+from ..core._record import PrivacyRecord
 from ..core._results import RangeSum, check_range, step_frame, summary_text
 from ..core._units import PrivacyGuarantee
 from ..core._validation import check_integer, check_positive
@@ -320,6 +321,8 @@ class TopsRelease:
     """Public bound B."""
     guarantee: PrivacyGuarantee
     """Event-level max(ε_θ, ε_r)."""
+    seeded: bool = False
+    """True when a seed drove the noise: an experiment, not a release."""
     n: int = field(init=False)
     """Number of released steps (n − m)."""
 
@@ -327,6 +330,13 @@ class TopsRelease:
         object.__setattr__(self, "n", int(self.values.size))
         for arr in (self.values, *self.nodes):
             arr.setflags(write=False)
+
+    @property
+    def privacy(self) -> PrivacyRecord:
+        """The public record of this release (unit, ε, B, mechanism, seeded...)."""
+        from ._stream import _record  # _stream imports this module
+
+        return _record(self.guarantee, self, self.seeded)
 
     @property
     def blocks(self) -> np.ndarray:

@@ -192,8 +192,18 @@ def test_threshold_release_reports_public_parameters_and_guarantee():
     rel = pak_threshold(_prefix(4), **KW, seed=1)
     assert rel.time_lag == 4000 and rel.rank == quantile_rank_for(4000)
     assert (rel.guarantee.budget.epsilon, rel.guarantee.budget.delta) == (0.85, DELTA_PAK)
-    assert rel.tau_max is None
+    assert not hasattr(rel, "tau_max") and not hasattr(rel, "scale")  # analysis only (§2)
     assert 0.0 <= rel.threshold <= 50.0
+    assert rel.privacy.seeded and rel.privacy.unit == "event" and rel.privacy.delta == DELTA_PAK
+
+
+def test_threshold_analysis_is_returned_only_on_request():
+    prefix = _prefix(4)
+    rel, info = pak_threshold(prefix, **KW, seed=1, analysis=True, beta_rt=0.05)
+    assert rel == pak_threshold(prefix, **KW, seed=1)
+    assert info.scale == info.calibration.scale > 0 and info.tau_max > info.calibration.quantile
+    with pytest.raises(ParameterError, match="analysis=True"):
+        pak_threshold(prefix, **KW, seed=1, beta_rt=0.05)
 
 
 def quantile_rank_for(m: int) -> int:
@@ -203,8 +213,8 @@ def quantile_rank_for(m: int) -> int:
 @pytest.mark.statistical
 def test_tau_max_bounds_the_threshold_with_probability_beta_rt():
     prefix = _prefix(5, 2000)
-    taus = [pak_threshold(prefix, **KW, beta_rt=0.05, seed=s) for s in range(400)]
-    exceed = np.mean([t.unclipped > t.tau_max for t in taus])
+    taus = [pak_threshold(prefix, **KW, beta_rt=0.05, seed=s, analysis=True) for s in range(400)]
+    exceed = np.mean([t.unclipped > a.tau_max for t, a in taus])
     assert exceed <= 0.05 + 4 * math.sqrt(0.05 * 0.95 / 400)
     assert exceed > 0.0  # τ_max is a quantile of τ, not a loose bound
 

@@ -360,13 +360,29 @@ def test_stream_rejects_bad_values_without_changing_state():
     s = ToPSStream(**dict(KW, time_lag=5), horizon=50, seed=bits)
     s.extend([1.0] * 5)
     words, released = bits.words, s.released
-    for bad in [math.nan, -1.0, B + 1, "x", True]:
+    for bad in [math.nan, "x", True, 1j]:
         with pytest.raises(DomainError):
             s.push(bad)
     with pytest.raises(DomainError):
-        s.extend([1.0, 2.0, math.inf])
+        s.extend([1.0, 2.0, math.nan])
+    with pytest.raises(DomainError):
+        s.extend(["1.0", "2.0"])
     assert bits.words == words and s.released == released
     assert s.push(1.0).values.size == 1
+
+
+def test_stream_clamps_out_of_range_values_instead_of_raising():
+    """Issue 11 §5: raising mid-stream on a value above B reveals the event; the value is
+    clamped to [0, B] (the same release as pushing B) and only the analysis counts it."""
+    a = ToPSStream(**dict(KW, time_lag=5), horizon=50, seed=3)
+    b = ToPSStream(**dict(KW, time_lag=5), horizon=50, seed=3)
+    a.extend([1.0] * 5)
+    b.extend([1.0] * 5)
+    out_a = [a.push(v).values for v in (-1.0, B + 1, math.inf, 2.0)]
+    out_b = [b.push(v).values for v in (0.0, B, B, 2.0)]
+    for x, y in zip(out_a, out_b, strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert a.analysis().clamped == 3 and b.analysis().clamped == 0 and a.analysis().steps == 9
 
 
 def test_release_before_the_threshold_is_an_error():

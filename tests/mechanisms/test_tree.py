@@ -197,12 +197,27 @@ def test_counter_refuses_push_n_plus_one_without_drawing():
         counter.push(0.5)
 
 
-@pytest.mark.parametrize("x", [math.nan, math.inf, -math.inf, -0.1, 1.5, "1", True, None])
-def test_counter_rejects_bad_values_before_drawing(x):
+@pytest.mark.parametrize("x", [math.nan, "1", True, None, 1j])
+def test_counter_rejects_non_numbers_before_drawing(x):
     counter = BinaryTreeCounter(4, epsilon=1.0, bound=1.0, seed=RecordingBits(refuse=True))
     with pytest.raises(DomainError):
         counter.push(x)
     assert counter.steps == 0
+
+
+@pytest.mark.parametrize(
+    ("x", "clamped"), [(math.inf, 1.0), (-math.inf, 0.0), (-0.1, 0.0), (1.5, 1.0)]
+)
+def test_counter_clamps_out_of_range_values_instead_of_raising(x, clamped):
+    """Issue 11 §5: an exception mid-stream would reveal the event; the value is clamped to
+    [0, B] and only the analysis object counts it."""
+    stream = [0.25, x, 0.5]
+    counter = BinaryTreeCounter(3, epsilon=1.0, bound=1.0, seed=5)
+    out = [counter.push(v) for v in stream]
+    ref = BinaryTreeCounter(3, epsilon=1.0, bound=1.0, seed=5)
+    assert out == [ref.push(v) for v in (0.25, clamped, 0.5)]
+    assert counter.analysis().clamped == 1 and ref.analysis().clamped == 0
+    assert counter.analysis().steps == 3
 
 
 @pytest.mark.parametrize(
@@ -251,7 +266,9 @@ def test_bad_input_raises_typed_error_before_any_bits_are_drawn(fn, values, eps,
 def test_error_messages_do_not_contain_data_values():
     with pytest.raises(DomainError) as info:
         binary_tree_release([0.123456, 7.654321], epsilon=1.0, bound=1.0, seed=0)
-    assert "7.654321" not in str(info.value) and "1 entries" in str(info.value)
+    # Issue 11 §5: the rule, never the values nor a count of offending private values.
+    assert "7.654321" not in str(info.value) and "entries" not in str(info.value)
+    assert "must lie in [0, 1]" in str(info.value)
 
 
 def test_the_refusing_probe_does_refuse():
