@@ -53,8 +53,8 @@ def rolling_forecast(
         divide a day) or an integer index of consecutive step numbers (an array: positions).
     model : {"arma", "sarima", "holt-winters", "profile", "auto"}, default "arma"
         The forecaster, refitted at every origin. "arma": ARMA(``order``) with a constant, the
-        paper's model. "sarima": seasonal ARMA(1, 1)(1, 0, 0) with a season of one day (needs
-        ``horizon`` <= steps per day). "holt-winters": additive Holt-Winters with a daily
+        paper's model. "sarima": seasonal ARIMA(1, 0, 1)(1, 1, 0) with a season of one day
+        (needs ``horizon`` <= steps per day). "holt-winters": additive Holt-Winters with a daily
         season. "profile": the mean of the last 7 days at the same time of day (see
         :mod:`forecasting._seasonal`). "auto": at each origin, the one of these four with the
         least squared error on a backtest over the last (up to) 7 days *of the training
@@ -98,7 +98,7 @@ def rolling_forecast(
     ------
     ParameterError
         Bad model, order, train, horizon, days, noise_variance, level or interval; a ``train``
-        too short for ``model`` (SARIMA: one day + 10 steps, Holt-Winters: two days, profile:
+        too short for ``model`` (SARIMA: two days + 10 steps, Holt-Winters: two days, profile:
         eight days) or, for SARIMA, a ``horizon`` longer than a day.
     DomainError
         Not one series; NaN/inf values; an irregular, unsorted or non-time index; fewer than

@@ -7,20 +7,23 @@ returns the point forecasts of the next ``horizon`` steps, the forecast variance
 *observation* of the series (the caller subtracts a known measurement noise variance for
 intervals on the truth), and whether the fit converged.
 
-* ``sarima``: the multiplicative seasonal ARMA(1, 1)(1, 0, 0)_s with a constant,
-  (1 − φB)(1 − ΦB^s)(y_t − μ) = (1 + θB)β_t ([BJRL15] §9.1). Written as a regression on the
-  value one season earlier with ARMA(1, 1) errors, y_t = b_0 + Φ y_{t−s} + u_t, it is a
-  statsmodels ``ARIMA(y[s:], exog=y[:-s], order=(1, 0, 1), trend="c")`` with a two-dimensional
-  state instead of the (s + 2)-dimensional state of ``SARIMAX(seasonal_order=(1, 0, 0, s))``:
-  the likelihood is exact given the first season (the conditional likelihood of [BJRL15]
-  §7.1.2 for the seasonal part), and a fit takes milliseconds instead of ~15 s at s = 48
-  (``bench/bench_forecast.py``). The forecasts of the next ``horizon <= s`` steps need only
-  observed seasonal lags. It is fitted like ARMA(1, 1) (:mod:`forecasting._profile_mle`: b_0,
-  Φ by GLS, σ² profiled, warm starts); with a known measurement noise R the state-space model
-  gets ``measurement_error=True`` with its variance fixed at R (as
-  :mod:`forecasting._noise_aware`); the regressor y_{t−s} then still carries the release's
-  noise (an errors-in-variables attenuation of Φ by var(x)/(var(x) + R), small while R is
-  small against the load's variance).
+* ``sarima``: the multiplicative seasonal ARIMA(1, 0, 1)(1, 1, 0)_s with a constant,
+  (1 − φB)(1 − ΦB^s)(1 − B^s) y_t = c + (1 + θB)β_t ([BJRL15] §9.1): the seasonal
+  difference d_t = y_t − y_{t−s} (today minus the same time yesterday) follows a seasonal
+  AR(1) times ARMA(1, 1). Written as a regression of d_t on d_{t−s} with ARMA(1, 1) errors it
+  is a statsmodels ``ARIMA(d[s:], exog=d[:-s], order=(1, 0, 1), trend="c")`` with a
+  two-dimensional state instead of the (2s + 2)-dimensional state of ``SARIMAX(order=(1, 0,
+  1), seasonal_order=(1, 1, 0, s))``: the likelihood is exact given the first two seasons (the
+  conditional likelihood of [BJRL15] §7.1.2 for the seasonal part), and a fit takes
+  milliseconds instead of seconds (``bench/bench_forecast.py``). Forecasts of ``horizon <= s``
+  steps need only observed seasonal lags: ŷ_{n+h} = y_{n+h−s} + d̂_{n+h}. It is fitted like
+  ARMA(1, 1) (:mod:`forecasting._profile_mle`: c and Φ by GLS, σ² profiled, warm starts).
+  With a release's noise v_t of known variance R, d_t carries v_t − v_{t−s} (variance 2R):
+  the state-space model gets ``measurement_error=True`` with that variance fixed, treating it
+  as white (its lag-s autocorrelation −1/2 is ignored, and the regressor d_{t−s} keeps its
+  noise: an approximation, good while R is small against the variance of d).
+  (The stationary seasonal AR on y itself, (1, 0, 0)_s, errs twice as much day-ahead on the
+  bundled loads: its fitted Φ is ~0.3.)
 * ``holt_winters``: additive Holt-Winters without trend (statsmodels
   ``holtwinters.ExponentialSmoothing(seasonal="add")``, smoothing weights and initial states
   by least squares). Its forecast variance is the one of the equivalent ETS(A, N, A) model,
@@ -59,7 +62,7 @@ def min_history(model: str, period: int) -> int:
     """Fewest training steps a model accepts at season length ``period``."""
     return {
         "arma": 10,
-        "sarima": period + 10,  # one season of lags, then >= 10 steps for 5 parameters
+        "sarima": 2 * period + 10,  # two seasons of lags, then >= 10 steps for 5 parameters
         "holt-winters": 2 * period,  # statsmodels' estimated initial states need two seasons
         "profile": (PROFILE_PERIODS + 1) * period,  # 7 to average, >= 1 to measure the error
     }[model]
@@ -72,32 +75,34 @@ def sarima(
     noise_variance: float | None,
     warm: dict | None,
 ) -> Result:
-    """Seasonal ARMA(1, 1)(1, 0, 0)_period, ``horizon <= period`` (see the module notes)."""
-    y, lag = values[period:], values[:-period]
-    future_lag = values[values.size - period : values.size - period + horizon]
+    """Seasonal ARIMA(1, 0, 1)(1, 1, 0)_period, ``horizon <= period`` (see the module notes)."""
+    n = values.size
+    diff = values[period:] - values[:-period]  # d_t = y_t − y_{t−s}
+    y, lag = diff[period:], diff[:-period]
+    future_lag = diff[diff.size - period : diff.size - period + horizon]
     if noise_variance is not None:
         from statsmodels.tsa.statespace.sarimax import SARIMAX
 
         model = SARIMAX(y, exog=lag, order=(1, 0, 1), trend="c", measurement_error=True)
-        with _Quiet() as caught, model.fix_params({"var.measurement_error": noise_variance}):
+        fixed = {"var.measurement_error": 2.0 * noise_variance}  # var(v_t − v_{t−s})
+        with _Quiet() as caught, model.fix_params(fixed):
             params = model.fit(cov_type="none", disp=False, maxiter=MAXITER, return_params=True)
         converged = _converged(caught)
     else:
         model = ARIMA(y, exog=lag, order=(1, 0, 1), trend="c")
         with _Quiet():
             start = np.asarray(model.start_params, dtype=np.float64)
-        key = ("sarima", values.size)
+        key = ("sarima", n)
         starts = [(float(start[2]), float(start[3]))]
         if warm is not None and key in warm:
             starts.append(warm[key])
-        exog = np.vstack([np.ones(y.size), lag])
-        params, _, converged = profile_fit(y, exog, starts)
+        params, _, converged = profile_fit(y, np.vstack([np.ones(y.size), lag]), starts)
         if warm is not None:
             warm[key] = (float(params[2]), float(params[3]))
     with _Quiet():
         results = model.filter(params, cov_type="none")
         pred = results.get_forecast(horizon, exog=future_lag)
-    mean = np.asarray(pred.predicted_mean, dtype=np.float64)
+    mean = values[n - period : n - period + horizon] + np.asarray(pred.predicted_mean)
     return mean, np.asarray(pred.var_pred_mean, dtype=np.float64), converged
 
 
@@ -107,7 +112,7 @@ def holt_winters(values: np.ndarray, horizon: int, period: int) -> Result:
 
     model = ExponentialSmoothing(
         values, trend=None, seasonal="add", seasonal_periods=period,
-        initialization_method="estimated",
+        initialization_method="heuristic",
     )  # fmt: skip
     with _Quiet() as caught:
         res = model.fit()
