@@ -9,10 +9,11 @@ real data. Beyond the paper, ``model=`` adds seasonal forecasters with a daily s
 (SARIMA, Holt-Winters, the mean profile of the last 7 days) and "auto", chosen per origin by
 a backtest inside the training window; a release's noise variance is public, and
 ``noise_variance=`` fits ARMA (and SARIMA) + known measurement noise
-(:mod:`forecasting._noise_aware`) with intervals for the true values. :func:`plot_forecast` and :func:`plot_forecast_errors` draw Figs. 5 and 6.
+(:mod:`forecasting._noise_aware`) with intervals for the true values. :func:`plot_forecast`
+and :func:`plot_forecast_errors` draw Figs. 5 and 6.
 
-Imports mechanisms (errors, validation, the Laplace noise law), numpy, pandas, statsmodels and
-matplotlib; never dpstream (a release to measure is passed in as a callable or as data).
+Imports mechanisms (errors, validation, the Laplace noise law), numpy, scipy, pandas,
+statsmodels, threadpoolctl and matplotlib; never dpstream (a release to measure is passed in as a callable or as data).
 
 References
 ----------

@@ -130,7 +130,7 @@ def profile(values: np.ndarray, horizon: int, period: int) -> Result:
     """Mean of the last PROFILE_PERIODS periods at the same time of day."""
     k, n = PROFILE_PERIODS, values.size
     days = values[n - k * period :].reshape(k, period)
-    phase = (np.arange(horizon) % period)  # step h (0-based) falls at phase h of a day
+    phase = np.arange(horizon) % period  # step h (0-based) falls at phase h of a day
     mean = days.mean(axis=0)[phase]
     # In-window error of the same rule: every step t >= k·period predicted by the k days
     # before it (a moving average over lags period, 2·period, ..., k·period).
