@@ -13,7 +13,8 @@ a backtest inside the training window; a release's noise variance is public, and
 and :func:`plot_forecast_errors` draw Figs. 5 and 6.
 
 Imports mechanisms (errors, validation, the Laplace noise law), numpy, scipy, pandas,
-statsmodels, threadpoolctl and matplotlib; never dpstream (a release to measure is passed in as a callable or as data).
+statsmodels, threadpoolctl and matplotlib; never dpstream (a release to measure is passed in
+as a callable or as data).
 
 References
 ----------

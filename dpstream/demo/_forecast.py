@@ -115,9 +115,9 @@ def run_forecast_stage(config: DemoConfig, progress: Progress) -> tuple[ReportSe
             "days, by its errors on the last 7 days of the training window (never the day "
             "forecast). Errors are against the real national load.",
             "The noise-aware fit treats the release as the model plus white noise of the "
-            f"release's known variance ({variance:,.0f} kW², measured on a public constant stream) and "
-            "gives intervals for the true load; 'interval coverage' is the share of true values "
-            "inside the 95% forecast intervals.",
+            f"release's known variance ({variance:,.0f} kW², measured on a public constant "
+            "stream) and gives intervals for the true load; 'interval coverage' is the share of "
+            "true values inside the 95% forecast intervals.",
             "Reading the table: ARMA(1, 1) alone reverts to its mean within hours; the seasonal "
             "models follow the daily cycle, so a more accurate release now shows up as a better "
             "forecast ('models chosen' counts the days each model was picked).",
