@@ -106,6 +106,8 @@ def test_noise_variance_and_errors_out(files, tmp_path):
         (["--days", "9", "--out", "f.csv"], "asks for 9 origins"),
         (["--train", "5", "--out", "f.csv"], "'train' parameter"),
         (["--level", "2", "--out", "f.csv"], "'level' parameter"),
+        (["--model", "ets", "--out", "f.csv"], "'--model' option of dpstream forecast"),
+        (["--model", "profile", "--out", "f.csv"], "at least 384 steps for model='profile'"),
     ],
 )
 def test_user_errors_print_one_line_and_exit_2(
@@ -117,6 +119,17 @@ def test_user_errors_print_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err
     assert not (tmp_path / "f.csv").exists()
+
+
+def test_model_option_runs_the_chosen_model(files, tmp_path):
+    folder, _, released = files
+    out = tmp_path / "hw.csv"
+    args = ["forecast", str(folder / "released.csv"), "--column", "north", "--model"]
+    assert main([*args, "holt-winters", *ARGS, "--out", str(out)]) == 0
+    back = pd.read_csv(out)
+    assert (back["model"] == "holt-winters").all()
+    ref = rolling_forecast(released["north"], train=96, days=2, model="holt-winters")
+    np.testing.assert_allclose(back["forecast"], ref["forecast"], rtol=1e-9)
 
 
 def test_missing_files_and_truth_columns(files, tmp_path, capsys):
