@@ -107,6 +107,9 @@ def main() -> None:
     parser.add_argument(
         "--model-months", nargs="+", default=["Feb"], choices=list(MONTHS), help="part models"
     )
+    parser.add_argument("--sources", nargs="+", help="part models: e.g. Real OptStream@1")
+    parser.add_argument("--part-out", help="part models: write these sources' rows here")
+    parser.add_argument("--merge", nargs="+", help="part models: merge --part-out files")
     args = parser.parse_args()
     if args.part in ("models", "all"):
         models_part(args)
@@ -251,56 +254,78 @@ MODEL_EPSILON = 1.0
 
 
 def models_part(args: argparse.Namespace) -> None:
-    """Every model on the real series and on each release (see the module notes)."""
+    """Every model on the real series and on each release (see the module notes).
+
+    ``--sources`` picks a subset (e.g. ``Real Laplace@50``) and ``--part-out`` writes its rows
+    only, so that sources can run in separate processes; ``--merge`` then reads those files
+    and writes the table.
+    """
+    folder = Path(args.out).parent
+    if args.merge:
+        table = pd.concat([pd.read_csv(f) for f in args.merge], ignore_index=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        table.to_csv(folder / "forecast_models.csv", index=False)
+        text = models_markdown(table, args)
+        (folder / "forecast_models.md").write_text(text, encoding="utf-8")
+        print(text)
+        return
     start = time.perf_counter()
     data = dpstream.load_regional()
     hierarchy = dpstream.regional_hierarchy()
     leaves = hierarchy["national"]
     names = [*leaves, "national"]
+    wanted = args.sources or ["Real"] + [f"{m}@{a:g}" for a in MODEL_ALPHAS for m in MODEL_RELEASES]
     rows = []
     for month in args.model_months:
         frame = month_slice(data, MONTHS[month])
-        sources = [("Real", np.nan, 0, frame[names])]
-        for alpha in MODEL_ALPHAS:
-            for trial in range(args.trials):
-                common = {"epsilon": MODEL_EPSILON, "alpha": alpha, "hierarchy": hierarchy}
-                seed = 2000 + trial
-                for method, release in MODEL_RELEASES.items():
-                    sources.append((method, alpha, trial, release(frame[leaves], seed, common)))
-        for method, alpha, trial, released in sources:
-            for name in names:
-                for model in MODEL_NAMES:
-                    fc = rolling_forecast(released[name], model=model)
-                    err = forecast_errors(fc, data[name])
-                    chosen = fc.groupby("origin")["model"].first()
-                    rows.append(
-                        {
-                            "month": month,
-                            "source": method,
-                            "alpha": alpha,
-                            "trial": trial,
-                            "series": name,
-                            "model": model,
-                            "l1": err["l1"].mean(),
-                            "mape": err["mape"].mean(),
-                            "coverage95": err["coverage"].mean(),
-                            "days": len(err),
-                            "chosen": ", ".join(
-                                f"{m} {c}" for m, c in chosen.value_counts().items()
-                            ),
-                        }
-                    )
-            print(
-                f"models: {month} {method} α={alpha:g} trial {trial}: "
-                f"{time.perf_counter() - start:.0f} s",
-                flush=True,
-            )
-    table = pd.DataFrame(rows)
-    folder = Path(args.out).parent
-    folder.mkdir(parents=True, exist_ok=True)
-    table.to_csv(folder / "forecast_models.csv", index=False)
-    (folder / "forecast_models.md").write_text(models_markdown(table, args), encoding="utf-8")
-    print(models_markdown(table, args))
+        for source in wanted:
+            method, _, alpha_text = source.partition("@")
+            for trial in range(1 if method == "Real" else args.trials):
+                if method == "Real":
+                    alpha, released = np.nan, frame[names]
+                else:
+                    alpha = float(alpha_text)
+                    common = {"epsilon": MODEL_EPSILON, "alpha": alpha, "hierarchy": hierarchy}
+                    released = MODEL_RELEASES[method](frame[leaves], 2000 + trial, common)
+                for name in names:
+                    for model in MODEL_NAMES:
+                        fc = rolling_forecast(released[name], model=model)
+                        rows.append(
+                            _model_row(fc, data[name], month, method, alpha, trial, name, model)
+                        )
+                print(
+                    f"models: {month} {method} α={alpha:g} trial {trial}: "
+                    f"{time.perf_counter() - start:.0f} s",
+                    flush=True,
+                )
+                if args.part_out:
+                    pd.DataFrame(rows).to_csv(args.part_out, index=False)  # after each source
+    if not args.part_out:
+        args.merge = None
+        table = pd.DataFrame(rows)
+        folder.mkdir(parents=True, exist_ok=True)
+        table.to_csv(folder / "forecast_models.csv", index=False)
+        text = models_markdown(table, args)
+        (folder / "forecast_models.md").write_text(text, encoding="utf-8")
+        print(text)
+
+
+def _model_row(fc, truth, month, method, alpha, trial, name, model) -> dict:
+    err = forecast_errors(fc, truth)
+    chosen = fc.groupby("origin")["model"].first().value_counts()
+    return {
+        "month": month,
+        "source": method,
+        "alpha": alpha,
+        "trial": trial,
+        "series": name,
+        "model": model,
+        "l1": err["l1"].mean(),
+        "mape": err["mape"].mean(),
+        "coverage95": err["coverage"].mean(),
+        "days": len(err),
+        "chosen": ", ".join(f"{m} {c}" for m, c in chosen.items()),
+    }
 
 
 MODEL_NAMES = ("arma", "sarima", "holt-winters", "profile", "auto")
