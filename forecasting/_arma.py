@@ -22,8 +22,8 @@ start alone is not safe (the likelihood has local optima: forecasts moved by up 
 an earlier measurement), hence statsmodels' start and the grid as well. The forecasts differ
 from statsmodels' default fit where its L-BFGS stops early along the flat direction of the
 mean (our llf is then higher; e.g. 0.009 higher and forecasts up to 41 kW apart 48 steps ahead
-on a 6 MW commercial load). Other orders and the noise-aware fit keep statsmodels' optimiser (``cov_type="none"``,
-``return_params=True`` + one filter pass).
+on a 6 MW commercial load). Other orders and the noise-aware fit keep statsmodels' optimiser
+(``cov_type="none"``, ``return_params=True`` + one filter pass).
 
 Threads: every likelihood evaluation is a tiny dense computation, for which waking BLAS
 threads only costs (4-13x in wall time on a loaded 2-core machine): :func:`one_blas_thread`
