@@ -1,16 +1,20 @@
-"""Forecasting on released data: ARMA rolling-origin evaluation ([FV19] §6.1.3, issue 5).
+"""Forecasting on released data: rolling-origin evaluation ([FV19] §6.1.3, issues 5, 13, 16).
 
 Forecasters fit ARMA models to a private release instead of the real stream; this package
 measures what that costs. :func:`rolling_forecast` refits an ARMA(1, 1) with a constant
 (statsmodels) at every day boundary on the previous four weeks and forecasts the next day;
 :func:`forecast_errors` scores the forecasts against the real series (mean L1 error per
 forecast as in the paper, MAPE, ...) and :func:`error_ratio` compares with the forecast error on
-real data. Beyond the paper, a release's noise variance is public, and ``noise_variance=``
-fits ARMA + known measurement noise (:mod:`forecasting._noise_aware`) with intervals for the
-true values. :func:`plot_forecast` and :func:`plot_forecast_errors` draw Figs. 5 and 6.
+real data. Beyond the paper, ``model=`` adds seasonal forecasters with a daily season
+(SARIMA, Holt-Winters, the mean profile of the last 7 days) and "auto", chosen per origin by
+a backtest inside the training window; a release's noise variance is public, and
+``noise_variance=`` fits ARMA (and SARIMA) + known measurement noise
+(:mod:`forecasting._noise_aware`) with intervals for the true values. :func:`plot_forecast`
+and :func:`plot_forecast_errors` draw Figs. 5 and 6.
 
-Imports mechanisms (errors, validation, the Laplace noise law), numpy, pandas, statsmodels and
-matplotlib; never dpstream (a release to measure is passed in as a callable or as data).
+Imports mechanisms (errors, validation, the Laplace noise law), numpy, scipy, pandas,
+statsmodels, threadpoolctl and matplotlib; never dpstream (a release to measure is passed in
+as a callable or as data).
 
 References
 ----------
@@ -22,10 +26,11 @@ from ._arma import ArmaFit, fit_arma, min_train
 from ._metrics import error_ratio, forecast_errors
 from ._noise_aware import estimate_noise_variance, laplace_noise_variance
 from ._plots import plot_forecast, plot_forecast_errors
-from ._rolling import INTERVALS, forecast_origins, rolling_forecast
+from ._rolling import INTERVALS, MODELS, forecast_origins, rolling_forecast
 
 __all__ = [
     "INTERVALS",
+    "MODELS",
     "ArmaFit",
     "error_ratio",
     "estimate_noise_variance",

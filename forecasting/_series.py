@@ -30,6 +30,8 @@ class Clock:
     """The series' index (a ``DatetimeIndex`` or consecutive integers)."""
     day_starts: np.ndarray
     """Positions ``p`` (ascending) whose time stamp starts a day."""
+    period: int
+    """Steps per day (the season of the seasonal forecasters)."""
 
     def times(self, positions: np.ndarray) -> pd.Index:
         """Time stamps of ``positions`` (all inside the series)."""
@@ -94,6 +96,7 @@ def series_values(series: pd.Series, name: str, owner: str) -> np.ndarray:
 
 def _clock(index: pd.Index, name: str, owner: str, steps_per_day: int) -> Clock:
     n = len(index)
+    period = steps_per_day
     if not index.is_unique or not index.is_monotonic_increasing:
         raise DomainError(
             f"The index of {name!r} in {owner} must be strictly increasing (sorted, no duplicated "
@@ -113,6 +116,7 @@ def _clock(index: pd.Index, name: str, owner: str, steps_per_day: int) -> Clock:
                     f"The step of {name!r} in {owner} must divide one day (e.g. 30 min). Got "
                     f"{step}."
                 )
+            period = int(_DAY // step)
         starts = np.flatnonzero(index == index.normalize())
     elif pd.api.types.is_integer_dtype(index.dtype):
         labels = np.asarray(index, dtype=np.int64)
@@ -127,7 +131,7 @@ def _clock(index: pd.Index, name: str, owner: str, steps_per_day: int) -> Clock:
             f"The index of {name!r} in {owner} must be a DatetimeIndex or integer step numbers. "
             f"Got a {type(index).__name__} of dtype {index.dtype}."
         )
-    return Clock(index=index, day_starts=starts)
+    return Clock(index=index, day_starts=starts, period=period)
 
 
 def prepare_series(

@@ -18,7 +18,16 @@ Writes ``docs/results/forecast_accuracy.csv`` (one row per month, ε, method and
 over regions, days and trials, its ratio to ``Real``, ...), ``fig5_forecast.png`` (the
 forecast of 2 February 2016, rural region, ε = 0.1) and ``fig6_forecast_errors.png``.
 
-Run (niced, one BLAS thread): ``nice python scripts/forecast_accuracy.py [--trials 2]``.
+Part "models" (issue 13, item 5): every forecaster of ``rolling_forecast(model=...)`` (ARMA,
+SARIMA, Holt-Winters, the 7-day profile and auto) on the real data and on each release of the
+bundled regional hierarchy (4 regions released with ``hierarchy=dpstream.regional_hierarchy()``,
+so the national series is the consistent sum) at ε = 1 and α ∈ {1, 50} kW (w = 48, seeded:
+an experiment), day-ahead from every day of the month(s). Writes ``forecast_models.csv`` (mean
+L1 error in kW, MAPE in %, 95 % interval coverage per month, source, α, model and series) and
+``forecast_models.md`` (averaged over the 5 series).
+
+Run (niced, one BLAS thread): ``nice python scripts/forecast_accuracy.py [--trials 2]
+[--part paper|models|all]``.
 """
 
 from __future__ import annotations
@@ -94,7 +103,18 @@ def main() -> None:
     parser.add_argument("--out", default="docs/results/forecast_accuracy.csv")
     parser.add_argument("--months", nargs="+", default=list(MONTHS), choices=list(MONTHS))
     parser.add_argument("--regions", nargs="+", default=REGIONS, choices=REGIONS)
+    parser.add_argument("--part", default="all", choices=["paper", "models", "all"])
+    parser.add_argument(
+        "--model-months", nargs="+", default=["Feb"], choices=list(MONTHS), help="part models"
+    )
+    parser.add_argument("--sources", nargs="+", help="part models: e.g. Real OptStream@1")
+    parser.add_argument("--part-out", help="part models: write these sources' rows here")
+    parser.add_argument("--merge", nargs="+", help="part models: merge --part-out files")
     args = parser.parse_args()
+    if args.part in ("models", "all"):
+        models_part(args)
+    if args.part == "models":
+        return
     months = {k: v for k, v in MONTHS.items() if k in args.months}
     start = time.perf_counter()
     data = dpstream.load_regional()[REGIONS]
@@ -227,6 +247,136 @@ def report(table: pd.DataFrame) -> None:
         print(wide.round(1))
         print("ratio to the error of forecasts from the real data:")
         print(ratio.round(3))
+
+
+MODEL_ALPHAS = (1.0, 50.0)
+MODEL_EPSILON = 1.0
+
+
+def models_part(args: argparse.Namespace) -> None:
+    """Every model on the real series and on each release (see the module notes).
+
+    ``--sources`` picks a subset (e.g. ``Real Laplace@50``) and ``--part-out`` writes its rows
+    only, so that sources can run in separate processes; ``--merge`` then reads those files
+    and writes the table.
+    """
+    folder = Path(args.out).parent
+    if args.merge:
+        table = pd.concat([pd.read_csv(f) for f in args.merge], ignore_index=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        table.to_csv(folder / "forecast_models.csv", index=False)
+        text = models_markdown(table, args)
+        (folder / "forecast_models.md").write_text(text, encoding="utf-8")
+        print(text)
+        return
+    start = time.perf_counter()
+    data = dpstream.load_regional()
+    hierarchy = dpstream.regional_hierarchy()
+    leaves = hierarchy["national"]
+    names = [*leaves, "national"]
+    wanted = args.sources or ["Real"] + [f"{m}@{a:g}" for a in MODEL_ALPHAS for m in MODEL_RELEASES]
+    rows = []
+    for month in args.model_months:
+        frame = month_slice(data, MONTHS[month])
+        for source in wanted:
+            method, _, alpha_text = source.partition("@")
+            for trial in range(1 if method == "Real" else args.trials):
+                if method == "Real":
+                    alpha, released = np.nan, frame[names]
+                else:
+                    alpha = float(alpha_text)
+                    common = {"epsilon": MODEL_EPSILON, "alpha": alpha, "hierarchy": hierarchy}
+                    released = MODEL_RELEASES[method](frame[leaves], 2000 + trial, common)
+                for name in names:
+                    for model in MODEL_NAMES:
+                        fc = rolling_forecast(released[name], model=model)
+                        rows.append(
+                            _model_row(fc, data[name], month, method, alpha, trial, name, model)
+                        )
+                print(
+                    f"models: {month} {method} α={alpha:g} trial {trial}: "
+                    f"{time.perf_counter() - start:.0f} s",
+                    flush=True,
+                )
+                if args.part_out:
+                    pd.DataFrame(rows).to_csv(args.part_out, index=False)  # after each source
+    if not args.part_out:
+        args.merge = None
+        table = pd.DataFrame(rows)
+        folder.mkdir(parents=True, exist_ok=True)
+        table.to_csv(folder / "forecast_models.csv", index=False)
+        text = models_markdown(table, args)
+        (folder / "forecast_models.md").write_text(text, encoding="utf-8")
+        print(text)
+
+
+def _model_row(fc, truth, month, method, alpha, trial, name, model) -> dict:
+    err = forecast_errors(fc, truth)
+    chosen = fc.groupby("origin")["model"].first().value_counts()
+    return {
+        "month": month,
+        "source": method,
+        "alpha": alpha,
+        "trial": trial,
+        "series": name,
+        "model": model,
+        "l1": err["l1"].mean(),
+        "mape": err["mape"].mean(),
+        "coverage95": err["coverage"].mean(),
+        "days": len(err),
+        "chosen": ", ".join(f"{m} {c}" for m, c in chosen.items()),
+    }
+
+
+MODEL_NAMES = ("arma", "sarima", "holt-winters", "profile", "auto")
+MODEL_RELEASES = {
+    "OptStream": lambda f, s, c: dpstream.release_optstream(f, seed=s, **c),
+    "Laplace": lambda f, s, c: dpstream.release_laplace(f, seed=s, **c),
+    "DFT": lambda f, s, c: dpstream.release_dft(f, k=10, seed=s, **c),
+    "PeGaSus": lambda f, s, c: dpstream.release_pegasus(f, seed=s, **c),
+}
+
+
+def _markdown(frame: pd.DataFrame, digits: int) -> str:
+    """A pipe table (pandas' to_markdown needs tabulate, not a dependency)."""
+    head = ["", *map(str, frame.columns)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, row in frame.iterrows():
+        cells = [f"{v:,.{digits}f}" for v in row]
+        lines.append("| " + " | ".join([str(name), *cells]) + " |")
+    return "\n".join(lines)
+
+
+def models_markdown(table: pd.DataFrame, args: argparse.Namespace) -> str:
+    label = table["source"].where(
+        table["source"] == "Real", table["source"] + ", α = " + table["alpha"].map("{:g}".format)
+    )
+    table = table.assign(label=label)
+    order = list(dict.fromkeys(label))
+    parts = [
+        "# Day-ahead forecast errors of every model (issue 13, item 5)",
+        "",
+        f"`python scripts/forecast_accuracy.py --part models --trials {args.trials} "
+        f"--model-months {' '.join(args.model_months)}`: the 4 SimBench regions and their "
+        f"national sum of `dpstream.load_regional()`, released as a hierarchy at ε = "
+        f"{MODEL_EPSILON:g} (w = 48) and α ∈ {{1, 50}} kW, seeds 2000+; at every day of the "
+        "month each model is refitted on the previous 28 days of the series (real or "
+        "released) and forecasts the next 48 half-hours, scored against the real day. Means "
+        f"over the 5 series, {table['days'].iloc[0]} days and {args.trials} trial(s).",
+        "",
+    ]
+    for metric, caption in (("l1", "Mean L1 error (kW)"), ("mape", "MAPE (%)")):
+        wide = table.pivot_table(index="label", columns="model", values=metric, sort=False)
+        wide = wide.loc[order, list(MODEL_NAMES)]
+        parts += [f"## {caption}", "", _markdown(wide, 1 if metric == "l1" else 2), ""]
+    auto = (
+        table[table["model"] == "auto"]
+        .groupby("label", sort=False)["chosen"]
+        .agg(lambda c: "; ".join(c))
+    )
+    parts += ["## Models chosen by auto (days per series, in order: regions then national)", ""]
+    parts += [f"- {k}: {v}" for k, v in auto.items()] + [""]
+    return "\n".join(parts)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""``dpstream forecast``: day-ahead ARMA forecasts from released streams, scored on the truth."""
+"""``dpstream forecast``: day-ahead forecasts from released streams, scored on the truth."""
 
 from __future__ import annotations
 
@@ -97,6 +97,13 @@ def _derived_record(input_path: str) -> dict:
 )
 @click.option("--column", "columns", multiple=True, help="Stream(s) to forecast (default: all).")
 @click.option(
+    "--model",
+    default="auto",
+    show_default=True,
+    help="Forecaster: arma, sarima, holt-winters, profile (mean of the last 7 days), or auto "
+    "(chosen per day by a backtest inside the training window).",
+)
+@click.option(
     "--order", nargs=2, type=int, default=(1, 1), show_default=True, help="ARMA orders p q."
 )
 @click.option(
@@ -132,6 +139,7 @@ def forecast(
     input_path: str,
     truth_path: str | None,
     columns: tuple[str, ...],
+    model: str,
     order: tuple[int, int],
     train: int,
     horizon: int,
@@ -143,17 +151,20 @@ def forecast(
     out_path: str,
     errors_out: str | None,
 ) -> None:
-    """Forecast each day of RELEASED with ARMA, trained on the previous four weeks.
+    """Forecast each day of RELEASED, with a model trained on the previous four weeks.
 
     RELEASED is a CSV or Parquet table (a time column, one column per stream), e.g. the output
-    of `dpstream release`. At every day boundary with --train steps before it, an ARMA(p, q)
-    with a constant is fitted to those steps and forecasts --horizon steps (OptStream §6.1.3).
+    of `dpstream release`. At every day boundary with --train steps before it, the --model is
+    fitted to those steps and forecasts --horizon steps (OptStream §6.1.3 uses --model arma,
+    an ARMA(p, q) with a constant; auto picks arma, sarima, holt-winters or profile per day by
+    their errors on the last 7 days of the training window).
     With --truth, each forecast is scored against the real streams (mean L1 error, MAPE,
     RMSE, interval coverage).
 
     \b
     Examples:
       dpstream forecast released.csv --out forecasts.csv
+      dpstream forecast released.csv --model arma --order 1 1 --out arma.csv
       dpstream forecast released.csv --truth real.csv --column rural --out fc.csv
       dpstream forecast released.parquet --truth real.csv --vs-real --days 7 --out fc.parquet
       dpstream forecast laplace.csv --truth real.csv --noise-variance 460814 --out fc.csv
@@ -177,13 +188,21 @@ def forecast(
     _check_table_path(input_path, "RELEASED")
     if truth_path is not None:
         _check_table_path(truth_path, "--truth")
+    from forecasting import MODELS
+
+    if model not in MODELS:
+        raise ParameterError(
+            f"The '--model' option of {_OWNER} must be one of {list(MODELS)}. Got {model!r}."
+        )
     p, q = (option_int(v, "--order", _OWNER, minimum=0) for v in order)
     option_int(train, "--train", _OWNER)
     option_int(horizon, "--horizon", _OWNER)
     option_int(days, "--days", _OWNER)
     option_probability(level, "--level", _OWNER)
     option_float(noise_variance, "--noise-variance", _OWNER, allow_zero=True)
-    options = {"order": (p, 0, q), "train": train, "horizon": horizon, "days": days}
+    options = {
+        "model": model, "order": (p, 0, q), "train": train, "horizon": horizon, "days": days
+    }  # fmt: skip
     names = ("train", "horizon", "days", "order", "level", "noise_variance")
     with cli_terms(_OWNER, {"series": "RELEASED"}, names):
         _run_forecasts(

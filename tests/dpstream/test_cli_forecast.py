@@ -50,10 +50,10 @@ def test_forecasts_every_column_like_the_python_api(files, tmp_path):
     assert result.exit_code == 0, result.output
     back = pd.read_csv(out, parse_dates=["origin", "time"])
     assert list(back.columns) == [
-        "series", "origin", "step", "time", "forecast", "lower", "upper", "converged"
+        "series", "origin", "step", "time", "forecast", "lower", "upper", "converged", "model"
     ]  # fmt: skip
     assert list(back["series"].unique()) == ["north", "south"] and len(back) == 2 * 2 * 48
-    ref = rolling_forecast(released["south"], train=96, days=2)
+    ref = rolling_forecast(released["south"], train=96, days=2, model="auto")  # --model default
     np.testing.assert_allclose(
         back[back["series"] == "south"]["forecast"], ref["forecast"], rtol=1e-9
     )
@@ -75,7 +75,8 @@ def test_truth_gives_errors_and_the_ratio_to_real(files, tmp_path):
     errors = pd.read_parquet(tmp_path / "fc_errors.parquet")
     assert list(errors["data"]) == ["released", "released", "real", "real"]
     assert {"l1", "mape", "rmse", "coverage"} <= set(errors.columns)
-    ref = forecast_errors(rolling_forecast(released["north"], train=96, days=2), real["north"])
+    ref = rolling_forecast(released["north"], train=96, days=2, model="auto")
+    ref = forecast_errors(ref, real["north"])
     np.testing.assert_allclose(errors["l1"].iloc[:2], ref["l1"], rtol=1e-9)
     assert pd.read_parquet(out)["series"].unique().tolist() == ["north"]
 
@@ -105,6 +106,8 @@ def test_noise_variance_and_errors_out(files, tmp_path):
         (["--days", "9", "--out", "f.csv"], "asks for 9 origins"),
         (["--train", "5", "--out", "f.csv"], "'--train' option"),
         (["--level", "2", "--out", "f.csv"], "'--level' option"),
+        (["--model", "ets", "--out", "f.csv"], "'--model' option of dpstream forecast"),
+        (["--model", "profile", "--out", "f.csv"], "at least 384 steps for model='profile'"),
     ],
 )
 def test_user_errors_print_one_line_and_exit_2(
@@ -116,6 +119,17 @@ def test_user_errors_print_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err
     assert not (tmp_path / "f.csv").exists()
+
+
+def test_model_option_runs_the_chosen_model(files, tmp_path):
+    folder, _, released = files
+    out = tmp_path / "hw.csv"
+    args = ["forecast", str(folder / "released.csv"), "--column", "north", "--model"]
+    assert main([*args, "holt-winters", *ARGS, "--out", str(out)]) == 0
+    back = pd.read_csv(out)
+    assert (back["model"] == "holt-winters").all()
+    ref = rolling_forecast(released["north"], train=96, days=2, model="holt-winters")
+    np.testing.assert_allclose(back["forecast"], ref["forecast"], rtol=1e-9)
 
 
 def test_missing_files_and_truth_columns(files, tmp_path, capsys):

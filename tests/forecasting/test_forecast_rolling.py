@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from statsmodels.tsa.arima.model import ARIMA
 
 from forecasting import INTERVALS, forecast_origins, rolling_forecast
+from forecasting._arma import fit_model
 from mechanisms import DomainError, ParameterError
 
 TRAIN = 96  # two days of half-hours: small fits keep this file fast
@@ -34,20 +35,27 @@ def test_origins_are_the_day_boundaries_after_train_steps(load):
     assert (origins == origins.normalize()).all()
     assert list(forecast_origins(load, train=TRAIN, horizon=H)) == list(origins)
     assert len(out) == 2 * H and list(out.columns) == [
-        "origin", "step", "time", "forecast", "lower", "upper", "converged"
+        "origin", "step", "time", "forecast", "lower", "upper", "converged", "model"
     ]  # fmt: skip
+    assert (out["model"] == "arma").all()
 
 
 def test_forecasts_align_with_their_time_stamps(load):
     out = rolling_forecast(load, train=TRAIN, horizon=H, level=0.8)
     values = load.to_numpy()
+    warm: dict = {}
     for origin, one in out.groupby("origin"):
         o = load.index.get_loc(origin)
         assert list(one["time"]) == list(load.index[o : o + H])
         assert list(one["step"]) == list(range(1, H + 1))
         assert (one["time"] - origin == pd.to_timedelta(np.arange(H) * 30, unit="min")).all()
-        ref = ARIMA(values[o - TRAIN : o], order=(1, 0, 1)).fit().forecast(H)
-        np.testing.assert_allclose(one["forecast"], ref, rtol=1e-12)
+        # statsmodels' forecast at the parameters fitted on exactly the 96 steps before o
+        # (same warm start as the rolling fit), and never a worse fit than statsmodels' own.
+        fit, results = fit_model(values[o - TRAIN : o], (1, 0, 1), None, warm)
+        np.testing.assert_allclose(one["forecast"], results.forecast(H), rtol=1e-12)
+        default = ARIMA(values[o - TRAIN : o], order=(1, 0, 1)).fit()
+        assert fit.loglike >= default.llf - 1e-6 * abs(default.llf)
+        np.testing.assert_allclose(one["forecast"], default.forecast(H), rtol=1e-4)
         assert (one["lower"] < one["forecast"]).all() and (one["forecast"] < one["upper"]).all()
     # The same values on another clock: same forecasts, times shifted by exactly one day.
     shifted = pd.Series(values, index=load.index + pd.Timedelta(days=1))
