@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+from scipy import sparse
 
 from mechanisms import DomainError, ParameterError
 
@@ -30,10 +31,37 @@ from ._hierarchy import Hierarchy
 __all__ = ["Problem", "build_problem"]
 
 
-class Problem:
-    """A validated batch of per-period problems (internal; built by :func:`build_problem`)."""
+def _rows(m: sparse.spmatrix, x: np.ndarray) -> np.ndarray:
+    """``m @ x[b]`` for every ``b`` of a stack (B, n, k) -> (B, m, k), ``m`` sparse."""
+    b, n, k = x.shape
+    out = m @ x.transpose(1, 0, 2).reshape(n, b * k)
+    return np.ascontiguousarray(np.asarray(out).reshape(-1, b, k).transpose(1, 0, 2))
 
-    __slots__ = ("hierarchy", "features", "estimates", "weights", "shared_weights", "a_h", "a_t")
+
+def _cols(x: np.ndarray, m: sparse.spmatrix) -> np.ndarray:
+    """``x[b] @ m^T`` for every ``b`` of a stack (B, n, k) -> (B, n, m), ``m`` sparse."""
+    b, n, k = x.shape
+    out = (m @ x.reshape(b * n, k).T).T
+    return np.ascontiguousarray(np.asarray(out).reshape(b, n, -1))
+
+
+class Problem:
+    """A validated batch of per-period problems (internal; built by :func:`build_problem`).
+
+    Every product with ``A_H`` and ``A_T`` goes through their sparse forms, so evaluating the
+    objective, the gradient or the KKT conditions is linear in the number of nodes.
+    """
+
+    __slots__ = (
+        "hierarchy",
+        "features",
+        "estimates",
+        "weights",
+        "shared_weights",
+        "a_t",
+        "_h_sparse",
+        "_t_sparse",
+    )
 
     def __init__(
         self, hierarchy: Hierarchy, features: FeatureSet, estimates: np.ndarray, weights: np.ndarray
@@ -46,8 +74,14 @@ class Problem:
         self.shared_weights = weights if weights.ndim == 2 else None
         #: (B, N, P) read-only (a broadcast view when shared).
         self.weights = np.broadcast_to(weights, estimates.shape)
-        self.a_h = hierarchy.matrix
         self.a_t = features.matrix
+        self._h_sparse = hierarchy.sparse_matrix
+        self._t_sparse = sparse.csr_matrix(features.matrix)
+
+    @property
+    def a_h(self) -> np.ndarray:
+        """Dense ``A_H`` (N x L), built on first use (small hierarchies only)."""
+        return self.hierarchy.matrix
 
     @property
     def n_periods(self) -> int:
@@ -74,25 +108,29 @@ class Problem:
 
     def aggregate(self, x: np.ndarray) -> np.ndarray:
         """``Y = A_H X A_T^T``: every (node, part) value from the leaf-steps (B, L, w)."""
-        return self.a_h @ x @ self.a_t.T
+        return _cols(self.steps(x), self._t_sparse)
 
     def steps(self, x: np.ndarray) -> np.ndarray:
         """``A_H X``: the per-step values of every node (B, N, w)."""
-        return self.a_h @ x
+        return _rows(self._h_sparse, x)
 
     def objective(self, x: np.ndarray) -> np.ndarray:
         """The objective O1 of [FV19] Alg. 4 per period (B,)."""
         r = self.aggregate(x) - self.estimates
         return np.einsum("bnp,bnp->b", self.weights * r, r)
 
+    def _back(self, r: np.ndarray) -> np.ndarray:
+        """``A_H^T R A_T`` per period for R (B, N, P) -> (B, L, w)."""
+        return _rows(self._h_sparse.T.tocsr(), _cols(r, self._t_sparse.T.tocsr()))
+
     def half_gradient(self, x: np.ndarray) -> np.ndarray:
         """``A_H^T (W ∘ (Y - C)) A_T`` per period (B, L, w): the bound multipliers at X = 0."""
         r = self.aggregate(x) - self.estimates
-        return self.a_h.T @ (self.weights * r) @ self.a_t
+        return self._back(self.weights * r)
 
     def gradient_scale(self) -> np.ndarray:
         """A per-period scale for the gradient: ``max |A_H^T (W ∘ C) A_T|`` (or 1 if zero)."""
-        b = np.abs(self.a_h.T @ (self.weights * self.estimates) @ self.a_t)
+        b = np.abs(self._back(self.weights * self.estimates))
         scale = b.reshape(b.shape[0], -1).max(axis=1)
         return np.where(scale > 0, scale, 1.0)
 

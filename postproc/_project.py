@@ -13,14 +13,15 @@ from mechanisms import ParameterError
 from mechanisms.core._validation import check_integer
 
 from ._cvx import solve_cvxpy
-from ._fast import solve_fast
+from ._fast import separable_factors, solve_fast
 from ._features import FeatureSet
 from ._hierarchy import Hierarchy
+from ._nonneg import solve_tree
 from ._problem import build_problem
 
 __all__ = ["ConsistentRelease", "project_consistent"]
 
-_METHODS = ("fast", "cvxpy")
+_METHODS = ("fast", "cvxpy", "dense")
 _CVX_ACTIVE_TOL = 1e-8  # relative to max |X|: OSQP's values below it count as at the bound
 
 
@@ -183,6 +184,11 @@ def project_consistent(
     )
     start = time.perf_counter()
     if method == "fast":
+        out = solve_tree(problem, max_iter=max_iter)
+        status = ("optimal",) * problem.n_periods
+        polish = np.zeros(problem.n_periods, dtype=np.int64)
+        separable = all(separable_factors(w) is not None for w, _ in problem.groups())
+    elif method == "dense":
         out = solve_fast(problem, max_iter=max_iter)
         status = ("optimal",) * problem.n_periods
         polish = np.zeros(problem.n_periods, dtype=np.int64)
@@ -195,7 +201,7 @@ def project_consistent(
     seconds = time.perf_counter() - start
     x = out["x"]
     # The fast path's bounds are exact zeros; OSQP's are zeros to its tolerance.
-    active_tol = 0.0 if method == "fast" else _CVX_ACTIVE_TOL
+    active_tol = _CVX_ACTIVE_TOL if method == "cvxpy" else 0.0
     scale = np.abs(x).reshape(problem.n_periods, -1).max(axis=1)[:, None, None]
     at_bound = x <= active_tol * scale
     return ConsistentRelease(
