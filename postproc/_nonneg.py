@@ -45,6 +45,7 @@ _TOL = 1e-11  # relative projected-gradient tolerance (to the problem's gradient
 _STALL_TOL = 1e-8  # accepted when the line search stalls at rounding level
 _SIGMA = 1e-4  # Armijo's sufficient decrease
 _EPS = 1e-3  # ε of the ε-active set, relative to max |x|
+_CHANCES = 3  # rounds without fewer infeasible indices before the projected Newton fallback
 _CHUNK = 2**22  # numbers (N x periods x w) solved at once in the batched down pass
 
 
@@ -71,6 +72,50 @@ class _Period:
         b = np.zeros((self.lay.n, 1, self.ft.w))
         b[self.lay.leaf_rows, 0] = r
         return b
+
+
+def _active_set(
+    period: _Period,
+    factor: TreeFactor,
+    x_free: np.ndarray,
+    g_scale: float,
+    max_iter: int,
+    b: np.ndarray,
+) -> tuple[np.ndarray, int]:
+    """Primal-dual active set (block principal pivoting) with a convergent fallback.
+
+    Each iteration solves exactly with the leaf-steps ``Z`` held at 0 (one tree solve) and
+    swaps every infeasible index: a free value below 0 enters ``Z``, a held one with a negative
+    multiplier (half-gradient) leaves it (Júdice & Pires 1994; Hintermüller, Ito & Kunisch
+    2002). It usually ends in a handful of iterations; if the number of infeasible indices
+    stops decreasing for ``_CHANCES`` rounds it finishes with :func:`_project`, which
+    converges from any start.
+    """
+    zero = x_free < 0
+    x_tol = 1e-11 * max(float(np.abs(x_free).max()), np.finfo(float).tiny)
+    g_tol = _TOL * g_scale
+    best, chances = np.inf, _CHANCES
+    for it in range(1, max_iter + 1):
+        factor.update(~zero)
+        x = factor.solve(b)[:, 0, :]
+        g = period.gradient(x)
+        infeasible = (~zero & (x < -x_tol)) | (zero & (g < -g_tol))
+        count = int(infeasible.sum())
+        if count == 0:
+            return np.maximum(x, 0.0), it
+        if count < best:
+            best, chances = count, _CHANCES
+        elif chances > 0:
+            chances -= 1
+        else:
+            x, its = _project(period, factor, x, g_scale, max_iter - it)
+            return x, it + its
+        zero ^= infeasible
+    raise SolverError(
+        f"The active-set loop of the fast path did not converge in {max_iter} iterations. "
+        "Raise 'max_iter' or use method='cvxpy'.",
+        status="max_iter",
+    )
 
 
 def _project(
@@ -149,7 +194,7 @@ def solve_tree(problem: Problem, *, max_iter: int = 1000) -> dict[str, object]:
                     x[period] = np.maximum(xr, 0.0)
                     continue
                 ops = _Period(lay, ft, weights, c[r])
-                x[period], iterations[period] = _project(
-                    ops, base.copy(), xr, float(g_scale[period]), max_iter
+                x[period], iterations[period] = _active_set(
+                    ops, base.copy(), xr, float(g_scale[period]), max_iter, b[:, r : r + 1]
                 )
     return {"x": x, "iterations": iterations}

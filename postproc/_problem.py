@@ -18,6 +18,7 @@ Its KKT conditions are: ``G = A_H^T (W ∘ (Y - C)) A_T`` (half the gradient) va
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 
 import numpy as np
@@ -59,6 +60,7 @@ class Problem:
         "weights",
         "shared_weights",
         "a_t",
+        "_groups",
         "_h_sparse",
         "_t_sparse",
     )
@@ -75,6 +77,7 @@ class Problem:
         #: (B, N, P) read-only (a broadcast view when shared).
         self.weights = np.broadcast_to(weights, estimates.shape)
         self.a_t = features.matrix
+        self._groups: list[tuple[np.ndarray, np.ndarray]] | None = None
         self._h_sparse = hierarchy.sparse_matrix
         self._t_sparse = sparse.csr_matrix(features.matrix)
 
@@ -90,7 +93,7 @@ class Problem:
     @property
     def shape(self) -> tuple[int, int]:
         """Shape (L, w) of the leaf-step variables of one period."""
-        return (self.a_h.shape[1], self.a_t.shape[1])
+        return (len(self.hierarchy.leaves), self.a_t.shape[1])
 
     def groups(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Periods grouped by their weight matrix: ``[(W (N, P), period indices), ...]``.
@@ -98,13 +101,20 @@ class Problem:
         Periods sharing weights share one factorisation (fast path) or one compiled problem
         (cvxpy path).
         """
-        if self.shared_weights is not None:
-            return [(self.shared_weights, np.arange(self.n_periods))]
-        flat = self.weights.reshape(self.n_periods, -1)
-        uniq, inverse = np.unique(flat, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        shape = self.weights.shape[1:]
-        return [(uniq[g].reshape(shape), np.flatnonzero(inverse == g)) for g in range(len(uniq))]
+        if self._groups is None:
+            if self.shared_weights is not None:
+                self._groups = [(self.shared_weights, np.arange(self.n_periods))]
+            else:
+                # One digest per period (linear; np.unique(axis=0) sorts whole rows).
+                first: dict[bytes, list[int]] = {}
+                for b in range(self.n_periods):
+                    key = hashlib.blake2b(self.weights[b].tobytes(), digest_size=20).digest()
+                    first.setdefault(key, []).append(b)
+                self._groups = [
+                    (self.weights[idx[0]], np.asarray(idx, dtype=np.int64))
+                    for idx in first.values()
+                ]
+        return self._groups
 
     def aggregate(self, x: np.ndarray) -> np.ndarray:
         """``Y = A_H X A_T^T``: every (node, part) value from the leaf-steps (B, L, w)."""
