@@ -54,19 +54,19 @@ class _Period:
 
     def __init__(self, lay: HierarchyLayout, ft: FeatureTree, w: np.ndarray, c: np.ndarray):
         self.lay, self.ft, self.w, self.c = lay, ft, w, c
-        self.diag = lay.a_h_t @ (ft.a_t_t @ w.T).T  # diagonal of M = A^T diag(W) A (L, w)
+        self.a_t = ft.a_t.toarray()  # small (P, w): dense BLAS products on the feature side
+        self.diag = lay.a_h_t @ (w @ self.a_t)  # diagonal of M = A^T diag(W) A (L, w)
 
     def residual(self, x: np.ndarray) -> np.ndarray:
-        steps = self.lay.a_h @ x  # (N, w)
-        return (self.ft.a_t @ steps.T).T - self.c  # (N, P)
+        return (self.lay.a_h @ x) @ self.a_t.T - self.c  # (N, P)
 
     def objective(self, x: np.ndarray) -> float:
         r = self.residual(x)
-        return float(np.sum(self.w * r * r))
+        return float(np.einsum("np,np->", self.w * r, r))
 
     def gradient(self, x: np.ndarray) -> np.ndarray:
         r = self.w * self.residual(x)
-        return self.lay.a_h_t @ (self.ft.a_t_t @ r.T).T  # A_H^T (W ∘ R) A_T (L, w)
+        return self.lay.a_h_t @ (r @ self.a_t)  # A_H^T (W ∘ R) A_T (L, w)
 
     def leaf_rhs(self, r: np.ndarray) -> np.ndarray:
         b = np.zeros((self.lay.n, 1, self.ft.w))
@@ -185,7 +185,8 @@ def solve_tree(problem: Problem, *, max_iter: int = 1000) -> dict[str, object]:
         for start in range(0, len(periods), chunk):
             part = periods[start : start + chunk]
             c = problem.estimates[part]  # (R, N, P)
-            b = ((weights * c) @ a_t).transpose(1, 0, 2)  # (N, R, w): A_T^T (W ∘ C) per node
+            wc = (weights * c).reshape(-1, a_t.shape[0])
+            b = (wc @ a_t).reshape(len(part), lay.n, w).transpose(1, 0, 2)  # A_T^T (W ∘ C)
             x0 = base.solve(b)  # (L, R, w), the unconstrained optimum
             for r, period in enumerate(part):
                 xr = x0[:, r, :]

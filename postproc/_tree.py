@@ -166,30 +166,47 @@ class LeafInverse:
     """``M_l^{-1}`` of every leaf in the Sherman-Morrison form of the module notes."""
 
     def __init__(self, ft: FeatureTree, wl: np.ndarray, free: np.ndarray) -> None:
-        w = ft.w
-        gam = np.where(free, 1.0 / wl[:, :w], 0.0)  # γ⁰ (L, w); 0 where held at 0
+        self.ft = ft
+        self.wl = wl
+        n = wl.shape[0]
+        self.gam = [np.empty((n, ft.w)) for _ in range(ft.p)]
+        self.beta = [np.empty((n, m)) for m in ft.sizes[1:]]
+        self.set_rows(slice(None), free)
+
+    def set_rows(self, rows: np.ndarray | slice, free: np.ndarray) -> None:
+        """(Re)compute the leaves ``rows`` for their free masks ``free`` (len(rows), w)."""
+        ft, wl = self.ft, self.wl[rows]
+        gam = np.where(free, 1.0 / wl[:, : ft.w], 0.0)  # γ⁰; 0 where held at 0
         kap = gam
-        self.gam = [gam]
-        self.beta = []
+        self.gam[0][rows] = gam
         for k in range(1, ft.p):
             v = wl[:, ft.offsets[k] : ft.offsets[k + 1]]
-            big_k = kap @ ft.child_part[k]  # K_s: (L, m_k)
+            big_k = kap @ ft.child_part[k]  # K_s: (n, m_k)
             denom = 1.0 + v * big_k
-            self.beta.append(v / denom)  # β_s
+            self.beta[k - 1][rows] = v / denom  # β_s
             kap = big_k / denom  # κ_s
             gam = gam / (denom @ ft.step_part[k].T)  # γ^k
-            self.gam.append(gam)
-        self.ft = ft
+            self.gam[k][rows] = gam
 
-    def apply(self, r: np.ndarray, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
-        """``M_l^{-1} r_l`` for the leaves ``rows``; ``r`` is (len(rows), R, w)."""
-        y = self.gam[0][rows][:, None, :] * r
+    def apply(self, r: np.ndarray) -> np.ndarray:
+        """``M_l^{-1} r_l`` for every leaf; ``r`` is (L, R, w)."""
+        n, nr, w = r.shape
+        g0 = self.gam[0][:, None, :]
+        y = g0 * r
         for k in range(1, self.ft.p):
-            g = self.gam[k - 1][rows][:, None, :]
+            g = self.gam[k - 1][:, None, :]
             sp = self.ft.step_part[k]
-            seg = (g * r) @ sp  # (n, R, m_k)
-            y -= g * ((self.beta[k - 1][rows][:, None, :] * seg) @ sp.T)
+            seg = ((g * r).reshape(n * nr, w) @ sp).reshape(n, nr, -1)  # (L, R, m_k)
+            seg *= self.beta[k - 1][:, None, :]
+            y -= g * (seg.reshape(n * nr, -1) @ sp.T).reshape(n, nr, w)
         return y
+
+    def copy(self) -> LeafInverse:
+        new = object.__new__(LeafInverse)
+        new.ft, new.wl = self.ft, self.wl
+        new.gam = [g.copy() for g in self.gam]
+        new.beta = [b.copy() for b in self.beta]
+        return new
 
     def rank_one(self, k: int) -> np.ndarray:
         """``u`` (L, w) with ``sum_s β_s γ_s γ_s^T = mask_k ∘ u u^T`` at feature ``k``."""
@@ -215,13 +232,14 @@ class TreeFactor:
     ) -> None:
         self.layout, self.ft = layout, ft
         self.weights = weights
+        self.a_t_dense = features_dense = ft.a_t.toarray()
         self.free = free.copy()
         w = ft.w
         self.leaf = LeafInverse(ft, weights[layout.leaf_rows], self.free)
         if layout.n_int == 0:
             return
         wi = weights[layout.int_rows]
-        a_t = ft.a_t.toarray()
+        a_t = features_dense
         # M_a = A_T^T diag(W[a]) A_T of every internal node (I, w, w)
         self.m_int = np.einsum("pt,ip,pu->itu", a_t, wi, a_t, optimize=True)
         self.s_leaf = np.zeros((layout.n_int, w, w))  # leaf children's part of S_a
@@ -263,6 +281,7 @@ class TreeFactor:
         new = object.__new__(TreeFactor)
         new.__dict__.update(self.__dict__)
         new.free = self.free.copy()
+        new.leaf = self.leaf.copy()
         if self.layout.n_int:
             for name in ("s_leaf", "s_inv", "p_int", "support"):
                 setattr(new, name, getattr(self, name).copy())
@@ -276,7 +295,7 @@ class TreeFactor:
             return
         lay = self.layout
         self.free = free.copy()
-        self.leaf = LeafInverse(self.ft, self.weights[lay.leaf_rows], self.free)
+        self.leaf.set_rows(changed, self.free[changed])
         if lay.n_int == 0:
             return
         parents = np.unique(lay.leaf_parent[changed])
@@ -295,13 +314,40 @@ class TreeFactor:
             cur = cur[~affected[cur]]
         self._internal(affected)
 
-    def solve(self, b: np.ndarray) -> np.ndarray:
-        """The down pass: leaf-step minimiser (L, R, w) for node right-hand sides ``b`` (N, R, w).
+    def solve(self, b: np.ndarray, refine: int = 1) -> np.ndarray:
+        """Leaf-step minimiser (L, R, w) for node right-hand sides ``b`` (N, R, w).
 
         ``b`` is ``A_T^T (W ∘ C)`` per node for the least-squares data ``C`` (then the result
         minimises ``f`` with the held steps at 0), or a residual placed on the leaves (then it
         solves ``M_FF x_F = r_F``). Entries of held steps are ignored and returned as 0.
+
+        The Sherman-Morrison form of a leaf whose own weights span many orders of magnitude
+        loses digits by cancellation even when ``M`` as a whole is well conditioned; ``refine``
+        steps of iterative refinement (Wilkinson: solve again for the residual
+        ``A_H^T b - M x``, computed in O(N P)) restore them.
         """
+        x = self._passes(b)
+        if refine:
+            lay = self.layout
+            nr, w = b.shape[1], self.ft.w
+            target = (lay.a_h_t @ b.reshape(lay.n, -1)).reshape(lay.n_leaves, nr, w)
+            for _ in range(refine):
+                res = np.zeros_like(b)
+                res[lay.leaf_rows] = np.where(self.free[:, None, :], target - self.matvec(x), 0.0)
+                x += self._passes(res)
+        return x
+
+    def matvec(self, x: np.ndarray) -> np.ndarray:
+        """``M x`` for leaf-steps ``x`` (L, R, w): ``A_H^T (W ∘ (A_H x A_T^T)) A_T``."""
+        lay, a_t = self.layout, self.a_t_dense
+        nl, nr, w = x.shape
+        steps = (lay.a_h @ x.reshape(nl, -1)).reshape(lay.n, nr, w)
+        parts = (steps.reshape(-1, w) @ a_t.T).reshape(lay.n, nr, -1)
+        back = (self.weights[:, None, :] * parts).reshape(lay.n * nr, -1) @ a_t  # (N R, w)
+        return (lay.a_h_t @ back.reshape(lay.n, -1)).reshape(nl, nr, w)
+
+    def _passes(self, b: np.ndarray) -> np.ndarray:
+        """The two passes (module notes) for right-hand sides ``b`` (N, R, w)."""
         lay = self.layout
         r, w = b.shape[1], self.ft.w
         bl = np.where(self.free[:, None, :], b[lay.leaf_rows], 0.0)
