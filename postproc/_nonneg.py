@@ -97,8 +97,12 @@ def _active_set(
     best, chances = np.inf, _CHANCES
     for it in range(1, max_iter + 1):
         factor.update(~zero)
-        x = factor.solve(b)[:, 0, :]
+        x = factor.solve(b, refine=0)[:, 0, :]
         g = period.gradient(x)
+        if np.abs(np.where(zero, 0.0, g)).max() > g_tol:
+            # one step of iterative refinement (see TreeFactor.solve), reusing the gradient
+            x += factor.solve(period.leaf_rhs(np.where(zero, 0.0, -g)), refine=0)[:, 0, :]
+            g = period.gradient(x)
         infeasible = (~zero & (x < -x_tol)) | (zero & (g < -g_tol))
         count = int(infeasible.sum())
         if count == 0:

@@ -191,14 +191,16 @@ class LeafInverse:
     def apply(self, r: np.ndarray) -> np.ndarray:
         """``M_l^{-1} r_l`` for every leaf; ``r`` is (L, R, w)."""
         n, nr, w = r.shape
-        g0 = self.gam[0][:, None, :]
-        y = g0 * r
+        y = self.gam[0][:, None, :] * r
         for k in range(1, self.ft.p):
             g = self.gam[k - 1][:, None, :]
             sp = self.ft.step_part[k]
-            seg = ((g * r).reshape(n * nr, w) @ sp).reshape(n, nr, -1)  # (L, R, m_k)
+            t = g * r
+            seg = (t.reshape(n * nr, w) @ sp).reshape(n, nr, -1)  # (L, R, m_k)
             seg *= self.beta[k - 1][:, None, :]
-            y -= g * (seg.reshape(n * nr, -1) @ sp.T).reshape(n, nr, w)
+            np.matmul(seg.reshape(n * nr, -1), sp.T, out=t.reshape(n * nr, w))
+            t *= g
+            y -= t
         return y
 
     def copy(self) -> LeafInverse:
