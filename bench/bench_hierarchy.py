@@ -124,8 +124,10 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
 
     print("== comparison on the same periods (paper weights 1/m_i: the old path's best case)")
-    print(f"{'leaves':>7} {'periods':>7} {'new s':>8} {'old s':>8} {'cvxpy s':>8} "
-          f"{'old/new':>8} {'cvx/new':>8} {'new MB':>7} {'old MB':>7} {'max |diff|/max':>14}")
+    print(
+        f"{'leaves':>7} {'periods':>7} {'new s':>8} {'old s':>8} {'cvxpy s':>8} "
+        f"{'old/new':>8} {'cvx/new':>8} {'new MB':>7} {'old MB':>7} {'max |diff|/max':>14}"
+    )
     for n in args.compare_sizes:
         h = four_level_hierarchy(n)
         feeders = Feeders(rng, n)
@@ -134,22 +136,28 @@ def main() -> None:
         old = run(h, fs, feeders, days, "dense", "paper")
         cvx = run(h, fs, feeders, days, "cvxpy", "paper") if n <= 100 else None
         diff = np.abs(new[4].values - old[4].values).max() / np.abs(old[4].values).max()
-        print(f"{n:>7} {days:>7} {new[0]:>8.3f} {old[0]:>8.3f} "
-              f"{cvx[0] if cvx else float('nan'):>8.3f} {old[0] / new[0]:>8.1f} "
-              f"{(cvx[0] / new[0]) if cvx else float('nan'):>8.1f} {new[1] / 2**20:>7.1f} "
-              f"{old[1] / 2**20:>7.1f} {diff:>14.1e}")
+        print(
+            f"{n:>7} {days:>7} {new[0]:>8.3f} {old[0]:>8.3f} "
+            f"{cvx[0] if cvx else float('nan'):>8.3f} {old[0] / new[0]:>8.1f} "
+            f"{(cvx[0] / new[0]) if cvx else float('nan'):>8.1f} {new[1] / 2**20:>7.1f} "
+            f"{old[1] / 2**20:>7.1f} {diff:>14.1e}"
+        )
     h = four_level_hierarchy(100)
     feeders = Feeders(rng, 100)
     new = run(h, fs, feeders, args.compare_days, "fast", "variance")
     cvx = run(h, fs, feeders, args.compare_days, "cvxpy", "variance")
     diff = np.abs(new[4].values - cvx[4].values).max() / np.abs(cvx[4].values).max()
-    print(f"default 'variance' weights, 100 leaves x {args.compare_days} periods: new "
-          f"{new[0]:.3f} s, cvxpy + OSQP {cvx[0]:.3f} s (ratio {cvx[0] / new[0]:.1f}x), "
-          f"old path: refused (4800 leaf-steps > 4096), max |diff|/max {diff:.1e}")
+    print(
+        f"default 'variance' weights, 100 leaves x {args.compare_days} periods: new "
+        f"{new[0]:.3f} s, cvxpy + OSQP {cvx[0]:.3f} s (ratio {cvx[0] / new[0]:.1f}x), "
+        f"old path: refused (4800 leaf-steps > 4096), max |diff|/max {diff:.1e}"
+    )
 
     print("\n== the new fast path at size, default-like weights (per node, part and period)")
-    print(f"{'leaves':>7} {'nodes':>7} {'periods':>7} {'total s':>9} {'s/period':>9} "
-          f"{'peak MB':>8} {'active %':>8} {'max KKT':>8}")
+    print(
+        f"{'leaves':>7} {'nodes':>7} {'periods':>7} {'total s':>9} {'s/period':>9} "
+        f"{'peak MB':>8} {'active %':>8} {'max KKT':>8}"
+    )
     sizes, per_period = [], []
     configs = [(n, args.days) for n in args.sizes]
     if args.year_size:
@@ -158,9 +166,11 @@ def main() -> None:
         h = four_level_hierarchy(n)
         feeders = Feeders(rng, n)
         sec, peak, active, kkt, _ = run(h, fs, feeders, days, "fast", "variance")
-        print(f"{n:>7} {len(h.nodes):>7} {days:>7} {sec:>9.2f} {sec / days:>9.3f} "
-              f"{peak / 2**20:>8.1f} {100 * active / (days * n * W):>8.1f} {kkt:>8.1e}",
-              flush=True)
+        print(
+            f"{n:>7} {len(h.nodes):>7} {days:>7} {sec:>9.2f} {sec / days:>9.3f} "
+            f"{peak / 2**20:>8.1f} {100 * active / (days * n * W):>8.1f} {kkt:>8.1e}",
+            flush=True,
+        )
         if days == args.days:
             sizes.append(n)
             per_period.append(sec / days)

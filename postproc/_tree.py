@@ -272,7 +272,8 @@ class TreeFactor:
             if j.size == 0:
                 continue
             ci = lay.child_int[j]
-            s = self.s_leaf[j] + (ci @ self.p_int.reshape(lay.n_int, -1)).reshape(self.s_leaf[j].shape)
+            kids = (ci @ self.p_int.reshape(lay.n_int, -1)).reshape(j.size, *self.p_int.shape[1:])
+            s = self.s_leaf[j] + kids
             sup = leaf_support[j] | ((ci @ self.support.astype(np.float64)) > 0)
             self.support[j] = sup
             self.s_inv[j] = _masked_inverse(s, sup)
@@ -302,9 +303,7 @@ class TreeFactor:
             return
         parents = np.unique(lay.leaf_parent[changed])
         plan = [
-            (p[keep], idx[keep])
-            for p, idx in lay.gram_plan
-            if (keep := np.isin(p, parents)).any()
+            (p[keep], idx[keep]) for p, idx in lay.gram_plan if (keep := np.isin(p, parents)).any()
         ]
         self._leaf_sums(parents, plan)
         affected = np.zeros(lay.n_int, dtype=bool)
@@ -375,9 +374,7 @@ class TreeFactor:
             if d == 0:
                 z[j] = m_int[j]
             else:
-                z[j] = m_int[j] + np.einsum(
-                    "itu,iru->irt", self.p_int[j], y[lay.int_parent[j]]
-                )
+                z[j] = m_int[j] + np.einsum("itu,iru->irt", self.p_int[j], y[lay.int_parent[j]])
             y[j] = np.einsum("itu,iru->irt", self.s_inv[j], z[j] - mu[j])
         out = m_leaf + self.leaf.apply(y[lay.leaf_parent])
         return np.where(self.free[:, None, :], out, 0.0)

@@ -198,9 +198,7 @@ def test_release_optstream_accepts_100_feeders_with_default_weights():
     level = rng.uniform(5, 50, 100)  # low-signal feeders: many released steps at 0
     frame = pd.DataFrame(rng.uniform(0, 1, (96, 100)) * level, index=idx, columns=feeders)
     hierarchy = {"national": ["north", "south"], "north": feeders[:50], "south": feeders[50:]}
-    out = dpstream.release_optstream(
-        frame, epsilon=1.0, hierarchy=hierarchy, alpha=10.0, seed=4
-    )
+    out = dpstream.release_optstream(frame, epsilon=1.0, hierarchy=hierarchy, alpha=10.0, seed=4)
     assert out.shape == (96, 103)
     assert (out.to_numpy() >= 0).all()
     assert (out[feeders].to_numpy() == 0).any()  # bounds active: the active set ran
@@ -216,3 +214,19 @@ def test_tiny_hierarchies(n_leaves):
     r = project_consistent(c, hierarchy=h, features=fs)
     np.testing.assert_array_equal(r.values, 0.0)
     assert r.n_active[0] == 2 * n_leaves and max(r.kkt.values()) == 0.0
+
+
+def test_dense_reference_path_explicit_and_on_demand_columns_agree(monkeypatch):
+    """The previous exact path (method="dense") keeps its two ways of forming K = M^{-1} for
+    non-separable weights, and both agree with the tree solver."""
+    import postproc._fast as fast
+
+    rng = np.random.default_rng(5)
+    fs = FeatureSet.from_breaks(12, [(0, 4, 12), (0, 12)])
+    _, c, w = random_instance(rng, REGIONS, fs, 6, 40.0, "general")
+    tree = project_consistent(c, hierarchy=REGIONS, features=fs, weights=w)
+    for cut in (-1, 10**9):
+        monkeypatch.setattr(fast, "_EXPLICIT_PERIODS", cut)
+        dense = project_consistent(c, hierarchy=REGIONS, features=fs, weights=w, method="dense")
+        assert max(dense.kkt.values()) < 1e-8 and dense.n_active.sum() > 0
+        np.testing.assert_allclose(dense.values, tree.values, atol=1e-8)
