@@ -230,3 +230,20 @@ def test_dense_reference_path_explicit_and_on_demand_columns_agree(monkeypatch):
         dense = project_consistent(c, hierarchy=REGIONS, features=fs, weights=w, method="dense")
         assert max(dense.kkt.values()) < 1e-8 and dense.n_active.sum() > 0
         np.testing.assert_allclose(dense.values, tree.values, atol=1e-8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12))
+def test_hierarchy_sparse_matrix_parent_and_index(seed, n_nodes):
+    h = random_hierarchy(np.random.default_rng(seed), n_nodes)
+    dense = np.zeros((len(h.nodes), len(h.leaves)))  # rows: each node's leaves, by walking up
+    for j, leaf in enumerate(h.leaves):
+        i = h.index(leaf)
+        while i >= 0:
+            dense[i, j] = 1.0
+            i = int(h.parent[i])
+    np.testing.assert_array_equal(h.sparse_matrix.toarray(), dense)
+    np.testing.assert_array_equal(h.matrix, dense)
+    for parent, kids in h.children.items():
+        assert all(h.parent[h.index(k)] == h.index(parent) for k in kids)
+    assert [h.index(n) for n in h.nodes] == list(range(len(h.nodes)))
