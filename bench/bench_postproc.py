@@ -1,5 +1,8 @@
 """Benchmark: OptStream post-processing ([FV19] Alg. 4, §5.2), fast path vs cvxpy + OSQP.
 
+(Also the previous dense exact path, ``method="dense"``; for hierarchies at size see
+``bench_hierarchy.py``.)
+
 A year of half-hours (365 periods x 48 steps) of a three-level hierarchy (nation -> 5 groups ->
 30 regions) with the default features of [FV19] §6 and the paper's weights 1/m_i. Both solvers
 run on the same noisy estimates in the same process; prints each time, the ratio, and the max
@@ -60,6 +63,9 @@ def main() -> None:
     start = time.perf_counter()
     slow = project_consistent(estimates, hierarchy=h, features=fs, method="cvxpy")
     t_slow = time.perf_counter() - start
+    start = time.perf_counter()
+    dense = project_consistent(estimates, hierarchy=h, features=fs, method="dense")
+    t_dense = time.perf_counter() - start
 
     gap = np.abs(fast.values - slow.values).max() / np.abs(fast.values).max()
     obj = np.max(np.abs(fast.objective - slow.objective) / fast.objective)
@@ -72,7 +78,14 @@ def main() -> None:
         f"cvxpy + OSQP  : {t_slow:8.3f} s  (statuses: {sorted(set(slow.status))}, polish "
         f"succeeded on {int((slow.polish == 1).sum())}/{args.periods} periods)"
     )
+    print(
+        f"previous dense path: {t_dense:8.3f} s  (max pivoting iterations: "
+        f"{int(dense.iterations.max())})"
+    )
     print(f"time ratio cvxpy / fast          : {t_slow / t_fast:10.1f}x")
+    print(f"time ratio dense / fast          : {t_dense / t_fast:10.1f}x")
+    dgap = np.abs(fast.values - dense.values).max() / np.abs(fast.values).max()
+    print(f"max relative disagreement fast vs dense: {dgap:.2e}")
     print(f"max relative disagreement (values): {gap:10.2e}")
     print(f"max relative objective difference : {obj:10.2e}")
     print(f"fast KKT residuals : { {k: f'{v:.1e}' for k, v in fast.kkt.items()} }")

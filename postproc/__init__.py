@@ -2,9 +2,11 @@
 
 One weighted least-squares problem per w-period over every node of a hierarchy of streams and
 every part of a chain of features ([FV19] Alg. 4, §3.4, extended to hierarchies as in §5.2),
-with consistency (parts sum their sub-parts, parents their children) and non-negativity. Two
-solvers return the same unique optimum: an exact fast path (Kronecker-factored tree BLUE of
-[HRMS10] plus block principal pivoting for the bounds) and a general cvxpy + OSQP path.
+with consistency (parts sum their sub-parts, parents their children) and non-negativity. Three
+solvers return the same unique optimum: the exact fast path, linear in the number of nodes for
+any weights (two-pass tree BLUE of [HRMS10] over the hierarchy with a w-vector per node, plus an
+active set for the bounds; ``_tree``, ``_nonneg``), the previous dense path (Kronecker factors
+and block principal pivoting, ``method="dense"``) and a general cvxpy + OSQP path.
 
 References
 ----------

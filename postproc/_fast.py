@@ -1,4 +1,9 @@
-"""The exact fast path: closed-form GLS on the two trees plus an active set for X >= 0.
+"""The previous exact path (``method="dense"``): Kronecker/dense GLS plus block principal pivoting.
+
+Superseded as the default by :mod:`postproc._tree` and :mod:`postproc._nonneg` (linear in the
+number of nodes for any weights); kept as an independent exact reference and for the
+benchmarks. Its costs: O(L²) memory for ``K_H`` even with separable weights, O((Lw)³) for other
+weights, and pivoting cubic in the number of leaf-steps held at 0.
 
 Notation of :mod:`postproc._problem`. Without the bounds the problem is a generalised least
 squares with normal matrix ``M = A^T diag(W) A``, ``A = A_H ⊗ A_T``.

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import numpy as np
+from scipy import sparse
 
 from mechanisms import ParameterError
 
@@ -56,7 +57,10 @@ class Hierarchy:
     """The leaves, in breadth-first order (the base streams)."""
     depth: Mapping[str, int] = field(init=False, repr=False)
     """Distance of each node from the root (root 0)."""
-    _matrix: np.ndarray = field(init=False, repr=False, compare=False)
+    _matrix: np.ndarray | None = field(init=False, repr=False, compare=False)
+    _sparse: sparse.csr_matrix = field(init=False, repr=False, compare=False)
+    _parent: np.ndarray = field(init=False, repr=False, compare=False)
+    _pos: Mapping[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         raw = self.children
@@ -111,23 +115,13 @@ class Hierarchy:
                 f"{len(names) - len(order)} node(s) lie on a cycle unreachable from the root.",
             )
         leaves = tuple(n for n in order if n not in kids)
-        # Aggregation matrix A_H (n_nodes x n_leaves): row a has ones on the leaves below a.
-        col = {leaf: j for j, leaf in enumerate(leaves)}
         pos = {node: i for i, node in enumerate(order)}
-        matrix = np.zeros((len(order), len(leaves)))
-        for i in range(len(order) - 1, -1, -1):
-            node = order[i]
-            if node in col:
-                matrix[i, col[node]] = 1.0
-            else:
-                for child in kids[node]:
-                    matrix[i] += matrix[pos[child]]
-        matrix.setflags(write=False)
+        parent = np.array([pos[parent_of[n]] if n in parent_of else -1 for n in order])
         object.__setattr__(self, "children", MappingProxyType(kids))
         object.__setattr__(self, "nodes", tuple(order))
         object.__setattr__(self, "leaves", leaves)
         object.__setattr__(self, "depth", MappingProxyType(depth))
-        object.__setattr__(self, "_matrix", matrix)
+        _set_arrays(self, parent, pos, np.array([pos[leaf] for leaf in leaves]))
 
     @classmethod
     def single(cls, name: str = "stream") -> Hierarchy:
@@ -142,9 +136,7 @@ class Hierarchy:
         object.__setattr__(obj, "nodes", (name,))
         object.__setattr__(obj, "leaves", (name,))
         object.__setattr__(obj, "depth", MappingProxyType({name: 0}))
-        matrix = np.ones((1, 1))
-        matrix.setflags(write=False)
-        object.__setattr__(obj, "_matrix", matrix)
+        _set_arrays(obj, np.array([-1]), {name: 0}, np.array([0]))
         return obj
 
     @property
@@ -175,15 +167,57 @@ class Hierarchy:
 
     @property
     def matrix(self) -> np.ndarray:
-        """Aggregation matrix ``A_H`` (n_nodes x n_leaves), rows in :attr:`nodes` order."""
+        """Aggregation matrix ``A_H`` (n_nodes x n_leaves), rows in :attr:`nodes` order.
+
+        Dense and built on first use: O(n_nodes x n_leaves) memory, meant for small trees. The
+        solvers use :attr:`sparse_matrix` (one non-zero per leaf and ancestor).
+        """
+        if self._matrix is None:
+            matrix = self._sparse.toarray()
+            matrix.setflags(write=False)
+            object.__setattr__(self, "_matrix", matrix)
         return self._matrix
+
+    @property
+    def sparse_matrix(self) -> sparse.csr_matrix:
+        """``A_H`` as a scipy CSR matrix (n_nodes x n_leaves; treat as read-only)."""
+        return self._sparse
+
+    @property
+    def parent(self) -> np.ndarray:
+        """Row of each node's parent (-1 for the root), rows in :attr:`nodes` order."""
+        return self._parent
 
     def index(self, name: str) -> int:
         """Row of node ``name`` in every array; ParameterError if the name is unknown."""
         try:
-            return self.nodes.index(name)
-        except ValueError:
+            return self._pos[name]
+        except (KeyError, TypeError):
             raise ParameterError(
                 f"Unknown node {name!r}: the hierarchy has nodes {list(self.nodes)[:10]}"
                 f"{' ...' if len(self.nodes) > 10 else ''}."
             ) from None
+
+
+def _set_arrays(obj: Hierarchy, parent: np.ndarray, pos: dict[str, int], leaf_rows: np.ndarray):
+    """Store the parent array, the name index and the sparse ``A_H`` (one entry per leaf and
+    ancestor: O(n_leaves x height)); the dense ``A_H`` is built only if asked for."""
+    parent = np.asarray(parent, dtype=np.int64)
+    rows, cols = [leaf_rows], [np.arange(leaf_rows.size)]
+    up = parent[leaf_rows]
+    col = cols[0]
+    while (up >= 0).any():  # walk every leaf up to the root, one level per pass
+        keep = up >= 0
+        up, col = up[keep], col[keep]
+        rows.append(up)
+        cols.append(col)
+        up = parent[up]
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    mat = sparse.csr_matrix(
+        (np.ones(r.size), (r, c)), shape=(parent.size, leaf_rows.size), dtype=np.float64
+    )
+    parent.setflags(write=False)
+    object.__setattr__(obj, "_parent", parent)
+    object.__setattr__(obj, "_pos", MappingProxyType(pos))
+    object.__setattr__(obj, "_sparse", mat)
+    object.__setattr__(obj, "_matrix", None)

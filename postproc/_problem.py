@@ -18,9 +18,11 @@ Its KKT conditions are: ``G = A_H^T (W ∘ (Y - C)) A_T`` (half the gradient) va
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 
 import numpy as np
+from scipy import sparse
 
 from mechanisms import DomainError, ParameterError
 
@@ -30,10 +32,38 @@ from ._hierarchy import Hierarchy
 __all__ = ["Problem", "build_problem"]
 
 
-class Problem:
-    """A validated batch of per-period problems (internal; built by :func:`build_problem`)."""
+def _rows(m: sparse.spmatrix, x: np.ndarray) -> np.ndarray:
+    """``m @ x[b]`` for every ``b`` of a stack (B, n, k) -> (B, m, k), ``m`` sparse."""
+    b, n, k = x.shape
+    out = m @ x.transpose(1, 0, 2).reshape(n, b * k)
+    return np.ascontiguousarray(np.asarray(out).reshape(-1, b, k).transpose(1, 0, 2))
 
-    __slots__ = ("hierarchy", "features", "estimates", "weights", "shared_weights", "a_h", "a_t")
+
+def _cols(x: np.ndarray, m: sparse.spmatrix) -> np.ndarray:
+    """``x[b] @ m^T`` for every ``b`` of a stack (B, n, k) -> (B, n, m), ``m`` sparse."""
+    b, n, k = x.shape
+    out = (m @ x.reshape(b * n, k).T).T
+    return np.ascontiguousarray(np.asarray(out).reshape(b, n, -1))
+
+
+class Problem:
+    """A validated batch of per-period problems (internal; built by :func:`build_problem`).
+
+    Every product with ``A_H`` and ``A_T`` goes through their sparse forms, so evaluating the
+    objective, the gradient or the KKT conditions is linear in the number of nodes.
+    """
+
+    __slots__ = (
+        "hierarchy",
+        "features",
+        "estimates",
+        "weights",
+        "shared_weights",
+        "a_t",
+        "_groups",
+        "_h_sparse",
+        "_t_sparse",
+    )
 
     def __init__(
         self, hierarchy: Hierarchy, features: FeatureSet, estimates: np.ndarray, weights: np.ndarray
@@ -46,8 +76,15 @@ class Problem:
         self.shared_weights = weights if weights.ndim == 2 else None
         #: (B, N, P) read-only (a broadcast view when shared).
         self.weights = np.broadcast_to(weights, estimates.shape)
-        self.a_h = hierarchy.matrix
         self.a_t = features.matrix
+        self._groups: list[tuple[np.ndarray, np.ndarray]] | None = None
+        self._h_sparse = hierarchy.sparse_matrix
+        self._t_sparse = sparse.csr_matrix(features.matrix)
+
+    @property
+    def a_h(self) -> np.ndarray:
+        """Dense ``A_H`` (N x L), built on first use (small hierarchies only)."""
+        return self.hierarchy.matrix
 
     @property
     def n_periods(self) -> int:
@@ -56,7 +93,7 @@ class Problem:
     @property
     def shape(self) -> tuple[int, int]:
         """Shape (L, w) of the leaf-step variables of one period."""
-        return (self.a_h.shape[1], self.a_t.shape[1])
+        return (len(self.hierarchy.leaves), self.a_t.shape[1])
 
     def groups(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Periods grouped by their weight matrix: ``[(W (N, P), period indices), ...]``.
@@ -64,35 +101,46 @@ class Problem:
         Periods sharing weights share one factorisation (fast path) or one compiled problem
         (cvxpy path).
         """
-        if self.shared_weights is not None:
-            return [(self.shared_weights, np.arange(self.n_periods))]
-        flat = self.weights.reshape(self.n_periods, -1)
-        uniq, inverse = np.unique(flat, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        shape = self.weights.shape[1:]
-        return [(uniq[g].reshape(shape), np.flatnonzero(inverse == g)) for g in range(len(uniq))]
+        if self._groups is None:
+            if self.shared_weights is not None:
+                self._groups = [(self.shared_weights, np.arange(self.n_periods))]
+            else:
+                # One digest per period (linear; np.unique(axis=0) sorts whole rows).
+                first: dict[bytes, list[int]] = {}
+                for b in range(self.n_periods):
+                    key = hashlib.blake2b(self.weights[b].tobytes(), digest_size=20).digest()
+                    first.setdefault(key, []).append(b)
+                self._groups = [
+                    (self.weights[idx[0]], np.asarray(idx, dtype=np.int64))
+                    for idx in first.values()
+                ]
+        return self._groups
 
     def aggregate(self, x: np.ndarray) -> np.ndarray:
         """``Y = A_H X A_T^T``: every (node, part) value from the leaf-steps (B, L, w)."""
-        return self.a_h @ x @ self.a_t.T
+        return _cols(self.steps(x), self._t_sparse)
 
     def steps(self, x: np.ndarray) -> np.ndarray:
         """``A_H X``: the per-step values of every node (B, N, w)."""
-        return self.a_h @ x
+        return _rows(self._h_sparse, x)
 
     def objective(self, x: np.ndarray) -> np.ndarray:
         """The objective O1 of [FV19] Alg. 4 per period (B,)."""
         r = self.aggregate(x) - self.estimates
         return np.einsum("bnp,bnp->b", self.weights * r, r)
 
+    def _back(self, r: np.ndarray) -> np.ndarray:
+        """``A_H^T R A_T`` per period for R (B, N, P) -> (B, L, w)."""
+        return _rows(self._h_sparse.T.tocsr(), _cols(r, self._t_sparse.T.tocsr()))
+
     def half_gradient(self, x: np.ndarray) -> np.ndarray:
         """``A_H^T (W ∘ (Y - C)) A_T`` per period (B, L, w): the bound multipliers at X = 0."""
         r = self.aggregate(x) - self.estimates
-        return self.a_h.T @ (self.weights * r) @ self.a_t
+        return self._back(self.weights * r)
 
     def gradient_scale(self) -> np.ndarray:
         """A per-period scale for the gradient: ``max |A_H^T (W ∘ C) A_T|`` (or 1 if zero)."""
-        b = np.abs(self.a_h.T @ (self.weights * self.estimates) @ self.a_t)
+        b = np.abs(self._back(self.weights * self.estimates))
         scale = b.reshape(b.shape[0], -1).max(axis=1)
         return np.where(scale > 0, scale, 1.0)
 

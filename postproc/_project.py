@@ -14,14 +14,15 @@ from mechanisms.core._results import summary_text, table_frame
 from mechanisms.core._validation import check_integer
 
 from ._cvx import solve_cvxpy
-from ._fast import solve_fast
+from ._fast import separable_factors, solve_fast
 from ._features import FeatureSet
 from ._hierarchy import Hierarchy
+from ._nonneg import solve_tree
 from ._problem import build_problem
 
 __all__ = ["ConsistentRelease", "project_consistent"]
 
-_METHODS = ("fast", "cvxpy")
+_METHODS = ("fast", "cvxpy", "dense")
 _CVX_ACTIVE_TOL = 1e-8  # relative to max |X|: OSQP's values below it count as at the bound
 
 
@@ -49,15 +50,17 @@ class ConsistentRelease:
     parts: np.ndarray
     """Value of every (node, feature part) (n_periods, n_nodes, n_parts): ``x*`` of Alg. 4."""
     method: str
-    """``"fast"`` or ``"cvxpy"``."""
+    """``"fast"``, ``"cvxpy"`` or ``"dense"``."""
     objective: np.ndarray
     """Objective O1 (weighted squared distance to the estimates) per period."""
     n_active: np.ndarray
     """Number of leaf-steps held at the bound 0 (O3 active) per period."""
     iterations: np.ndarray
-    """Active-set iterations (fast) or OSQP iterations (cvxpy) per period."""
+    """Active-set iterations (fast, dense; 1 if no bound is active) or OSQP iterations
+    (cvxpy) per period."""
     separable: bool
-    """Fast path: every weight matrix factored as ``u v^T`` (Kronecker closed form)."""
+    """Fast and dense paths: every weight matrix is ``u v^T`` (the dense path then uses its
+    Kronecker closed form; the fast path solves any weights the same way)."""
     status: tuple[str, ...]
     """Solver status per period (``"optimal"``)."""
     polish: np.ndarray
@@ -143,10 +146,13 @@ def project_consistent(
         Default: the paper's ``λ_i = 1/m_i`` with ``m_i`` the number of parts of feature
         ``F_i`` ([FV19] Alg. 4, O1), the same for every node.
     method
-        ``"fast"`` (exact closed form + active set, see Notes) or ``"cvxpy"`` (cvxpy + OSQP,
-        the general reference path).
+        ``"fast"`` (exact two-pass tree solves + active set, linear in the number of nodes,
+        see Notes), ``"cvxpy"`` (cvxpy + OSQP, the general reference path) or ``"dense"``
+        (the previous exact path: dense Kronecker factors and block principal pivoting, kept
+        as a second reference; non-separable weights limited to :data:`MAX_DENSE_SIZE`
+        leaf-steps).
     max_iter
-        Cap on the fast path's active-set iterations per period.
+        Cap on the active-set iterations per period (fast and dense paths).
     osqp_settings
         Overrides of :data:`postproc.OSQP_SETTINGS` for ``method="cvxpy"`` (explicit only).
 
@@ -159,7 +165,7 @@ def project_consistent(
     ------
     ParameterError
         Wrong types or shapes, unknown or missing node names, non-positive or non-finite
-        weights, an unknown method, non-separable weights too large for the dense fast path.
+        weights, an unknown method, non-separable weights too large for ``method="dense"``.
     DomainError
         NaN or infinite estimates.
     SolverError
@@ -171,10 +177,15 @@ def project_consistent(
     The equality constraints are eliminated by writing every ``ẋ[a,s]`` as a sum of leaf-step
     values ``X[l,t]``; O3 then reduces to ``X >= 0``. The problem is strictly convex, so both
     methods return the same unique optimum (they agree to about 1e-9 relative in the tests).
-    By Theorem 10 of [FV19] it is solvable in polynomial time; the fast path is exact: for
-    weights ``W = u v^T`` the normal equations are a Kronecker product and the unconstrained
-    optimum is the weighted tree BLUE of [HRMS10] along each axis; other weights are factored
-    densely (at most 4096 leaf-steps); non-negativity is handled by block principal pivoting.
+    By Theorem 10 of [FV19] it is solvable in polynomial time; the fast path is exact and
+    linear in the number of nodes for any weights (:mod:`postproc._tree`): the hierarchy is
+    eliminated leaf to root with a w-vector per node (the two passes of the weighted tree BLUE
+    of [HRMS10], each node's estimate combined with its children's sum by inverse covariance,
+    then the discrepancy pushed down), each leaf's feature tree in closed form by
+    Sherman-Morrison; O(L w² + I w³) time and O(N P + I w²) memory per period for L leaves and
+    I internal nodes. Non-negativity: a primal-dual active set that re-factors only the
+    leaves whose held steps changed and their ancestors, with Bertsekas' projected Newton
+    method (globally convergent) as fallback (:mod:`postproc._nonneg`).
     By [FV19] Theorem 12, if the truth is consistent and non-negative,
     ``||x* - x||_W <= 2 ||c̃ - x||_W``; as a projection onto a convex set the factor 2 can in
     fact be 1, which is what the tests check.
@@ -211,6 +222,11 @@ def project_consistent(
     )
     start = time.perf_counter()
     if method == "fast":
+        out = solve_tree(problem, max_iter=max_iter)
+        status = ("optimal",) * problem.n_periods
+        polish = np.zeros(problem.n_periods, dtype=np.int64)
+        separable = all(separable_factors(w) is not None for w, _ in problem.groups())
+    elif method == "dense":
         out = solve_fast(problem, max_iter=max_iter)
         status = ("optimal",) * problem.n_periods
         polish = np.zeros(problem.n_periods, dtype=np.int64)
@@ -223,7 +239,7 @@ def project_consistent(
     seconds = time.perf_counter() - start
     x = out["x"]
     # The fast path's bounds are exact zeros; OSQP's are zeros to its tolerance.
-    active_tol = 0.0 if method == "fast" else _CVX_ACTIVE_TOL
+    active_tol = _CVX_ACTIVE_TOL if method == "cvxpy" else 0.0
     scale = np.abs(x).reshape(problem.n_periods, -1).max(axis=1)[:, None, None]
     at_bound = x <= active_tol * scale
     return ConsistentRelease(

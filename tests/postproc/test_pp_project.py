@@ -284,9 +284,13 @@ def test_mapping_with_unknown_or_missing_names_raises():
 
 
 def test_non_separable_weights_too_large_for_dense_path_raise():
+    # The previous exact path (method="dense") still refuses; the fast path (tree solver) no
+    # longer has a size limit (see test_pp_tree.py).
     h = Hierarchy(children={"T": [f"l{i}" for i in range(90)]})
     fs = FeatureSet.default(48)
     rng = np.random.default_rng(5)
     w = rng.uniform(1, 2, (91, fs.n_parts))
     with pytest.raises(ParameterError, match="not separable"):
-        project_consistent(np.ones((1, 91, fs.n_parts)), hierarchy=h, features=fs, weights=w)
+        project_consistent(
+            np.ones((1, 91, fs.n_parts)), hierarchy=h, features=fs, weights=w, method="dense"
+        )
