@@ -24,12 +24,16 @@ from .datasets import (
 from .pipelines._optstream_pipeline import release_optstream
 from .pipelines._wevent_pipeline import release_dft, release_laplace, release_pegasus
 
+# The operator's daily job: a release store (issue 15).
+from .store import ReleaseStore
+
 __version__ = "0.1.0"
 
 __all__ = [
     "HOUSEHOLD_MINUTES_BOUND",
     "HOUSEHOLD_YEARS",
     "RETAIL_BOUND",
+    "ReleaseStore",
     "LightTailCheck",
     "household_hierarchy",
     "household_minutes",
