@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -85,7 +86,7 @@ def _dask_map(func, tasks, scheduler, n_workers) -> Iterator:
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,
-            silence_logs="error",
+            silence_logs=logging.ERROR,
         )
         client = Client(cluster)
     else:

@@ -169,7 +169,15 @@ class ReleaseStore:
         if cfg is None:
             return None
         if self._ledger is None:
-            self._ledger = StoreLedger(self._con, Budget(cfg["epsilon"]))
+            from mechanisms import WAlphaIndistinguishability, WEvent
+
+            w = int(cfg["w"])
+            unit = (
+                WEvent(w=w)
+                if cfg["alpha"] is None
+                else WAlphaIndistinguishability(w=w, alpha=float(cfg["alpha"]))
+            )
+            self._ledger = StoreLedger(self._con, Budget(cfg["epsilon"]), unit=unit)
         return self._ledger
 
     # -- periods ----------------------------------------------------------------------------
