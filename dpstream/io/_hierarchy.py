@@ -142,13 +142,16 @@ def hierarchy_from_s_df(
     sets = [frozenset(np.flatnonzero(row)) for row in mat.astype(bool)]
     edges = []
     for i, node in enumerate(node_ids):
-        if len(sets[i]) == 1 and bottom[next(iter(sets[i]))] == node:
-            pass  # a bottom series: parent found below like any node
-        bigger = [j for j in range(len(sets)) if sets[i] < sets[j]]
-        if not bigger:
+        # Parents contain the node's leaves; a node with the same leaf set (an aggregate of
+        # one child, or a bottom series under it) is a parent only if listed before it
+        # (Nixtla's S_df lists the levels top-down, the bottom series last).
+        over = [j for j in range(len(sets)) if sets[i] < sets[j] or (sets[i] == sets[j] and j < i)]
+        if not over:
             continue  # the root
-        size = min(len(sets[j]) for j in bigger)
-        cands = [j for j in bigger if len(sets[j]) == size]
+        size = min(len(sets[j]) for j in over)
+        cands = [j for j in over if len(sets[j]) == size]
+        if len(sets[cands[0]]) == len(sets[i]):
+            cands = [max(cands)]  # a chain of single-child nodes: the nearest one above
         edges.extend((node, node_ids[j]) for j in cands)  # two candidates: two parents
     return hierarchy_from_edges(edges, ids=ids, owner=owner)
 
