@@ -19,6 +19,9 @@ from mechanisms import ParameterError
 from ..engine import ENGINES
 from ..io import is_long, long_to_wide, read_hierarchy, read_table, wide_to_long, write_table
 from ..io._long import DS
+from ._export import write_periods
+from ._release import release_parquet_to_store
+from ._source import scan_parquet
 from ._store import ReleaseStore
 
 __all__ = ["release_with_store"]
@@ -56,41 +59,52 @@ def release_with_store(
         raise ParameterError(
             f"The '--scheduler' option of {_OWNER} needs --engine dask. Got --engine {engine}."
         )
-    frame, long, time_name = _read(input_path, time_column, read_wide)
+    lazy = Path(input_path).suffix.lower() in (".parquet", ".pq")
+    w = options["w"]
+    if lazy:  # read period by period where each period runs
+        scan = scan_parquet(input_path, time_column, _OWNER)
+        long, time_name, ids = scan.long, scan.time, scan.leaves
+        n_periods = max(len(scan.stamps) // w, 1)
+    else:
+        frame, long, time_name = _read(input_path, time_column, read_wide)
+        ids, n_periods = frame.columns, max(len(frame) // w, 1)
     hierarchy = None
     if hierarchy_path is not None:
-        hierarchy = read_hierarchy(hierarchy_path, ids=frame.columns, owner=_OWNER)
+        hierarchy = read_hierarchy(hierarchy_path, ids=ids, owner=_OWNER)
     with ReleaseStore(store_path) as store:
         before = store.ordinals()
-        w = options["w"]
-        n_periods = max(len(frame) // w, 1)
+        common = {"hierarchy": hierarchy, "engine": engine, "scheduler": scheduler, **options}
         with click.progressbar(
             length=n_periods, label="Releasing (optstream, new periods)", file=sys.stderr
         ) as bar:
-            result = store.release_optstream(
-                frame,
-                hierarchy=hierarchy,
-                engine=engine,
-                scheduler=scheduler,
-                progress=bar.update,
-                **options,
-            )
+            if lazy:
+                ordinals = release_parquet_to_store(
+                    store, input_path, scan=scan, progress=bar.update, **common
+                )
+            else:
+                result = store.release_optstream(frame, progress=bar.update, **common)
         added = len(store.ordinals() - before)
         total = len(store.ordinals())
-        spent = store.ledger.remaining_text if store.ledger is not None else "-"
-    result.index.name = time_name
-    out = Path(out_path)
-    if long:
-        write_table(wide_to_long(result), out, index=False)
-        twin = out.with_name(f"{out.stem}.wide{out.suffix}")
-        write_table(result, twin)
-        also = f" (and wide {twin.name})"
-    else:
-        write_table(result, out)
+        out = Path(out_path)
         also = ""
+        if lazy:  # streamed from the store, one period at a time
+            write_periods(store, ordinals, out, long=long, time_name=time_name)
+            if long:
+                twin = out.with_name(f"{out.stem}.wide{out.suffix}")
+                write_periods(store, ordinals, twin, long=False, time_name=time_name)
+                also = f" (and wide {twin.name})"
+        else:
+            result.index.name = time_name
+            if long:
+                write_table(wide_to_long(result), out, index=False)
+                twin = out.with_name(f"{out.stem}.wide{out.suffix}")
+                write_table(result, twin)
+                also = f" (and wide {twin.name})"
+            else:
+                write_table(result, out)
     label = " (seeded: NOT private)" if options.get("seed") is not None else ""
     click.echo(
         f"Released {added} new period(s), returned {n_periods - added} from the store, to "
-        f"{out_path}{also}{label}. Store {Path(store_path).name}: {total} period(s); worst "
-        f"period's remaining budget {spent}."
+        f"{out_path}{also}{label}. Store {Path(store_path).name}: {total} period(s), each "
+        f"charged once (epsilon={options['epsilon']:g} per window of w={w})."
     )

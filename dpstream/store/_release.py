@@ -23,7 +23,7 @@ _OWNER = "ReleaseStore.release_optstream"
 PLAN_HISTORY = 28
 
 
-def _plan_k(store, cfg_k, *, eps, alpha, w, n_levels, n_nodes) -> dict:
+def _plan_k(store, cfg_k, *, eps, alpha, w, n_levels) -> dict:
     """The period's plan: k fixed, or planned on the store's released history (k="auto")."""
     plan = {"predicted_laplace": w * alpha * n_levels / eps}  # [FV19] Thm. 8, 13: Laplace MAE
     if cfg_k != "auto":
@@ -106,6 +106,45 @@ def release_to_store(
     *Privacy*: as :func:`dpstream.release_optstream`, for the whole stored stream: every
     window of w steps costs at most ε ([FV19] §5.1), periods are never released twice.
     """
+    p = _params(
+        epsilon=epsilon,
+        w=w,
+        k=k,
+        sampling=sampling,
+        theta=theta,
+        alpha=alpha,
+        bound=bound,
+        weights=weights,
+        shares=shares,
+        seed=seed,
+        engine=engine,
+        n_workers=n_workers,
+    )
+    sf = prepare_frame(frame, owner=_OWNER, hierarchy=hierarchy, bound=bound)
+    grid = Grid.from_index(sf.index, p["w"], _OWNER)
+    _, t = Grid.stamps(sf.index)
+    periods = to_periods(sf.values, p["w"]).full  # (P, N, w): whole periods (grid checked)
+    ordinals = release_new_periods(
+        store,
+        p,
+        nodes=sf.nodes,
+        tree=sf.hierarchy,
+        grid=grid,
+        first=int(t[0]),
+        n_periods=periods.shape[0],
+        values_of=lambda i: periods[i],
+        scheduler=scheduler,
+        progress=progress,
+    )
+    out = store.read(ordinals)
+    out.index = sf.index.copy()
+    return out
+
+
+def _params(
+    *, epsilon, w, k, sampling, theta, alpha, bound, weights, shares, seed, engine, n_workers
+) -> dict:
+    """The release's public parameters, validated (nothing read, drawn or charged)."""
     eps = check_positive(epsilon, "epsilon", _OWNER)
     w = check_integer(w, "w", _OWNER)
     if k != "auto":
@@ -128,91 +167,234 @@ def release_to_store(
             f"The 'seed' parameter of {_OWNER} must be None or an int with engine='dask'."
         )
     neighbours = value_neighbours(w=w, alpha=alpha, bound=bound, owner=_OWNER)
-    fs = FeatureSet.default(w)
-    sf = prepare_frame(frame, owner=_OWNER, hierarchy=hierarchy, bound=bound)
-    h = sf.n_levels
+    return {
+        "epsilon": eps,
+        "w": w,
+        "k": k,
+        "sampling": sampling,
+        "theta": theta,
+        "alpha": alpha,
+        "bound": bound,
+        "weights": weights,
+        "shares": shares,
+        "seed": seed,
+        "engine": engine,
+        "n_workers": n_workers,
+        "neighbours": neighbours,
+        "features": FeatureSet.default(w),
+    }
+
+
+def _config(p: dict, nodes, tree, grid: Grid) -> dict:
+    return {
+        "mechanism": "optstream",
+        "unit": type(p["neighbours"].unit).__name__,
+        "epsilon": p["epsilon"],
+        "alpha": None if p["alpha"] is None else p["neighbours"].delta,
+        "bound": p["bound"],
+        "w": p["w"],
+        "k": p["k"],
+        "sampling": p["sampling"],
+        "theta": p["theta"],
+        "weights": p["weights"],
+        "shares": None if p["shares"] is None else [float(s) for s in p["shares"]],
+        "nodes": list(nodes),
+        "hierarchy": None if tree is None else {a: list(c) for a, c in tree.children.items()},
+        "grid": grid.to_config(),
+    }
+
+
+def release_new_periods(
+    store,
+    p,
+    *,
+    nodes,
+    tree,
+    grid,
+    first,
+    n_periods,
+    values_of,
+    check=None,
+    scheduler=None,
+    progress=None,
+) -> list[int]:
+    """The store's side of a release: configuration, budget, then per new period a committed
+    charge, the per-period function (here or on Dask), a committed period. Returns the ordinals
+    of the ``n_periods`` periods from stamp ``first``.
+
+    ``values_of(i)`` gives period i's values (N, w), or a callable that reads them where the
+    period runs; ``check(i)``, if given, is a callable validating period i where it runs, mapped
+    over the new periods before anything is charged (inputs not validated in this process).
+    """
+    eps, w, engine = p["epsilon"], p["w"], p["engine"]
+    h = 1 if tree is None else tree.n_levels
     optstream_split(
         eps,
-        sampling=sampling,
+        sampling=p["sampling"],
         n_levels=h,
-        has_features=fs.n_features > 1,
+        has_features=p["features"].n_features > 1,
         windows="any",
-        shares=shares,
+        shares=p["shares"],
     )
-    grid = Grid.from_index(sf.index, w, _OWNER)
     stored_cfg = store.config
     if stored_cfg is not None:
         origin = Grid.from_config(stored_cfg)
         if origin.same_spacing(grid):
             grid = origin
-    tree = sf.hierarchy
-    config = {
-        "mechanism": "optstream",
-        "unit": type(neighbours.unit).__name__,
-        "epsilon": eps,
-        "alpha": None if alpha is None else neighbours.delta,
-        "bound": bound,
-        "w": w,
-        "k": k,
-        "sampling": sampling,
-        "theta": theta,
-        "weights": weights,
-        "shares": None if shares is None else [float(s) for s in shares],
-        "nodes": list(sf.nodes),
-        "hierarchy": None if tree is None else {p: list(c) for p, c in tree.children.items()},
-        "grid": grid.to_config(),
-    }
-    cfg = store._fix_config(config)
-    _, t = Grid.stamps(sf.index)
-    first = grid.ordinal(int(t[0]), _OWNER)
-    periods = to_periods(sf.values, w).full  # (P, N, w): whole periods only (checked above)
-    ordinals = [first + i for i in range(periods.shape[0])]
+    config = _config(p, nodes, tree, grid)
+    store._check_config(config)
+    first_ordinal = grid.ordinal(int(first), _OWNER)
+    ordinals = [first_ordinal + i for i in range(n_periods)]
     have = store.ordinals()
     new = [i for i, o in enumerate(ordinals) if o not in have]
+    if check is not None and new:  # validation of data read in the workers: before any charge
+        for _ in map_periods(
+            _call,
+            [check(i) for i in new],
+            engine=engine,
+            scheduler=scheduler,
+            n_workers=p["n_workers"],
+            owner=_OWNER,
+        ):
+            pass
+    cfg = store._fix_config(config)
+    unit = p["neighbours"].unit
     ledger = store.ledger
     cost = Budget(eps)
-    fresh = [i for i in new if ledger.spent(ordinals[i]) < eps]  # others: charged, not stored
-    for i in fresh:
-        ledger.check(cost, "release_optstream", unit=neighbours.unit, period=ordinals[i])
-    plan = _plan_k(
-        store, cfg["k"], eps=eps, alpha=neighbours.delta, w=w, n_levels=h, n_nodes=sf.n_nodes
-    )
+    for i in new:
+        if ledger.spent(ordinals[i]) < eps:  # others: charged by a killed run, not stored
+            ledger.check(cost, "release_optstream", unit=unit, period=ordinals[i])
+    plan = _plan_k(store, cfg["k"], eps=eps, alpha=p["neighbours"].delta, w=w, n_levels=h)
     spec = PeriodSpec(
         epsilon=eps,
         w=w,
         k=plan["k"],
-        alpha=neighbours.delta,
-        sampling=sampling,
-        theta=theta,
+        alpha=p["neighbours"].delta,
+        sampling=p["sampling"],
+        theta=p["theta"],
         hierarchy=tree,
-        nodes=sf.nodes,
-        features=fs,
-        weights=weights,
-        shares=shares,
+        nodes=tuple(nodes),
+        features=p["features"],
+        weights=p["weights"],
+        shares=p["shares"],
     )
-    plan.update(sampling=sampling, theta=theta, weights=weights, levels=h)
+    plan.update(sampling=p["sampling"], theta=p["theta"], weights=p["weights"], levels=h)
     label = f"release_optstream: {h} level(s), epsilon/{h} each"
 
     def charge(i: int) -> None:
         if ledger.spent(ordinals[i]) < eps:  # a killed run's charge is reused, never doubled
-            ledger.charge(cost, label, unit=neighbours.unit, period=ordinals[i])
+            ledger.charge(cost, label, unit=unit, period=ordinals[i])
 
     def tasks():
         for i in new:
             if engine == "local":
                 charge(i)  # committed right before this period's draw
-            yield PeriodTask(spec=spec, ordinal=ordinals[i], values=periods[i], seed=seed)
+            yield PeriodTask(spec=spec, ordinal=ordinals[i], values=values_of(i), seed=p["seed"])
 
     if engine == "dask":
         for i in new:
             charge(i)  # every charge committed before any task is sent
     results = map_periods(
-        run_period, tasks(), engine=engine, scheduler=scheduler, n_workers=n_workers, owner=_OWNER
+        run_period,
+        tasks(),
+        engine=engine,
+        scheduler=scheduler,
+        n_workers=p["n_workers"],
+        owner=_OWNER,
     )
     for ordinal, values in results:
-        store._put(ordinal, grid.label(ordinal), values, plan, seeded=seed is not None)
+        store._put(ordinal, grid.label(ordinal), values, plan, seeded=p["seed"] is not None)
         if progress is not None:
             progress(1)
-    out = store.read(ordinals)
-    out.index = sf.index.copy()
-    return out
+    return ordinals
+
+
+def _call(func):
+    """Run a zero-argument task (a validation) where it is mapped."""
+    return func()
+
+
+def release_parquet_to_store(
+    store,
+    path,
+    *,
+    epsilon: float,
+    w: int = 48,
+    k: int | str = 10,
+    sampling: str = "l1",
+    theta: float | None = None,
+    hierarchy: object = None,
+    alpha: float | None = 1.0,
+    bound: float | None = None,
+    weights: str = "variance",
+    shares=None,
+    seed: object = None,
+    engine: str = "local",
+    scheduler: str | None = None,
+    n_workers: int = 2,
+    time_column: str | None = None,
+    progress=None,
+    scan=None,
+) -> list[int]:
+    """:func:`release_to_store` for a Parquet file (wide or long) read lazily, period by period,
+    in the process that releases the period; returns the ordinals of the file's periods (read
+    them back with :meth:`ReleaseStore.read` or stream them with ``write_periods``).
+
+    Nothing but the file's time stamps and series names is read here: every new period is
+    first validated where it runs (a mapped pass), then charged, released and committed.
+    """
+    from ..pipelines._frames import resolve_hierarchy
+    from ._source import ParquetPeriod, ParquetScan, scan_parquet
+
+    p = _params(
+        epsilon=epsilon,
+        w=w,
+        k=k,
+        sampling=sampling,
+        theta=theta,
+        alpha=alpha,
+        bound=bound,
+        weights=weights,
+        shares=shares,
+        seed=seed,
+        engine=engine,
+        n_workers=n_workers,
+    )
+    scan = scan_parquet(path, time_column, _OWNER) if scan is None else scan
+    tree = resolve_hierarchy(hierarchy, scan.leaves, _OWNER)
+    grid = Grid.from_index(scan.stamps, p["w"], _OWNER)
+    if tree is None:
+        nodes = scan.leaves
+    else:
+        nodes = tree.nodes
+        hierarchy = {a: list(c) for a, c in tree.children.items()}
+    wp = p["w"]
+    slim = ParquetScan(
+        path=scan.path, long=scan.long, time=scan.time, stamps=pd.Index([]), leaves=scan.leaves
+    )  # what a worker needs: no stamps
+
+    def period(i: int) -> ParquetPeriod:
+        return ParquetPeriod(
+            scan=slim,
+            start=scan.stamps[i * wp],
+            stop=scan.stamps[(i + 1) * wp - 1],
+            w=wp,
+            hierarchy=hierarchy,
+            bound=bound,
+            owner=_OWNER,
+        )
+
+    _, t = Grid.stamps(scan.stamps)
+    return release_new_periods(
+        store,
+        p,
+        nodes=nodes,
+        tree=tree,
+        grid=grid,
+        first=int(t[0]),
+        n_periods=len(scan.stamps) // wp,
+        values_of=period,
+        check=lambda i: period(i).check,
+        scheduler=scheduler,
+        progress=progress,
+    )

@@ -139,15 +139,11 @@ class ReleaseStore:
         row = self._con.execute("SELECT value FROM meta WHERE key='config'").fetchone()
         return None if row is None else json.loads(row[0])
 
-    def _fix_config(self, config: dict) -> dict:
-        """Write the configuration on first use; refuse a different one afterwards."""
+    def _check_config(self, config: dict) -> None:
+        """Refuse a configuration that is not the store's (nothing written)."""
         stored = self.config
         if stored is None:
-            with self._con:
-                self._con.execute(
-                    "INSERT INTO meta VALUES ('config', ?)", (json.dumps(config, sort_keys=True),)
-                )
-            return config
+            return
         fresh = json.loads(json.dumps(config))
         diff = sorted(k for k in set(stored) | set(fresh) if stored.get(k) != fresh.get(k))
         if diff:
@@ -160,6 +156,17 @@ class ReleaseStore:
                 f"({shown}). A store holds one configuration (its privacy guarantee covers all "
                 "its periods): release with the store's settings, or start a new store."
             )
+
+    def _fix_config(self, config: dict) -> dict:
+        """Write the configuration on first use; refuse a different one afterwards."""
+        self._check_config(config)
+        stored = self.config
+        if stored is None:
+            with self._con:
+                self._con.execute(
+                    "INSERT INTO meta VALUES ('config', ?)", (json.dumps(config, sort_keys=True),)
+                )
+            return json.loads(json.dumps(config))
         return stored
 
     @property
