@@ -15,6 +15,18 @@ from postproc import FeatureSet
 H = {"total": ["a", "b"]}
 
 
+@pytest.fixture(scope="module")
+def scheduler():
+    """A running two-worker cluster, reached by address (the --scheduler path)."""
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    yield cluster.scheduler_address
+    cluster.close()
+
+
 def _frame(days: int) -> pd.DataFrame:
     idx = pd.date_range("2016-05-01", periods=48 * days, freq="30min")
     t = np.arange(idx.size)
@@ -76,3 +88,58 @@ def test_dask_seed_must_be_an_int(tmp_path):
         store.release_optstream(
             _frame(1), epsilon=1.0, hierarchy=H, seed=np.random.PCG64(1), engine="dask"
         )
+
+
+@pytest.mark.parametrize("fmt", ["wide", "long"])
+@pytest.mark.parametrize("engine", ["local", "dask"])
+def test_parquet_input_read_lazily_equals_the_in_memory_release(tmp_path, fmt, engine, scheduler):
+    from dpstream.io import wide_to_long
+    from dpstream.store._release import release_parquet_to_store
+
+    frame = _frame(4)
+    frame.index.name = "time"
+    path = tmp_path / f"{fmt}.parquet"
+    if fmt == "wide":
+        frame.to_parquet(path)
+    else:
+        wide_to_long(frame).to_parquet(path, index=False)
+    with ReleaseStore(tmp_path / "ref.db") as ref:
+        want = ref.release_optstream(frame, epsilon=1.0, hierarchy=H, seed=5)
+    with ReleaseStore(tmp_path / "lazy.db") as store:
+        ordinals = release_parquet_to_store(
+            store,
+            path,
+            epsilon=1.0,
+            hierarchy=H,
+            seed=5,
+            engine=engine,
+            scheduler=scheduler if engine == "dask" else None,
+        )
+        got = store.read(ordinals)
+    assert ordinals == [0, 1, 2, 3]
+    np.testing.assert_array_equal(got.to_numpy(), want.to_numpy())
+
+
+@pytest.mark.parametrize("engine", ["local", "dask"])
+def test_bad_values_in_a_lazily_read_period_stop_everything_before_a_charge(
+    tmp_path, engine, scheduler
+):
+    from dpstream.store._release import release_parquet_to_store
+    from mechanisms import DomainError
+
+    frame = _frame(3)
+    frame.index.name = "time"
+    frame.iloc[48 * 2 + 5, 1] = -1.0  # a negative load in the last period
+    path = tmp_path / "bad.parquet"
+    frame.to_parquet(path)
+    with ReleaseStore(tmp_path / "s.db") as store:
+        with pytest.raises(DomainError, match="non-negative"):
+            release_parquet_to_store(
+                store,
+                path,
+                epsilon=1.0,
+                hierarchy=H,
+                engine=engine,
+                scheduler=scheduler if engine == "dask" else None,
+            )
+        assert store.config is None and store.periods().empty
