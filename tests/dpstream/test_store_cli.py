@@ -93,3 +93,22 @@ def test_wide_input_parquet_out_and_engine_options(days, tmp_path, capsys):
     assert "--store" in capsys.readouterr().err
     assert main([*base, "--store", str(tmp_path / "t.db"), "--scheduler", "tcp://x:1"]) == 2
     assert "--engine dask" in capsys.readouterr().err
+
+
+def test_long_parquet_on_dask_streams_out_in_the_same_format(days, tmp_path, capsys):
+    wide, _, edges = days
+    src = tmp_path / "long.parquet"
+    wide_to_long(wide).to_parquet(src, index=False)
+    store, out = tmp_path / "ops.db", tmp_path / "out.parquet"
+    assert _release(src, edges, store, out, "--engine", "dask", "--seed", "1") == 0
+    assert "Released 3 new period(s)" in capsys.readouterr().out
+    got = pd.read_parquet(out)
+    assert list(got.columns) == ["unique_id", "ds", "y"] and len(got) == 4 * 144
+    twin = pd.read_parquet(tmp_path / "out.wide.parquet").set_index("ds")
+    rebuilt = long_to_wide(got)
+    np.testing.assert_array_equal(twin[rebuilt.columns].to_numpy(), rebuilt.to_numpy())
+    # the same input again, locally: nothing new, the stored values
+    again = tmp_path / "again.parquet"
+    assert _release(src, edges, store, again) == 0
+    assert "Released 0 new period(s), returned 3" in capsys.readouterr().out
+    pd.testing.assert_frame_equal(pd.read_parquet(again), got)
