@@ -8,6 +8,7 @@ also gets its wide twin (``OUT_STEM.wide.SUFFIX``).
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -83,6 +84,7 @@ def release_with_store(
                 )
             else:
                 result = store.release_optstream(frame, progress=bar.update, **common)
+        record = store.privacy_record()
         added = len(store.ordinals() - before)
         total = len(store.ordinals())
         out = Path(out_path)
@@ -102,6 +104,8 @@ def release_with_store(
                 also = f" (and wide {twin.name})"
             else:
                 write_table(result, out)
+    side = out.with_name(out.name + ".json")  # the privacy record's sidecar
+    side.write_text(json.dumps(record.to_dict(), indent=2, ensure_ascii=False) + "\n", "utf-8")
     label = " (seeded: NOT private)" if options.get("seed") is not None else ""
     click.echo(
         f"Released {added} new period(s), returned {n_periods - added} from the store, to "

@@ -83,6 +83,12 @@ class StoreLedger(BudgetLedger):
         self._dlt += Fraction(charge.budget.delta)
         self._charges.append(charge)
 
+    def __repr__(self) -> str:
+        return (
+            f"StoreLedger(total={self.total} per window, periods charged="
+            f"{len(self._by_period)}, worst period spent ε={float(self._eps):g})"
+        )
+
     def spent(self, period: int) -> float:
         """ε charged to ``period`` (its own charges plus those tied to no period)."""
         return float(self._global + self._by_period.get(int(period), Fraction(0)))

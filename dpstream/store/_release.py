@@ -25,7 +25,7 @@ PLAN_HISTORY = 28
 
 def _plan_k(store, cfg_k, *, eps, alpha, w, n_levels) -> dict:
     """The period's plan: k fixed, or planned on the store's released history (k="auto")."""
-    plan = {"predicted_laplace": w * alpha * n_levels / eps}  # [FV19] Thm. 8, 13: Laplace MAE
+    plan = {"predicted_laplace_mae": w * alpha * n_levels / eps}  # [FV19] Thm. 8, 13: Laplace MAE
     if cfg_k != "auto":
         return {"k": int(cfg_k), "planned_on": "fixed", **plan}
     keys = sorted(store.ordinals())[-PLAN_HISTORY:]
@@ -138,6 +138,7 @@ def release_to_store(
     )
     out = store.read(ordinals)
     out.index = sf.index.copy()
+    out.attrs["privacy"] = store.privacy_record().to_dict()
     return out
 
 
@@ -201,6 +202,8 @@ def _config(p: dict, nodes, tree, grid: Grid) -> dict:
         "nodes": list(nodes),
         "hierarchy": None if tree is None else {a: list(c) for a, c in tree.children.items()},
         "grid": grid.to_config(),
+        # A store is an experiment (seeded, NOT private) or a release, never a mix of both.
+        "seeded": p["seed"] is not None,
     }
 
 

@@ -187,11 +187,36 @@ class ReleaseStore:
             self._ledger = StoreLedger(self._con, Budget(cfg["epsilon"]), unit=unit)
         return self._ledger
 
+    def privacy_record(self):
+        """The :class:`mechanisms.PrivacyRecord` of the store's releases (None before the first):
+        one configuration, every period released once, so every window of w steps of the
+        stored stream costs at most the configured ε ([FV19] §5.1, Theorem 13)."""
+        cfg = self.config
+        if cfg is None:
+            return None
+        from mechanisms import PrivacyRecord
+
+        params = {key: cfg[key] for key in ("k", "sampling", "theta", "weights", "shares")}
+        params["store"] = self.path.name
+        return PrivacyRecord(
+            unit="w-event" if cfg["alpha"] is None else "(w, alpha)",
+            epsilon=float(cfg["epsilon"]),
+            delta=0.0,
+            mechanism="optstream",
+            proof="[FV19] Theorems 6, 8, 9 and 13 per period; each period released once "
+            "(the store's ledger, one charge per period)",
+            w=int(cfg["w"]),
+            alpha=cfg["alpha"],
+            bound=cfg["bound"],
+            parameters=params,
+            seeded=bool(cfg["seeded"]),
+        )
+
     # -- periods ----------------------------------------------------------------------------
 
     def periods(self) -> pd.DataFrame:
         """One row per released period: ordinal, start, n_steps, seeded, released_at and the
-        plan's fields (k, sampling, theta, weights, predicted_laplace, ...)."""
+        plan's fields (k, sampling, theta, weights, predicted_laplace_mae, ...)."""
         rows = self._con.execute(
             "SELECT ordinal, start, n_steps, seeded, released_at, plan FROM periods "
             "ORDER BY ordinal"

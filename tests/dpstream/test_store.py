@@ -64,6 +64,7 @@ def test_release_twice_draws_nothing_and_charges_nothing(tmp_path):
         assert again_bits.draws == 0  # nothing drawn
         pd.testing.assert_frame_equal(first, again)
         assert len(store.ledger.charges) == 3  # one charge per period, none for the repeat
+        assert again.attrs["privacy"]["seeded"] and again.attrs["privacy"]["epsilon"] == 1.0
     # and after reopening the file
     with ReleaseStore(tmp_path / "s.db") as store:
         bits = CountingBits(3)

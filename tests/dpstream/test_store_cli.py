@@ -54,6 +54,8 @@ def test_three_days_one_run_each_then_a_day_again(days, tmp_path, capsys):
     assert _release(paths[1], edges, store, again) == 0
     assert "Released 0 new period(s), returned 1" in capsys.readouterr().out
     assert again.read_bytes() == outs[1].read_bytes()  # exactly as stored
+    record = json.loads((tmp_path / "again.csv.json").read_text())
+    assert record["unit"] == "(w, alpha)" and record["epsilon"] == 1.0 and record["release"]
     # OUT in the input's (long) format, plus the wide twin
     long = pd.read_csv(outs[0])
     assert list(long.columns) == ["unique_id", "ds", "y"]
@@ -75,6 +77,9 @@ def test_a_changed_configuration_exits_2(days, tmp_path, capsys):
     code = main([*args, "--hierarchy", str(edges), "--store", str(store), "--out", "b.csv"])
     assert code == 2
     assert "new store" in capsys.readouterr().err
+    # a seeded run (an experiment) into a release store is a changed configuration too
+    assert _release(paths[0], edges, store, tmp_path / "c.csv", "--seed", "1") == 2
+    assert "seeded" in capsys.readouterr().err
 
 
 def test_wide_input_parquet_out_and_engine_options(days, tmp_path, capsys):
@@ -109,6 +114,6 @@ def test_long_parquet_on_dask_streams_out_in_the_same_format(days, tmp_path, cap
     np.testing.assert_array_equal(twin[rebuilt.columns].to_numpy(), rebuilt.to_numpy())
     # the same input again, locally: nothing new, the stored values
     again = tmp_path / "again.parquet"
-    assert _release(src, edges, store, again) == 0
+    assert _release(src, edges, store, again, "--seed", "1") == 0
     assert "Released 0 new period(s), returned 3" in capsys.readouterr().out
     pd.testing.assert_frame_equal(pd.read_parquet(again), got)
