@@ -21,8 +21,7 @@ from ..engine import ENGINES
 from ..io import is_long, long_to_wide, read_hierarchy, read_table, wide_to_long, write_table
 from ..io._long import DS
 from ._export import write_periods
-from ._release import release_parquet_to_store
-from ._source import scan_parquet
+from ._source import release_parquet_to_store, scan_parquet
 from ._store import ReleaseStore
 
 __all__ = ["release_with_store"]

@@ -19,9 +19,11 @@ import pandas as pd
 from mechanisms import DomainError, ParameterError
 
 from ..io._long import DS, ID, Y, long_to_wide
-from ..pipelines._frames import prepare_frame
+from ..pipelines._frames import prepare_frame, resolve_hierarchy
+from ._grid import Grid
+from ._release import _OWNER, _params, release_new_periods
 
-__all__ = ["ParquetPeriod", "ParquetScan", "scan_parquet"]
+__all__ = ["ParquetPeriod", "ParquetScan", "release_parquet_to_store", "scan_parquet"]
 
 _BATCH = 1 << 20
 
@@ -122,3 +124,86 @@ class ParquetPeriod:
     def check(self) -> None:
         """Validate the period (what a mapped validation pass runs)."""
         self()
+
+
+def release_parquet_to_store(
+    store,
+    path,
+    *,
+    epsilon: float,
+    w: int = 48,
+    k: int | str = 10,
+    sampling: str = "l1",
+    theta: float | None = None,
+    hierarchy: object = None,
+    alpha: float | None = 1.0,
+    bound: float | None = None,
+    weights: str = "variance",
+    shares=None,
+    seed: object = None,
+    engine: str = "local",
+    scheduler: str | None = None,
+    n_workers: int = 2,
+    time_column: str | None = None,
+    progress=None,
+    scan=None,
+) -> list[int]:
+    """:func:`release_to_store` for a Parquet file (wide or long) read lazily, period by period,
+    in the process that releases the period; returns the ordinals of the file's periods (read
+    them back with :meth:`ReleaseStore.read` or stream them with ``write_periods``).
+
+    Nothing but the file's time stamps and series names is read here: every new period is
+    first validated where it runs (a mapped pass), then charged, released and committed.
+    """
+    p = _params(
+        epsilon=epsilon,
+        w=w,
+        k=k,
+        sampling=sampling,
+        theta=theta,
+        alpha=alpha,
+        bound=bound,
+        weights=weights,
+        shares=shares,
+        seed=seed,
+        engine=engine,
+        n_workers=n_workers,
+    )
+    scan = scan_parquet(path, time_column, _OWNER) if scan is None else scan
+    tree = resolve_hierarchy(hierarchy, scan.leaves, _OWNER)
+    grid = Grid.from_index(scan.stamps, p["w"], _OWNER)
+    if tree is None:
+        nodes = scan.leaves
+    else:
+        nodes = tree.nodes
+        hierarchy = {a: list(c) for a, c in tree.children.items()}
+    wp = p["w"]
+    slim = ParquetScan(
+        path=scan.path, long=scan.long, time=scan.time, stamps=pd.Index([]), leaves=scan.leaves
+    )  # what a worker needs: no stamps
+
+    def period(i: int) -> ParquetPeriod:
+        return ParquetPeriod(
+            scan=slim,
+            start=scan.stamps[i * wp],
+            stop=scan.stamps[(i + 1) * wp - 1],
+            w=wp,
+            hierarchy=hierarchy,
+            bound=bound,
+            owner=_OWNER,
+        )
+
+    _, t = Grid.stamps(scan.stamps)
+    return release_new_periods(
+        store,
+        p,
+        nodes=nodes,
+        tree=tree,
+        grid=grid,
+        first=int(t[0]),
+        n_periods=len(scan.stamps) // wp,
+        values_of=period,
+        check=lambda i: period(i).check,
+        scheduler=scheduler,
+        progress=progress,
+    )

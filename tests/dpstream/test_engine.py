@@ -94,7 +94,7 @@ def test_dask_seed_must_be_an_int(tmp_path):
 @pytest.mark.parametrize("engine", ["local", "dask"])
 def test_parquet_input_read_lazily_equals_the_in_memory_release(tmp_path, fmt, engine, scheduler):
     from dpstream.io import wide_to_long
-    from dpstream.store._release import release_parquet_to_store
+    from dpstream.store import release_parquet_to_store
 
     frame = _frame(4)
     frame.index.name = "time"
@@ -124,7 +124,7 @@ def test_parquet_input_read_lazily_equals_the_in_memory_release(tmp_path, fmt, e
 def test_bad_values_in_a_lazily_read_period_stop_everything_before_a_charge(
     tmp_path, engine, scheduler
 ):
-    from dpstream.store._release import release_parquet_to_store
+    from dpstream.store import release_parquet_to_store
     from mechanisms import DomainError
 
     frame = _frame(3)
