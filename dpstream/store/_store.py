@@ -100,6 +100,21 @@ class ReleaseStore:
             )
         self.path = file
         self._con = sqlite3.connect(file, isolation_level="DEFERRED")
+        try:
+            self._open(file)
+        except sqlite3.DatabaseError:
+            self._con.close()
+            raise ParameterError(
+                f"The 'path' parameter of ReleaseStore names a file that is not a dpstream store "
+                f"(not an SQLite database): {file.name!r}. Name a new file or an existing store."
+            ) from None
+        except ParameterError:
+            self._con.close()
+            raise
+        self._ledger: StoreLedger | None = None
+
+    def _open(self, file: Path) -> None:
+        """Journal, schema and version check (one transaction)."""
         self._con.execute("PRAGMA journal_mode=WAL")
         self._con.execute("PRAGMA synchronous=FULL")
         with self._con:
@@ -114,7 +129,6 @@ class ReleaseStore:
                     f"The store {file.name!r} has schema version {row[0]}; this dpstream reads "
                     f"version {SCHEMA_VERSION}. Use a matching dpstream or a new store."
                 )
-        self._ledger: StoreLedger | None = None
 
     # -- context manager ------------------------------------------------------------------
 

@@ -190,3 +190,12 @@ def test_k_auto_plans_on_the_released_history(tmp_path):
     assert plans["planned_on"].tolist()[1] == "1 released period(s)"
     assert plans["predicted"].notna().tolist() == [False, True, True]
     assert set(plans["k"]) <= set(range(1, 49))
+
+
+def test_a_file_that_is_not_a_store_is_refused(tmp_path):
+    other = tmp_path / "notes.db"
+    other.write_text("not a database, just text " * 100)
+    with pytest.raises(ParameterError, match="not a dpstream store"):
+        ReleaseStore(other)
+    with pytest.raises(ParameterError, match="existing directory"):
+        ReleaseStore(tmp_path / "missing" / "s.db")
