@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 # command's start-up) does not pay for pandas, the solvers and the bundled data until a name
 # that needs them is used.
 _LAZY = {
+    # the operator's daily job: a release store (issue 15)
+    "ReleaseStore": "dpstream.store",
     # the persisted accountant (issue 11 §4)
     "SQLiteLedger": "dpstream._ledger",
     # w-event baselines of [FV19] §6-7 and the OptStream pipeline ([FV19] Alg. 2 + 4)
@@ -73,6 +75,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         simbench_hierarchy,
     )
     from .pipelines import release_dft, release_laplace, release_optstream, release_pegasus  # noqa: F401
+    from .store import ReleaseStore  # noqa: F401
 
 __version__ = "0.1.0"
 
@@ -81,6 +84,7 @@ __all__ = [
     "HOUSEHOLD_MINUTES_BOUND",
     "HOUSEHOLD_YEARS",
     "RETAIL_BOUND",
+    "ReleaseStore",
     "LightTailCheck",
     "household_hierarchy",
     "household_minutes",

@@ -170,6 +170,21 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
 @click.option("--column", help="tops/topl/pak/bt: INPUT's value column (default: the only one).")
 @click.option("--seed", type=int, help="Seed for experiments. Seeded output is NOT private.")
 @click.option(
+    "--store",
+    "store_path",
+    type=click.Path(dir_okay=False),
+    help="optstream: release store (SQLite file, created on first use); periods already in it "
+    "are returned as stored, only new ones are released.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(("local", "dask")),
+    default="local",
+    show_default=True,
+    help="With --store: run periods here or on Dask (a LocalCluster unless --scheduler).",
+)
+@click.option("--scheduler", help="With --engine dask: address of a running Dask scheduler.")
+@click.option(
     "--out",
     "out_path",
     required=True,
@@ -195,6 +210,9 @@ def release(
     smoother: str,
     column: str | None,
     seed: int | None,
+    store_path: str | None,
+    engine: str,
+    scheduler: str | None,
     out_path: str,
     ledger_path: str | None,
     budget_epsilon: float | None,
@@ -221,6 +239,8 @@ def release(
       dpstream release pegasus loads.csv --epsilon 1 --alpha 50 --out pegasus.csv
       dpstream release optstream loads.csv --epsilon 1 --alpha 50 --hierarchy tree.json \\
           --out os.csv
+      dpstream release optstream long.csv --epsilon 1 --alpha 50 --hierarchy edges.csv \\
+          --store ops.db --out released.csv      # the daily job: only new days are released
       dpstream release laplace loads.csv --epsilon 1 --alpha none --bound 20000 --out l.csv
       dpstream release tops power.csv --bound 36 --epsilon 0.05 --epsilon-threshold 0.1 \\
           --time-lag 65536 --out tops.csv
@@ -300,6 +320,36 @@ def release(
         bound=bound if alpha_value is None else None,
         seeded=seed is not None,
     )
+    if store_path is not None or engine != "local" or scheduler is not None:
+        if method != "optstream" or store_path is None:
+            raise ParameterError(
+                "The '--store', '--engine' and '--scheduler' options of dpstream release apply "
+                "to optstream with --store. Add --store STORE (or drop them)."
+            )
+        from dpstream.store._cli import release_with_store
+
+        if ledger_path is not None:
+            raise ParameterError(
+                "The '--ledger' option of dpstream release does not combine with --store: the "
+                "store keeps its own accountant (one charge per period). Drop --ledger."
+            )
+        if seed is not None:
+            click.secho("Seeded run: an experiment, NOT a private release.", fg="yellow", err=True)
+        show_guarantee(preview)
+        options = {"epsilon": epsilon, "w": w, "k": k, "alpha": alpha_value, "bound": bound}
+        options.update(theta=theta, seed=seed)
+        release_with_store(
+            input_path=input_path,
+            out_path=out_path,
+            store_path=store_path,
+            engine=engine,
+            scheduler=scheduler,
+            hierarchy_path=hierarchy_path,
+            time_column=time_column,
+            read_wide=_read_input,
+            options=options,
+        )
+        return
     hierarchy = _read_hierarchy(hierarchy_path)
     ledger = open_ledger(*ledger_args, budget=budget, unit=unit, command=command)
     try:

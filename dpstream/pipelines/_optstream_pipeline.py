@@ -4,21 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
 from mechanisms import Budget, BudgetLedger, ParameterError, bit_source
-from mechanisms.core._random import BitSource
 from mechanisms.core._validation import check_integer, check_positive
-from mechanisms.optstream._estimates import (
-    OPTSTREAM_SAMPLINGS,
-    OptStreamEstimates,
-    _estimates,
-    optstream_split,
-)
-from postproc import FeatureSet, Hierarchy, bias_aware_variances, project_consistent
+from mechanisms.optstream._estimates import OPTSTREAM_SAMPLINGS, optstream_split
+from postproc import FeatureSet
 
-from ._frames import from_periods, prepare_frame, to_periods, value_neighbours
+from ._frames import prepare_frame, to_periods, value_neighbours
+from ._period import PeriodSpec, _post_process, release_block, release_periods  # noqa: F401
 from ._privacy import attach_record, charge_release, check_ledger, release_record
 
 __all__ = ["OPTSTREAM_WEIGHTS", "release_optstream"]
@@ -27,89 +21,6 @@ _OWNER = "release_optstream"
 
 #: Weights of the post-processing (Algorithm 4, O1): see :func:`release_optstream`.
 OPTSTREAM_WEIGHTS = ("variance", "noise", "paper")
-
-
-def _weights(
-    est: OptStreamEstimates, fs: FeatureSet, levels: list[list[int]], weights: str
-) -> dict[str, np.ndarray]:
-    """Keyword for :func:`postproc.project_consistent`: variances, or the paper's weights."""
-    if weights == "paper":
-        return {}
-    if weights == "noise":
-        return {"variances": est.variances}
-    return {
-        "variances": bias_aware_variances(
-            est.estimates, est.variances, est.samples, levels=levels, features=fs
-        )
-    }
-
-
-def _post_process(
-    est: OptStreamEstimates,
-    hierarchy: Hierarchy | None,
-    nodes: tuple[str, ...],
-    fs: FeatureSet,
-    levels: list[list[int]],
-    weights: str,
-) -> np.ndarray:
-    """Algorithm 4 line 2 over the whole hierarchy, one problem per period: (B, N, r)."""
-    kw = _weights(est, fs, levels, weights)
-    if hierarchy is not None:
-        return project_consistent(est.estimates, hierarchy=hierarchy, features=fs, **kw).values
-    out = np.empty((est.estimates.shape[0], len(nodes), fs.w))
-    for j, name in enumerate(nodes):  # independent columns: one stream each
-        one = {key: val[:, j : j + 1] for key, val in kw.items()}
-        rel = project_consistent(
-            est.estimates[:, j : j + 1, :], hierarchy=Hierarchy.single(name), features=fs, **one
-        )
-        out[:, j, :] = rel.values[:, 0, :]
-    return out
-
-
-def release_periods(
-    values: np.ndarray,
-    *,
-    epsilon: float,
-    w: int,
-    k: int,
-    alpha: float,
-    sampling: str,
-    theta: float | None,
-    hierarchy: Hierarchy | None,
-    nodes: tuple[str, ...],
-    features: FeatureSet,
-    weights: str = "variance",
-    shares: Sequence[float] | None = None,
-    windows: str = "any",
-    bits: BitSource,
-) -> np.ndarray:
-    """OptStream on periods already cut and validated: (B, N, r) -> released (B, N, r).
-
-    The core of :func:`release_optstream` (no validation of the frame, no budget ledger):
-    Sample, Perturb, Reconstruct and the feature queries per level
-    (:func:`mechanisms.optstream._estimates.optstream_estimates`), then Algorithm 4 line 2 with
-    ``weights``. ``values`` holds every node (``nodes`` order, aggregates included); ``B``
-    may stack independent trials of an experiment. Output >= 0 and consistent.
-    """
-    if hierarchy is None:
-        levels = [list(range(len(nodes)))]
-    else:
-        levels = [[hierarchy.index(n) for n in level] for level in hierarchy.levels]
-    est = _estimates(
-        values,
-        epsilon=epsilon,
-        k=k,
-        alpha=alpha,
-        sampling=sampling,
-        theta=theta,
-        features=features.partitions,
-        levels=levels,
-        window=w,
-        windows=windows,
-        shares=shares,
-        bits=bits,
-    )
-    return _post_process(est, hierarchy, nodes, features, levels, weights)
 
 
 def _feature_set(features: object, w: int) -> FeatureSet:
@@ -283,30 +194,22 @@ def release_optstream(
     for li, part in enumerate(levels.total.split([1.0 / n_levels] * n_levels)):
         levels.charge(part, f"{_OWNER} level {li}")
     charge_release(ledger, Budget(eps), neighbours.unit, _OWNER)  # before any draw
-    common = {
-        "epsilon": eps,
-        "w": w,
-        "k": k,
-        "alpha": neighbours.delta,
-        "sampling": sampling,
-        "theta": theta,
-        "hierarchy": sf.hierarchy,
-        "nodes": sf.nodes,
-        "weights": weights,
-        "shares": shares,
-        "bits": bits,
-    }
-    n_full, r = periods.full.shape[0], periods.tail.shape[1]
-    full = np.empty((0, sf.n_nodes, w))
-    if n_full:
-        full = release_periods(periods.full, features=fs, **common)
-    tail = None
-    if r:
-        # Singletons + the whole tail (even for r = 1): the tail keeps the full periods' split.
-        tail_fs = FeatureSet.from_breaks(r, [(0, r)] if fs.n_features > 1 else [])
-        tail = release_periods(periods.tail[None], features=tail_fs, **common)[0]
-    out = from_periods(full, tail)
-    result = sf.to_frame(np.maximum(out, 0.0))
+    spec = PeriodSpec(
+        epsilon=eps,
+        w=w,
+        k=k,
+        alpha=neighbours.delta,
+        sampling=sampling,
+        theta=theta,
+        hierarchy=sf.hierarchy,
+        nodes=sf.nodes,
+        features=fs,
+        weights=weights,
+        shares=shares,
+    )
+    # One implementation with the store and the Dask engine (dpstream.pipelines._period).
+    out = release_block(spec, periods.full, periods.tail, bits)
+    result = sf.to_frame(out)
     record = release_record(
         unit=neighbours.unit,
         budget=Budget(eps),

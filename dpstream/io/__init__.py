@@ -1,0 +1,23 @@
+"""Long-format input and output, and the hierarchy as data (Nixtla's conventions).
+
+Metering systems export, and forecasting tools (Nixtla's ``hierarchicalforecast``,
+``statsforecast``) read, *long* frames: one row per (``unique_id``, ``ds``, ``y``). A hierarchy is
+data too: a (child, parent) table, a ``{parent: [children]}`` JSON file (what ``dpstream data
+export`` writes), or Nixtla's summing matrix ``S_df``. This package converts between long and
+wide frames and validates the hierarchy with typed errors.
+"""
+
+from ._hierarchy import hierarchy_from_edges, hierarchy_from_s_df, read_hierarchy
+from ._long import is_long, long_to_wide, read_long, read_table, wide_to_long, write_table
+
+__all__ = [
+    "hierarchy_from_edges",
+    "hierarchy_from_s_df",
+    "is_long",
+    "long_to_wide",
+    "read_hierarchy",
+    "read_long",
+    "read_table",
+    "wide_to_long",
+    "write_table",
+]

@@ -1,0 +1,113 @@
+"""``dpstream release optstream INPUT ... --store STORE``: the daily job from the command line.
+
+INPUT is wide (a time column and one column per leaf, as ``dpstream data export`` writes) or
+long (``unique_id``, ``ds``, ``y``); the hierarchy is the JSON ``data export`` writes, a
+(child, parent) CSV/Parquet table or an ``S_df``. OUT is written in INPUT's format; a long OUT
+also gets its wide twin (``OUT_STEM.wide.SUFFIX``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from mechanisms import ParameterError
+
+from ..engine import ENGINES
+from ..io import is_long, long_to_wide, read_hierarchy, read_table, wide_to_long, write_table
+from ..io._long import DS
+from ._export import write_periods
+from ._source import release_parquet_to_store, scan_parquet
+from ._store import ReleaseStore
+
+__all__ = ["release_with_store"]
+
+_OWNER = "dpstream release optstream"
+
+
+def _read(path: str, time_column: str | None, read_wide) -> tuple[pd.DataFrame, bool, str]:
+    """(wide frame, input was long, time column name)."""
+    raw = read_table(path, owner=_OWNER)
+    if is_long(raw):
+        return long_to_wide(raw, owner=_OWNER), True, DS
+    wide = read_wide(path, time_column)
+    return wide, False, str(wide.index.name)
+
+
+def release_with_store(
+    *,
+    input_path: str,
+    out_path: str,
+    store_path: str,
+    engine: str,
+    scheduler: str | None,
+    hierarchy_path: str | None,
+    time_column: str | None,
+    read_wide,
+    options: dict,
+) -> None:
+    """Validate, release the new periods into the store, write OUT, print one summary line."""
+    if engine not in ENGINES:
+        raise ParameterError(
+            f"The '--engine' option of {_OWNER} must be one of {ENGINES}. Got {engine!r}."
+        )
+    if scheduler is not None and engine != "dask":
+        raise ParameterError(
+            f"The '--scheduler' option of {_OWNER} needs --engine dask. Got --engine {engine}."
+        )
+    lazy = Path(input_path).suffix.lower() in (".parquet", ".pq")
+    w = options["w"]
+    if lazy:  # read period by period where each period runs
+        scan = scan_parquet(input_path, time_column, _OWNER)
+        long, time_name, ids = scan.long, scan.time, scan.leaves
+        n_periods = max(len(scan.stamps) // w, 1)
+    else:
+        frame, long, time_name = _read(input_path, time_column, read_wide)
+        ids, n_periods = frame.columns, max(len(frame) // w, 1)
+    hierarchy = None
+    if hierarchy_path is not None:
+        hierarchy = read_hierarchy(hierarchy_path, ids=ids, owner=_OWNER)
+    with ReleaseStore(store_path) as store:
+        before = store.ordinals()
+        common = {"hierarchy": hierarchy, "engine": engine, "scheduler": scheduler, **options}
+        with click.progressbar(
+            length=n_periods, label="Releasing (optstream, new periods)", file=sys.stderr
+        ) as bar:
+            if lazy:
+                ordinals = release_parquet_to_store(
+                    store, input_path, scan=scan, progress=bar.update, **common
+                )
+            else:
+                result = store.release_optstream(frame, progress=bar.update, **common)
+        record = store.privacy_record()
+        added = len(store.ordinals() - before)
+        total = len(store.ordinals())
+        out = Path(out_path)
+        also = ""
+        if lazy:  # streamed from the store, one period at a time
+            write_periods(store, ordinals, out, long=long, time_name=time_name)
+            if long:
+                twin = out.with_name(f"{out.stem}.wide{out.suffix}")
+                write_periods(store, ordinals, twin, long=False, time_name=time_name)
+                also = f" (and wide {twin.name})"
+        else:
+            result.index.name = time_name
+            if long:
+                write_table(wide_to_long(result), out, index=False)
+                twin = out.with_name(f"{out.stem}.wide{out.suffix}")
+                write_table(result, twin)
+                also = f" (and wide {twin.name})"
+            else:
+                write_table(result, out)
+    side = out.with_name(out.name + ".json")  # the privacy record's sidecar
+    side.write_text(json.dumps(record.to_dict(), indent=2, ensure_ascii=False) + "\n", "utf-8")
+    label = " (seeded: NOT private)" if options.get("seed") is not None else ""
+    click.echo(
+        f"Released {added} new period(s), returned {n_periods - added} from the store, to "
+        f"{out_path}{also}{label}. Store {Path(store_path).name}: {total} period(s), each "
+        f"charged once (epsilon={options['epsilon']:g} per window of w={w})."
+    )
