@@ -123,13 +123,34 @@ def _feature_set(features: object, w: int) -> FeatureSet:
     return fs
 
 
+def _release_auto(frame: object, *, sampling, weights, features, shares, theta=None, **kw):
+    """``k="auto"``: check the fixed-k-only options are unset, then plan period by period."""
+    from mechanisms.core._validation import check_probability
+
+    from ._autoplan import release_auto
+
+    fixed = {"features": features, "shares": shares}
+    bad = [name for name, val in fixed.items() if val is not None]
+    if sampling not in (None, "equal") or weights != "variance" or bad:
+        raise ParameterError(
+            f"The 'k' parameter of {_OWNER} is 'auto', which plans equally spaced samples "
+            "without feature queries and its own weights; 'sampling' (other than 'equal'), "
+            f"'weights', 'features' and 'shares' need an int k. Got {bad or ['sampling/weights']}."
+        )
+    alpha = check_positive(kw.pop("alpha"), "alpha", _OWNER)
+    delta = kw.pop("delta")
+    if delta is not None:
+        delta = check_probability(delta, "delta", _OWNER, closed_low=False)
+    return release_auto(frame, alpha=alpha, delta=delta, **kw)
+
+
 def release_optstream(
     frame: pd.DataFrame,
     *,
     epsilon: float,
     w: int = 48,
-    k: int = 10,
-    sampling: str = "l1",
+    k: int | str = "auto",
+    sampling: str | None = None,
     theta: float | None = None,
     hierarchy: object = None,
     alpha: float = 1.0,
@@ -137,6 +158,12 @@ def release_optstream(
     weights: str = "variance",
     features: object = None,
     shares: Sequence[float] | None = None,
+    delta: float | None = None,
+    noise: str = "laplace",
+    target: str = "all",
+    level_shares: object = None,
+    prior: bool = True,
+    history: object = None,
 ) -> pd.DataFrame:
     """Release load streams with OptStream: consistent, non-negative, (w, α)-private.
 
@@ -155,11 +182,18 @@ def release_optstream(
         Privacy loss ε > 0 of the whole release (every window of w steps, all levels).
     w : int, default 48
         Period length and privacy window (48 half-hours = one day).
-    k : int, default 10
-        Samples per period, 1 <= k <= w ([FV19] §6: 10; k = w is the Laplace mechanism plus
-        post-processing). The best k falls as α/ε grows (``docs/results``).
-    sampling : {"l1", "equal"}, default "l1"
+    k : int or "auto", default "auto"
+        ``"auto"``: every period is planned from the periods already released in this call
+        (and ``history``), free post-processing (``dpstream.pipelines._autoplan``): k among
+        1, 2, 3, 4, 6, 8, 12, 16, 24, 32, w (equally spaced samples, no feature queries), the
+        noise, the level shares, with the predicted error in ``attrs["plan"]``; the first
+        period uses the data-independent rule ``planner.rule_k`` (k = 6 for w = 48); a prior
+        from earlier released periods enters Algorithm 4. An int: samples per period,
+        1 <= k <= w ([FV19] §6: 10; k = w is the Laplace mechanism plus post-processing).
+    sampling : {"l1", "equal"}, optional
         The L1/SVT adaptive sampler ([FV19] Algorithm 3) or equally spaced samples (free).
+        Default "l1" for an int k (the paper's setting: ``k=10, sampling="l1"``); "auto"
+        plans equally spaced samples (None or "equal" only).
     theta : float, optional
         Public SVT threshold θ of the L1 sampler, compared with the L1 interpolation score of a
         segment summed over the nodes of one level (data units × steps); must not be derived
@@ -191,6 +225,15 @@ def release_optstream(
         Relative budget of sampler, perturbation and feature queries
         (:func:`mechanisms.optstream_split`); default equal shares of the active
         steps ([FV19] §6).
+    delta, noise, target, level_shares, prior, history
+        ``k="auto"`` only. ``noise``: "laplace" (ε-DP), "gaussian" (discrete Gaussian under
+        ρ-zCDP, converted to (ε, δ); needs ``delta``) or "auto" (the planner compares them at
+        the user's δ; Laplace without δ). ``target``: "leaves", "root" or "all", the nodes
+        whose predicted error the level shares minimise. ``level_shares``: None (planned),
+        "equal" (ε/h each), "bottom-up" (everything on the leaves) or h floats. ``prior``:
+        combine each period with the mean profile of earlier released periods (empirical
+        Bayes, ``postproc.profile_prior``). ``history``: a frame with the same columns the user
+        declares public (or already released), read by the planner and the prior.
 
     Returns
     -------
@@ -242,7 +285,14 @@ def release_optstream(
     """
     eps = check_positive(epsilon, "epsilon", _OWNER)
     w = check_integer(w, "w", _OWNER)
+    if isinstance(k, str) and k == "auto":
+        return _release_auto(
+            frame, epsilon=eps, w=w, sampling=sampling, hierarchy=hierarchy, alpha=alpha,
+            seed=seed, weights=weights, features=features, shares=shares, delta=delta,
+            noise=noise, target=target, level_shares=level_shares, prior=prior, history=history,
+        )  # fmt: skip
     k = check_integer(k, "k", _OWNER, minimum=1, maximum=w)
+    sampling = "l1" if sampling is None else sampling
     if sampling not in OPTSTREAM_SAMPLINGS:
         raise ParameterError(
             f"The 'sampling' parameter of {_OWNER} must be one of {OPTSTREAM_SAMPLINGS}. "

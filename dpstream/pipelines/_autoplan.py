@@ -1,0 +1,486 @@
+"""OptStream releases that plan themselves: plan period t from what is public, release it.
+
+``release_optstream(k="auto")`` (the default) runs, for every w-period in time order,
+
+1. :func:`plan_for_period` — choose k, noise, level shares and the period's budget
+   (:func:`planner.plan_period`) from the *measurements* already released in this call and the
+   optional public ``history``: the variogram with the known noise taken out
+   (:mod:`planner._roughness`), and a forecast with its empirical-Bayes error variance
+   (:func:`postproc.profile_prior`);
+2. :func:`measure_period` — the private step: equally spaced samples of every level with
+   Laplace (or discrete Gaussian) noise, reconstructed by interpolation ([FV19] Alg. 2);
+3. :func:`post_process_periods` — Algorithm 4 over the hierarchy with inverse predicted error
+   variances and the prior as one more weighted term (free; can run once for all periods).
+
+Only step 2 reads the period's private values; steps 1 and 3 read measurements (outputs of
+step 2 for earlier periods), plans and public history, so the plans and priors are
+post-processing ([FV19] Theorem 3). The measurements and the plans are published with the
+release (``DataFrame.attrs["measurements"]`` and ``attrs["plan"]``), so anyone can recompute
+every plan and prior from the release alone (:func:`replan`).
+
+*Privacy*: (w, α)-indistinguishability ([FV19] Def. 3) at the user's ε (Laplace, pure DP), or
+at (ε, δ) through ρ-zCDP (Gaussian; Bun and Steinke 2016, Prop. 1.3). Per level and window a
+sample costs (period budget)/k; levels compose sequentially ([FV19] Theorem 13) with the
+planned shares, and :func:`planner.window_budget` keeps every window of w steps, including
+those straddling two differently planned periods, within the total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mechanisms import Budget, BudgetLedger, ParameterError, bit_source
+from mechanisms.core._random import BitSource
+from mechanisms.optstream._estimates import perturb_noise
+from mechanisms.optstream._sampling import interpolation_matrix
+from mechanisms.wevent._gaussian import gaussian_window_noise
+from planner._roughness import RoughnessStats, period_roughness, variogram
+from planner._stream_plan import NOISES, TARGETS, PeriodPlan, plan_period, share_grid
+from postproc import FeatureSet, Hierarchy, profile_prior, project_consistent
+from postproc._prior import ProfilePrior
+
+__all__ = [
+    "AUTO_NOISES",
+    "Measurement",
+    "PlanState",
+    "measure_period",
+    "plan_for_period",
+    "post_process_periods",
+    "release_auto",
+    "replan",
+]
+
+#: ``noise=`` choices of ``release_optstream(k="auto")``.
+AUTO_NOISES = ("laplace", "gaussian", "auto")
+#: Measured periods the variogram and the prior look back on.
+LOOKBACK = 28
+_UNMEASURED = 1e8  # variance multiplier for nodes of a level with share 0 (no estimate)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AutoConfig:
+    """Public, data-independent settings of one auto-planned release."""
+
+    epsilon: float
+    alpha: float
+    w: int
+    delta: float | None
+    noise: str
+    target: str
+    level_shares: object
+    matrix: np.ndarray = field(hash=False)
+    levels: tuple[np.ndarray, ...] = field(hash=False)
+    leaf_nodes: np.ndarray = field(hash=False)
+    use_prior: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Measurement:
+    """Released estimates of one period (outputs of the private step) and their noise."""
+
+    values: np.ndarray = field(hash=False)
+    """(N, r) reconstructed estimates x̃ of every node (aggregates of share-0 levels: summed)."""
+    noise: np.ndarray = field(hash=False)
+    """(N, r) noise variance of each estimate."""
+    sampled: np.ndarray = field(hash=False)
+    """(N, r) True at the sampled steps (unbiased estimates)."""
+
+
+@dataclass(slots=True, kw_only=True)
+class PlanState:
+    """What the planner knows before a period: earlier measurements and the previous plan."""
+
+    w: int
+    measurements: list[Measurement] = field(default_factory=list)
+    roughness: list[RoughnessStats] = field(default_factory=list)
+    previous: tuple[np.ndarray, float, str] | None = None
+    noise: str | None = None
+    from_history: int = 0
+
+    def add(self, m: Measurement, plan: PeriodPlan | None = None) -> None:
+        """Record a full period's measurement (and the plan that produced it)."""
+        if m.values.shape[1] == self.w:  # the tail (last, shorter period) plans nothing after it
+            self.measurements.append(m)
+            self.roughness.append(period_roughness(m.values, m.noise, m.sampled))
+        if plan is not None:
+            pos = plan.positions(m.values.shape[1])
+            self.previous = (pos, plan.budget / pos.size, plan.noise)
+            self.noise = plan.noise
+
+
+def _config(
+    *, epsilon, alpha, w, delta, noise, target, level_shares, hierarchy, nodes, prior
+) -> AutoConfig:
+    owner = "release_optstream"
+    if noise not in AUTO_NOISES:
+        raise ParameterError(
+            f"The 'noise' parameter of {owner} must be one of {AUTO_NOISES}. Got {noise!r} instead."
+        )
+    if noise in ("gaussian", "auto") and delta is None and noise == "gaussian":
+        raise ParameterError(
+            f"The 'noise' parameter of {owner} is 'gaussian', which needs a 'delta' in (0, 1). "
+            "Give delta=1e-6 (say), or use noise='laplace'."
+        )
+    if target not in TARGETS:
+        raise ParameterError(
+            f"The 'target' parameter of {owner} must be one of {TARGETS}. Got {target!r} instead."
+        )
+    if not isinstance(prior, bool):
+        raise ParameterError(f"The 'prior' parameter of {owner} must be True or False. Got {prior!r}.")
+    if hierarchy is None:
+        n = len(nodes)
+        matrix = np.eye(n)
+        levels = (np.arange(n),)
+        leaf_nodes = np.arange(n)
+    else:
+        matrix = hierarchy.matrix
+        levels = tuple(np.array([hierarchy.index(x) for x in lv]) for lv in hierarchy.levels)
+        leaf_nodes = np.array([hierarchy.index(x) for x in hierarchy.leaves])
+    h = len(levels)
+    if level_shares not in (None, "equal", "bottom-up"):
+        vals = tuple(float(s) for s in level_shares)  # type: ignore[union-attr]
+        if len(vals) != h or min(vals) < 0 or abs(sum(vals) - 1) > 1e-9 or vals[-1] <= 0:
+            raise ParameterError(
+                f"The 'level_shares' parameter of {owner} must be None, 'equal', 'bottom-up' or "
+                f"{h} non-negative floats summing to 1 with the leaf level > 0. Got {level_shares!r}."
+            )
+        level_shares = vals
+    return AutoConfig(
+        epsilon=epsilon,
+        alpha=alpha,
+        w=w,
+        delta=delta,
+        noise=noise,
+        target=target,
+        level_shares=level_shares,
+        matrix=matrix,
+        levels=levels,
+        leaf_nodes=leaf_nodes,
+        use_prior=prior,
+    )
+
+
+def _shares(cfg: AutoConfig) -> list[tuple[float, ...]] | None:
+    h = len(cfg.levels)
+    if cfg.level_shares is None:
+        return share_grid(h)
+    if cfg.level_shares == "equal":
+        return [tuple([1.0 / h] * h)]
+    if cfg.level_shares == "bottom-up":
+        return [tuple([0.0] * (h - 1) + [1.0])]
+    return [cfg.level_shares]
+
+
+def plan_for_period(
+    state: PlanState, cfg: AutoConfig, *, r: int, tail_of: PeriodPlan | None = None
+) -> tuple[PeriodPlan, ProfilePrior | None]:
+    """Plan one period of r steps from the state (public values only) and build its prior."""
+    recent = state.roughness[-LOOKBACK:]
+    gamma = None
+    if recent:
+        total = recent[0]
+        for s in recent[1:]:
+            total = total + s
+        gamma = variogram(total)
+    if state.noise is not None:
+        noises: tuple[str, ...] = (state.noise,)
+    elif cfg.noise == "auto":
+        noises = NOISES if cfg.delta is not None else ("laplace",)
+    else:
+        noises = (cfg.noise,)
+    basis = "history" if len(state.measurements) == state.from_history else "released"
+    plan = plan_period(
+        gamma,
+        matrix=cfg.matrix,
+        levels=list(cfg.levels),
+        epsilon=cfg.epsilon,
+        alpha=cfg.alpha,
+        w=cfg.w,
+        r=r,
+        delta=cfg.delta,
+        noises=noises,
+        target=cfg.target,
+        previous=state.previous,
+        candidates=None if tail_of is None else (min(tail_of.k, r),),
+        shares=_shares(cfg) if tail_of is None else [tail_of.shares],
+        basis=basis,
+    )
+    prior = None
+    if cfg.use_prior and len(state.measurements) >= 2:
+        ms = state.measurements[-LOOKBACK:]
+        prior = profile_prior(
+            np.stack([m.values[:, :r] for m in ms]),
+            np.stack([m.noise[:, :r] for m in ms]),
+            np.stack([m.sampled[:, :r] for m in ms]),
+            days=LOOKBACK,
+        )
+    return plan, prior
+
+
+def _level_noise(plan: PeriodPlan, cfg: AutoConfig, k: int, share: float, n_nodes: int):
+    budget = plan.budget * share
+    if plan.noise == "laplace":
+        return perturb_noise(k=k, alpha=cfg.alpha, epsilon=budget, n_nodes=n_nodes)
+    return gaussian_window_noise(k=k, alpha=cfg.alpha, rho=budget, n_nodes=n_nodes)
+
+
+def measure_period(
+    values: np.ndarray, plan: PeriodPlan, cfg: AutoConfig, *, bits: BitSource
+) -> Measurement:
+    """The private step of one period: sample, perturb, reconstruct every level ([FV19] Alg. 2).
+
+    ``values`` (N, r) holds every node's true values (aggregates included). Levels with share
+    0 are not measured; their nodes get the sum of their leaves' estimates.
+    """
+    n, r = values.shape
+    pos = plan.positions(r)
+    mask = np.zeros((1, r), dtype=bool)
+    mask[0, pos] = True
+    m = interpolation_matrix(mask)[0]  # (r, r)
+    est = np.full((n, r), np.nan)
+    for li, nodes in enumerate(cfg.levels):
+        share = plan.shares[li]
+        if share <= 0:
+            continue
+        noise = _level_noise(plan, cfg, pos.size, share, len(nodes))
+        noisy = noise.release(values[np.ix_(nodes, pos)], bits)  # [FV19 §3.2], (n_l, k)
+        est[nodes] = noisy @ m[:, pos].T  # [FV19 §3.3]: x̃ = M y
+    missing = np.isnan(est[:, 0])
+    if missing.any():  # share-0 aggregates: the sum of their leaves' estimates
+        est[missing] = cfg.matrix[missing] @ est[cfg.leaf_nodes]
+    return _as_measurement(est, plan, cfg)
+
+
+def post_process_periods(
+    measured: list[Measurement],
+    plans: list[PeriodPlan],
+    priors: list[ProfilePrior | None],
+    hierarchy: Hierarchy | None,
+) -> list[np.ndarray]:
+    """Algorithm 4 for each period (all full periods in one call): released (N, r) values.
+
+    Weights are inverse predicted error variances (noise plus predicted interpolation error);
+    nodes of a level with share 0 get a negligible weight; the prior is one more weighted term.
+    Free: reads measurements, plans and priors only.
+    """
+    out: list[np.ndarray] = []
+    by_len: dict[int, list[int]] = {}
+    for i, m in enumerate(measured):
+        by_len.setdefault(m.values.shape[1], []).append(i)
+    result: dict[int, np.ndarray] = {}
+    for r, idx in by_len.items():
+        c = np.stack([measured[i].values for i in idx])
+        v = np.stack([plans[i].variances[:, :r] for i in idx])
+        finite = np.isfinite(v)
+        big = np.nanmax(np.where(finite, v, np.nan)) * _UNMEASURED
+        v = np.where(finite, np.maximum(v, 1e-12 * big / _UNMEASURED), big)
+        has_prior = [priors[i] is not None for i in idx]
+        pm = pv = None
+        if any(has_prior):
+            pm = np.stack(
+                [priors[i].mean[:, :r] if priors[i] is not None else c[j] for j, i in enumerate(idx)]
+            )
+            pv = np.stack(
+                [
+                    priors[i].variance[:, :r] if priors[i] is not None else np.full_like(c[j], big * 1e4)
+                    for j, i in enumerate(idx)
+                ]
+            )
+        if hierarchy is None:
+            x = c
+            if pm is not None:
+                x = (c / v + pm / pv) / (1.0 / v + 1.0 / pv)
+            res = np.maximum(x, 0.0)
+        else:
+            fs = FeatureSet.from_breaks(r, [])
+            res = project_consistent(
+                c, hierarchy=hierarchy, features=fs, variances=v, prior_mean=pm, prior_variances=pv
+            ).values
+        for j, i in enumerate(idx):
+            result[i] = res[j]
+    for i in range(len(measured)):
+        out.append(result[i])
+    return out
+
+
+def history_measurements(history: np.ndarray | None, w: int) -> list[Measurement]:
+    """Public history (T, N) cut into whole periods, as noise-free measurements."""
+    if history is None:
+        return []
+    n_full = history.shape[0] // w
+    out = []
+    for p in range(n_full):
+        vals = history[p * w : (p + 1) * w].T.copy()
+        out.append(
+            Measurement(
+                values=vals,
+                noise=np.zeros_like(vals),
+                sampled=np.ones(vals.shape, dtype=bool),
+            )
+        )
+    return out
+
+
+def run_periods(
+    full: np.ndarray,
+    tail: np.ndarray,
+    cfg: AutoConfig,
+    *,
+    history: np.ndarray | None,
+    measure,
+) -> tuple[list[Measurement], list[PeriodPlan], list[ProfilePrior | None]]:
+    """Plan and measure every period in time order; ``measure(i, values, plan)`` is the private
+    step (:func:`measure_period`), or a read of published measurements (:func:`replan`)."""
+    state = PlanState(w=cfg.w)
+    for m in history_measurements(history, cfg.w):
+        state.add(m)
+    state.from_history = len(state.measurements)
+    measured, plans, priors = [], [], []
+    n_full = full.shape[0]
+    last: PeriodPlan | None = None
+    for i in range(n_full + (1 if tail.shape[1] else 0)):
+        vals = full[i] if i < n_full else tail
+        r = vals.shape[1]
+        plan, prior = plan_for_period(state, cfg, r=r, tail_of=last if r < cfg.w else None)
+        m = measure(i, vals, plan)
+        state.add(m, plan)
+        measured.append(m)
+        plans.append(plan)
+        priors.append(prior)
+        last = plan
+    return measured, plans, priors
+
+
+def records(
+    plans: list[PeriodPlan], priors: list[ProfilePrior | None], starts: list[object]
+) -> list[dict]:
+    """``DataFrame.attrs["plan"]``: one dict per period."""
+    out = []
+    for i, (plan, prior) in enumerate(zip(plans, priors, strict=True)):
+        rec = {"period": i, "start": str(starts[i]), **plan.record()}
+        rec["prior_periods"] = 0 if prior is None else prior.n_periods
+        rec["prior_sd"] = None if prior is None else float(np.sqrt(prior.variance[:, 0]).mean())
+        out.append(rec)
+    return out
+
+
+def replan(
+    measurements: np.ndarray,
+    cfg: AutoConfig,
+    *,
+    history: np.ndarray | None = None,
+) -> tuple[list[PeriodPlan], list[ProfilePrior | None]]:
+    """Recompute every period's plan and prior from published measurements (T, N) alone.
+
+    The privacy check of the pipeline: the plans depend on the data only through the
+    measurements (and public history), so replaying them gives the same plans.
+    """
+    w = cfg.w
+    t = measurements.shape[0]
+    n_full = t // w
+    full = measurements[: n_full * w].reshape(n_full, w, -1).transpose(0, 2, 1)
+    tail = measurements[n_full * w :].T
+
+    def read(i: int, vals: np.ndarray, plan: PeriodPlan) -> Measurement:
+        return _as_measurement(vals, plan, cfg)
+
+    _, plans, priors = run_periods(full, tail, cfg, history=history, measure=read)
+    return plans, priors
+
+
+def _as_measurement(est: np.ndarray, plan: PeriodPlan, cfg: AutoConfig) -> Measurement:
+    """The :class:`Measurement` of published estimates under a (public) plan."""
+    n, r = est.shape
+    pos = plan.positions(r)
+    k = pos.size
+    mask = np.zeros((1, r), dtype=bool)
+    mask[0, pos] = True
+    m = interpolation_matrix(mask)[0]
+    mmt = m @ m.T
+    var_sample = np.full(n, np.nan)
+    for li, nodes in enumerate(cfg.levels):
+        if plan.shares[li] > 0:
+            var_sample[nodes] = _level_noise(plan, cfg, k, plan.shares[li], len(nodes)).variance
+    missing = np.isnan(var_sample)
+    if missing.any():
+        var_sample[missing] = cfg.matrix[missing] @ var_sample[cfg.leaf_nodes]
+    sampled = np.zeros((n, r), dtype=bool)
+    sampled[:, pos] = True
+    return Measurement(
+        values=np.array(est, dtype=np.float64),
+        noise=var_sample[:, None] * np.diag(mmt)[None, :],
+        sampled=sampled,
+    )
+
+
+def release_auto(
+    frame: object,
+    *,
+    epsilon: float,
+    alpha: float,
+    w: int,
+    delta: float | None,
+    noise: str,
+    target: str,
+    level_shares: object,
+    prior: bool,
+    history: object,
+    hierarchy: object,
+    seed: object,
+) -> object:
+    """``release_optstream(k="auto")``: validate, charge, plan and release period by period.
+
+    See :func:`dpstream.release_optstream` for the parameters; the module notes for the
+    method. Returns the released frame with ``attrs["plan"]`` (one dict per period: k, noise,
+    level shares, budget, predicted mean absolute error per value, what the plan was based on,
+    the prior's size and standard deviation) and ``attrs["measurements"]`` (T, N): the
+    estimates the private step released, from which :func:`replan` recomputes every plan.
+    """
+    from ._frames import from_periods, prepare_frame, to_periods
+
+    owner = "release_optstream"
+    sf = prepare_frame(frame, owner=owner, hierarchy=hierarchy)
+    cfg = _config(
+        epsilon=epsilon, alpha=alpha, w=w, delta=delta, noise=noise, target=target,
+        level_shares=level_shares, hierarchy=sf.hierarchy, nodes=sf.nodes, prior=prior,
+    )  # fmt: skip
+    hist = None
+    if history is not None:
+        hf = prepare_frame(history, owner=owner, hierarchy=hierarchy, name="history")
+        if hf.nodes != sf.nodes:
+            raise ParameterError(
+                f"The 'history' parameter of {owner} must have the same columns as the frame. "
+                f"Got nodes {list(hf.nodes)[:5]} instead of {list(sf.nodes)[:5]}."
+            )
+        hist = np.asarray(hf.values)
+    periods = to_periods(sf.values, w)
+    total = Budget(epsilon, 0.0 if delta is None else delta)
+    ledger = BudgetLedger(total)
+    ledger.charge(total, f"{owner} (auto-planned; every window of w steps)")  # before any draw
+    bits = bit_source(seed)
+
+    def draw(i: int, vals: np.ndarray, plan: PeriodPlan) -> Measurement:
+        return measure_period(vals, plan, cfg, bits=bits)
+
+    measured, plans, priors = run_periods(
+        periods.full, periods.tail, cfg, history=hist, measure=draw
+    )
+    released = post_process_periods(measured, plans, priors, sf.hierarchy)
+    n_full = periods.full.shape[0]
+    full = np.stack(released[:n_full]) if n_full else np.empty((0, sf.n_nodes, w))
+    tail = released[n_full] if len(released) > n_full else None
+    out = sf.to_frame(np.maximum(from_periods(full, tail), 0.0))
+    est_full = (
+        np.stack([m.values for m in measured[:n_full]]) if n_full else np.empty((0, sf.n_nodes, w))
+    )
+    est_tail = measured[n_full].values if len(measured) > n_full else None
+    starts = [sf.index[i * w] for i in range(len(plans))]
+    out.attrs["plan"] = records(plans, priors, starts)
+    out.attrs["measurements"] = from_periods(est_full, est_tail)
+    out.attrs["plan_config"] = {
+        "epsilon": epsilon, "delta": delta, "alpha": alpha, "w": w, "noise": noise,
+        "target": target, "prior": prior, "history": hist is not None,
+    }  # fmt: skip
+    return out
