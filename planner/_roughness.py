@@ -132,6 +132,6 @@ def kriging_bias(gamma: np.ndarray, m: np.ndarray) -> np.ndarray:
     w = m.shape[0]
     lag = np.abs(np.arange(w)[:, None] - np.arange(w)[None, :])
     g = gamma[:, lag]  # (N, w, w): γ(|i − j|)
-    first = 2.0 * np.einsum("ti,nti->nt", m, g)
-    second = np.einsum("ti,nij,tj->nt", m, g, m)
+    first = 2.0 * (m[None] * g).sum(axis=2)
+    second = ((m[None] @ g) * m[None]).sum(axis=2)  # (M Γ Mᵀ)_tt
     return np.maximum(first - second, 0.0)

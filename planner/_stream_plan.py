@@ -158,16 +158,16 @@ def window_budget(
     if previous is None:
         return total
     prev_pos, prev_cost = previous
-    prev_pos = np.asarray(prev_pos)
-    k = positions.size
-    best = total
-    horizon = max(int(prev_pos.max(initial=0)), int(positions.max(initial=0))) + 1
-    for s in range(1, horizon + 1):
-        head = int((positions < s).sum())
-        if head == 0:
-            continue
-        tail = int((prev_pos >= s).sum())
-        best = min(best, (total - prev_cost * tail) * k / head)
+    prev_pos = np.sort(np.asarray(prev_pos))
+    pos = np.sort(np.asarray(positions))
+    k = pos.size
+    horizon = max(int(prev_pos.max(initial=0)), int(pos.max(initial=0))) + 1
+    s = np.arange(1, horizon + 1)
+    head = np.searchsorted(pos, s, side="left")  # #{j in S_next: j < s}
+    tail = prev_pos.size - np.searchsorted(prev_pos, s, side="left")  # #{j in S_prev: j >= s}
+    ok = head > 0
+    limits = (total - prev_cost * tail[ok]) * k / head[ok]
+    best = min(total, float(limits.min(initial=total)))
     return max(best * (1.0 - 1e-12), 0.0)
 
 
@@ -188,9 +188,9 @@ def _node_errors(
         return _SQRT_2_PI * np.sqrt(var).mean(axis=2)
     prec = np.where(np.isfinite(v), 1.0 / np.maximum(v, 1e-300), 0.0)  # (C, N, r)
     # P = Sᵀ diag(prec) S per candidate and step: (C, r, L, L)
-    p = np.einsum("nl,cnt,nm->ctlm", matrix, prec, matrix)
+    p = np.einsum("nl,cnt,nm->ctlm", matrix, prec, matrix, optimize=True)
     cov = np.linalg.inv(p + 1e-12 * np.eye(n_leaves) * np.trace(p, axis1=2, axis2=3)[..., None, None])
-    var = np.einsum("nl,ctlm,nm->cnt", matrix, cov, matrix)
+    var = np.einsum("nl,ctlm,nm->cnt", matrix, cov, matrix, optimize=True)
     del node_level, active
     return _SQRT_2_PI * np.sqrt(np.maximum(var, 0.0)).mean(axis=2)
 

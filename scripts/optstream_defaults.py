@@ -217,9 +217,10 @@ def main() -> None:
     rows: list[dict] = []
     for name in args.datasets:
         main_table(name, args.trials, rows, start)
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=["dataset", "method"] if not rows else None)
     OUT.mkdir(parents=True, exist_ok=True)
-    table.to_csv(OUT / f"{args.stem}.csv", index=False, float_format="%.6g")
+    if rows:
+        table.to_csv(OUT / f"{args.stem}.csv", index=False, float_format="%.6g")
     shares = None
     if not args.no_shares:
         srows: list[dict] = []

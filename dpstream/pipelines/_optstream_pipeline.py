@@ -123,13 +123,13 @@ def _feature_set(features: object, w: int) -> FeatureSet:
     return fs
 
 
-def _release_auto(frame: object, *, sampling, weights, features, shares, theta=None, **kw):
+def _release_auto(frame: object, *, sampling, weights, features, shares, theta, **kw):
     """``k="auto"``: check the fixed-k-only options are unset, then plan period by period."""
     from mechanisms.core._validation import check_probability
 
     from ._autoplan import release_auto
 
-    fixed = {"features": features, "shares": shares}
+    fixed = {"features": features, "shares": shares, "theta": theta}
     bad = [name for name, val in fixed.items() if val is not None]
     if sampling not in (None, "equal") or weights != "variance" or bad:
         raise ParameterError(
@@ -287,7 +287,7 @@ def release_optstream(
     w = check_integer(w, "w", _OWNER)
     if isinstance(k, str) and k == "auto":
         return _release_auto(
-            frame, epsilon=eps, w=w, sampling=sampling, hierarchy=hierarchy, alpha=alpha,
+            frame, epsilon=eps, w=w, sampling=sampling, theta=theta, hierarchy=hierarchy, alpha=alpha,
             seed=seed, weights=weights, features=features, shares=shares, delta=delta,
             noise=noise, target=target, level_shares=level_shares, prior=prior, history=history,
         )  # fmt: skip
