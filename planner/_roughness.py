@@ -12,22 +12,21 @@ because the mean squared error of any interpolation ``x̂_t = Σ_i a_i x_i`` wit
     E[(x_t − Σ_i a_i x_i)²] = 2 Σ_i a_i γ(|i − t|) − Σ_ij a_i a_j γ(|i − j|).
 
 The variogram is estimated from values the planner may read for free: periods *already
-released* (post-processing, [FV19] Theorem 3) or a history the user declares public. A released
-period is ``x + e`` with a noise ``e`` whose covariance ``C`` is known from its (public) plan, so
+released* (post-processing, [FV19] Theorem 3) or a history the user declares public. Only
+*measured* steps are used: the samples of a released period, whose noise is independent with a
+variance ``s²`` known from the (public) plan, and every step of public history. A pair of them
+at lag h gives
 
-    E[(x̂_{t+h} − x̂_t)²] = (x_{t+h} − x_t)² + C_{t+h,t+h} + C_{t,t} − 2 C_{t,t+h},
+    E[(ỹ_j − ỹ_i)²] = 2γ(h) + s_i² + s_j²,
 
-and the noise part is subtracted (the known variance taken out of the roughness estimate). A
-period released with samples every ``d`` steps shows no lag below ``d``. Such lags are
-extrapolated from the smallest resolved lag ``h₀`` as a
-random walk, ``γ(h) = γ(h₀)·h/h₀``: rougher than any smooth curve (for which γ grows like h²),
-so an unresolved scale is never assumed smooth and the planner does not lock itself into few
-samples.
+so the known noise part is subtracted (the released data's noise taken out of the roughness
+estimate). Interpolated steps are smoother than the data at every lag and are left out.
 
-Only *measured* steps are used (the samples, whose noise is independent with a known variance
-``s²``; every step of public history): pairs of them at lag h give
-``E[(ỹ_j − ỹ_i)²] = 2γ(h) + s_i² + s_j²``. Interpolated steps are smoother than the data at
-every lag and are left out.
+A period released with k samples shows a few lags only, each from pairs at the same times of
+day (a biased view of a daily cycle); :func:`variogram` then falls back to a random walk
+reaching the measured long-lag level (the sill) at lag w/2: rougher at short lags than any
+smooth curve (for which γ grows like h²), so an unmeasured scale is never assumed smooth and
+the planner does not lock itself into few samples.
 """
 
 from __future__ import annotations

@@ -189,7 +189,9 @@ def _node_errors(
     prec = np.where(np.isfinite(v), 1.0 / np.maximum(v, 1e-300), 0.0)  # (C, N, r)
     # P = Sᵀ diag(prec) S per candidate and step: (C, r, L, L)
     p = np.einsum("nl,cnt,nm->ctlm", matrix, prec, matrix, optimize=True)
-    cov = np.linalg.inv(p + 1e-12 * np.eye(n_leaves) * np.trace(p, axis1=2, axis2=3)[..., None, None])
+    cov = np.linalg.inv(
+        p + 1e-12 * np.eye(n_leaves) * np.trace(p, axis1=2, axis2=3)[..., None, None]
+    )
     var = np.einsum("nl,ctlm,nm->cnt", matrix, cov, matrix, optimize=True)
     del node_level, active
     return _SQRT_2_PI * np.sqrt(np.maximum(var, 0.0)).mean(axis=2)

@@ -128,7 +128,9 @@ def _config(
             f"The 'target' parameter of {owner} must be one of {TARGETS}. Got {target!r} instead."
         )
     if not isinstance(prior, bool):
-        raise ParameterError(f"The 'prior' parameter of {owner} must be True or False. Got {prior!r}.")
+        raise ParameterError(
+            f"The 'prior' parameter of {owner} must be True or False. Got {prior!r}."
+        )
     if hierarchy is None:
         n = len(nodes)
         matrix = np.eye(n)
@@ -144,7 +146,8 @@ def _config(
         if len(vals) != h or min(vals) < 0 or abs(sum(vals) - 1) > 1e-9 or vals[-1] <= 0:
             raise ParameterError(
                 f"The 'level_shares' parameter of {owner} must be None, 'equal', 'bottom-up' or "
-                f"{h} non-negative floats summing to 1 with the leaf level > 0. Got {level_shares!r}."
+                f"{h} non-negative floats summing to 1 with the leaf level > 0. "
+                f"Got {level_shares!r} instead."
             )
         level_shares = vals
     return AutoConfig(
@@ -280,11 +283,16 @@ def post_process_periods(
         pm = pv = None
         if any(has_prior):
             pm = np.stack(
-                [priors[i].mean[:, :r] if priors[i] is not None else c[j] for j, i in enumerate(idx)]
+                [
+                    priors[i].mean[:, :r] if priors[i] is not None else c[j]
+                    for j, i in enumerate(idx)
+                ]
             )
             pv = np.stack(
                 [
-                    priors[i].variance[:, :r] if priors[i] is not None else np.full_like(c[j], big * 1e4)
+                    priors[i].variance[:, :r]
+                    if priors[i] is not None
+                    else np.full_like(c[j], big * 1e4)
                     for j, i in enumerate(idx)
                 ]
             )

@@ -287,8 +287,8 @@ def release_optstream(
     w = check_integer(w, "w", _OWNER)
     if isinstance(k, str) and k == "auto":
         return _release_auto(
-            frame, epsilon=eps, w=w, sampling=sampling, theta=theta, hierarchy=hierarchy, alpha=alpha,
-            seed=seed, weights=weights, features=features, shares=shares, delta=delta,
+            frame, epsilon=eps, w=w, sampling=sampling, theta=theta, hierarchy=hierarchy,
+            alpha=alpha, seed=seed, weights=weights, features=features, shares=shares, delta=delta,
             noise=noise, target=target, level_shares=level_shares, prior=prior, history=history,
         )  # fmt: skip
     k = check_integer(k, "k", _OWNER, minimum=1, maximum=w)

@@ -124,7 +124,8 @@ def gaussian_gain(*, k: int, epsilon: float, delta: float) -> float:
 
     Examples
     --------
-    >>> gaussian_gain(k=48, epsilon=1.0, delta=1e-6) > 1 > gaussian_gain(k=4, epsilon=1.0, delta=1e-6)
+    >>> gain = [gaussian_gain(k=k, epsilon=1.0, delta=1e-6) for k in (4, 48)]
+    >>> gain[0] < 1 < gain[1]
     True
     """
     k = check_integer(k, "k", "gaussian_gain")

@@ -59,7 +59,9 @@ def test_plans_and_release_are_recomputed_from_the_measurements_alone():
     assert ap.records(plans, priors, starts) == out.attrs["plan"]
     # ... and so is the released frame.
     meas = out.attrs["measurements"]
-    measured = [ap._as_measurement(meas[i * 48 : (i + 1) * 48].T, p, cfg) for i, p in enumerate(plans)]
+    measured = [
+        ap._as_measurement(meas[i * 48 : (i + 1) * 48].T, p, cfg) for i, p in enumerate(plans)
+    ]
     released = ap.post_process_periods(measured, plans, priors, sf.hierarchy)
     np.testing.assert_allclose(np.concatenate([r.T for r in released]), out.to_numpy(), atol=1e-9)
 

@@ -175,9 +175,7 @@ def test_variance_weights_beat_the_papers_on_the_regional_data():
 def test_custom_features_and_shares():
     f = frame(96)
     single = [[[t] for t in range(48)]]  # singletons only: no feature query, ε_o = 0
-    out = dpstream.release_optstream(
-        f, epsilon=1.0, k=10, features=single, hierarchy=HIER, seed=1
-    )
+    out = dpstream.release_optstream(f, epsilon=1.0, k=10, features=single, hierarchy=HIER, seed=1)
     assert np.allclose(out["total"], out["ab"] + out["c"], atol=1e-6) and (out >= 0).all().all()
     fs = FeatureSet.from_breaks(48, [(0, 24, 48)])
     out = dpstream.release_optstream(

@@ -59,11 +59,21 @@ def test_prior_with_tiny_variance_wins_and_huge_variance_changes_nothing():
     f = np.abs(f)
     f[0] = f[1] + f[2]  # a consistent forecast
     strong = project_consistent(
-        c, hierarchy=h, features=fs, variances=v, prior_mean=f, prior_variances=np.full_like(f, 1e-9)
+        c,
+        hierarchy=h,
+        features=fs,
+        variances=v,
+        prior_mean=f,
+        prior_variances=np.full_like(f, 1e-9),
     )
     np.testing.assert_allclose(strong.values, np.broadcast_to(f, strong.values.shape), atol=1e-5)
     weak = project_consistent(
-        c, hierarchy=h, features=fs, variances=v, prior_mean=f, prior_variances=np.full_like(f, 1e12)
+        c,
+        hierarchy=h,
+        features=fs,
+        variances=v,
+        prior_mean=f,
+        prior_variances=np.full_like(f, 1e12),
     )
     none = project_consistent(c, hierarchy=h, features=fs, variances=v)
     np.testing.assert_allclose(weak.values, none.values, atol=1e-6)
