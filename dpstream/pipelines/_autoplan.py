@@ -35,7 +35,7 @@ from mechanisms import Budget, BudgetLedger, ParameterError, bit_source
 from mechanisms.core._random import BitSource
 from mechanisms.optstream._estimates import perturb_noise
 from mechanisms.optstream._sampling import interpolation_matrix
-from mechanisms.wevent._gaussian import gaussian_window_noise
+from mechanisms.wevent._gaussian import gaussian_window_noise, zcdp_to_dp
 from planner._roughness import RoughnessStats, period_roughness, variogram
 from planner._stream_plan import NOISES, TARGETS, PeriodPlan, plan_period, share_grid
 from postproc import FeatureSet, Hierarchy, profile_prior, project_consistent
@@ -362,12 +362,21 @@ def run_periods(
 
 
 def records(
-    plans: list[PeriodPlan], priors: list[ProfilePrior | None], starts: list[object]
+    plans: list[PeriodPlan],
+    priors: list[ProfilePrior | None],
+    starts: list[object],
+    delta: float | None = None,
 ) -> list[dict]:
-    """``DataFrame.attrs["plan"]``: one dict per period."""
+    """``DataFrame.attrs["plan"]``: one dict per period.
+
+    A Gaussian period's budget is ρ (zCDP); ``epsilon_dp`` is its (ε, δ) conversion
+    (Bun and Steinke 2016, Prop. 1.3) at the user's δ.
+    """
     out = []
     for i, (plan, prior) in enumerate(zip(plans, priors, strict=True)):
         rec = {"period": i, "start": str(starts[i]), **plan.record()}
+        if plan.noise == "gaussian" and delta is not None:
+            rec["epsilon_dp"] = zcdp_to_dp(plan.budget, delta)
         rec["prior_periods"] = 0 if prior is None else prior.n_periods
         rec["prior_sd"] = None if prior is None else float(np.sqrt(prior.variance[:, 0]).mean())
         out.append(rec)
@@ -485,7 +494,7 @@ def release_auto(
     )
     est_tail = measured[n_full].values if len(measured) > n_full else None
     starts = [sf.index[i * w] for i in range(len(plans))]
-    out.attrs["plan"] = records(plans, priors, starts)
+    out.attrs["plan"] = records(plans, priors, starts, delta)
     out.attrs["measurements"] = from_periods(est_full, est_tail)
     out.attrs["plan_config"] = {
         "epsilon": epsilon, "delta": delta, "alpha": alpha, "w": w, "noise": noise,

@@ -117,6 +117,7 @@ def test_gaussian_noise_is_accounted_in_zcdp():
     )
     rho = dp_to_zcdp(1.0, 1e-6)
     assert all(p["noise"] == "gaussian" and p["budget"] <= rho for p in out.attrs["plan"])
+    assert all(p["epsilon_dp"] <= 1.0 for p in out.attrs["plan"])  # (ε, δ) = (1, 1e-6)
     np.testing.assert_allclose(out["total"], out["a"] + out["b"], atol=1e-6)
 
 
