@@ -93,7 +93,8 @@ class PeriodPlan:
     budget: float
     """Budget of the period, all levels: ε (Laplace) or ρ (Gaussian); at most the total."""
     predicted: float
-    """Predicted mean absolute error per value over the target nodes."""
+    """Predicted mean absolute error per value over the target nodes (for the data-independent
+    rule: the noise part only, the interpolation error being unknown)."""
     predicted_nodes: np.ndarray = field(hash=False)
     """(N,) predicted mean absolute error per value of every node."""
     variances: np.ndarray = field(hash=False)
