@@ -24,7 +24,8 @@ Level shares (``--shares``): regional data, ``auto + history`` with ``level_shar
 
 Run: ``python scripts/optstream_defaults.py [--trials 30] [--datasets regional household]``;
 writes ``docs/results/<stem>.csv``, ``optstream_level_shares.csv`` and ``<stem>.md``
-(``--stem``, default ``optstream_defaults``). Seeded runs: an experiment, not a release.
+(``--stem``, default ``optstream_defaults``). ``--first-trial N`` runs trials N.. (other seeds),
+``--merge STEM STEM --stem OUT`` averages runs of equal trial counts into one table. Seeded runs: an experiment, not a release.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def _errors(out: pd.DataFrame, truth: pd.DataFrame, leaves: list[str], root: str
     return float(err[leaves].mean()), float(err[root]), float(err.mean())
 
 
-def main_table(name: str, trials: int, rows: list[dict], start: float) -> None:
+def main_table(name: str, trials: int, rows: list[dict], start: float, first: int = 0) -> None:
     frame, hierarchy, root, leaves, year = _data(name)
     for month, (cur, prev) in MONTHS.items():
         truth = frame.loc[f"{year}-{cur}"][[root, *leaves]]
@@ -99,7 +100,7 @@ def main_table(name: str, trials: int, rows: list[dict], start: float) -> None:
                 _methods(alpha, hierarchy, history).items()
             ):
                 errs, pred, ks = [], [], []
-                for trial in range(trials):
+                for trial in range(first, first + trials):
                     seed = 100_000 * i + 100 * trial + int(alpha)
                     out = release(truth[leaves], seed=seed, **kwargs)
                     errs.append(_errors(out, truth, leaves, root))
@@ -212,11 +213,25 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="*", default=["regional", "household"])
     parser.add_argument("--no-shares", action="store_true")
     parser.add_argument("--stem", default="optstream_defaults", help="output file name stem")
+    parser.add_argument("--first-trial", type=int, default=0, help="index of the first trial")
+    parser.add_argument(
+        "--merge", nargs="*", default=None, help="average these stems' CSVs (equal trials)"
+    )
     args = parser.parse_args()
     start = time.perf_counter()
+    if args.merge:
+        parts = [pd.read_csv(OUT / f"{stem}.csv") for stem in args.merge]
+        keys = ["dataset", "month", "alpha/eps", "method"]
+        merged = pd.concat(parts).groupby(keys, sort=False).mean(numeric_only=True).reset_index()
+        merged["trials"] = sum(p.set_index(keys)["trials"] for p in parts).to_numpy()
+        merged.to_csv(OUT / f"{args.stem}.csv", index=False, float_format="%.6g")
+        text = _markdown(merged, None, int(merged["trials"].max()))
+        (OUT / f"{args.stem}.md").write_text(text + "\n")
+        print(text)
+        return
     rows: list[dict] = []
     for name in args.datasets:
-        main_table(name, args.trials, rows, start)
+        main_table(name, args.trials, rows, start, args.first_trial)
     table = pd.DataFrame(rows, columns=["dataset", "method"] if not rows else None)
     OUT.mkdir(parents=True, exist_ok=True)
     if rows:

@@ -33,6 +33,7 @@ import numpy as np
 
 from mechanisms import Budget, BudgetLedger, ParameterError, bit_source
 from mechanisms.core._random import BitSource
+from mechanisms.core._validation import check_positive, check_probability
 from mechanisms.optstream._estimates import perturb_noise
 from mechanisms.optstream._sampling import interpolation_matrix
 from mechanisms.wevent._gaussian import gaussian_window_noise, zcdp_to_dp
@@ -438,6 +439,11 @@ def release_auto(
     epsilon: float,
     alpha: float,
     w: int,
+    sampling: str | None,
+    theta: float | None,
+    weights: str,
+    features: object,
+    shares: object,
     delta: float | None,
     noise: str,
     target: str,
@@ -458,6 +464,18 @@ def release_auto(
     from ._frames import from_periods, prepare_frame, to_periods
 
     owner = "release_optstream"
+    fixed = {"features": features, "shares": shares, "theta": theta}
+    bad = [name for name, val in fixed.items() if val is not None]
+    if sampling not in (None, "equal") or weights != "variance" or bad:
+        raise ParameterError(
+            f"The 'k' parameter of {owner} is 'auto', which plans equally spaced samples "
+            "without feature queries and its own weights; 'sampling' (other than 'equal'), "
+            f"'weights', 'features', 'shares' and 'theta' need an int k. "
+            f"Got {bad or ['sampling/weights']}."
+        )
+    alpha = check_positive(alpha, "alpha", owner)
+    if delta is not None:
+        delta = check_probability(delta, "delta", owner, closed_low=False)
     sf = prepare_frame(frame, owner=owner, hierarchy=hierarchy)
     cfg = _config(
         epsilon=epsilon, alpha=alpha, w=w, delta=delta, noise=noise, target=target,

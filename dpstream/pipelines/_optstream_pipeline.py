@@ -18,6 +18,7 @@ from mechanisms.optstream._estimates import (
 )
 from postproc import FeatureSet, Hierarchy, bias_aware_variances, project_consistent
 
+from ._autoplan import release_auto
 from ._frames import from_periods, prepare_frame, to_periods, value_neighbours
 
 __all__ = ["OPTSTREAM_WEIGHTS", "release_optstream"]
@@ -121,27 +122,6 @@ def _feature_set(features: object, w: int) -> FeatureSet:
             f"Got a FeatureSet of w = {fs.w}."
         )
     return fs
-
-
-def _release_auto(frame: object, *, sampling, weights, features, shares, theta, **kw):
-    """``k="auto"``: check the fixed-k-only options are unset, then plan period by period."""
-    from mechanisms.core._validation import check_probability
-
-    from ._autoplan import release_auto
-
-    fixed = {"features": features, "shares": shares, "theta": theta}
-    bad = [name for name, val in fixed.items() if val is not None]
-    if sampling not in (None, "equal") or weights != "variance" or bad:
-        raise ParameterError(
-            f"The 'k' parameter of {_OWNER} is 'auto', which plans equally spaced samples "
-            "without feature queries and its own weights; 'sampling' (other than 'equal'), "
-            f"'weights', 'features' and 'shares' need an int k. Got {bad or ['sampling/weights']}."
-        )
-    alpha = check_positive(kw.pop("alpha"), "alpha", _OWNER)
-    delta = kw.pop("delta")
-    if delta is not None:
-        delta = check_probability(delta, "delta", _OWNER, closed_low=False)
-    return release_auto(frame, alpha=alpha, delta=delta, **kw)
 
 
 def release_optstream(
@@ -286,7 +266,7 @@ def release_optstream(
     eps = check_positive(epsilon, "epsilon", _OWNER)
     w = check_integer(w, "w", _OWNER)
     if isinstance(k, str) and k == "auto":
-        return _release_auto(
+        return release_auto(
             frame, epsilon=eps, w=w, sampling=sampling, theta=theta, hierarchy=hierarchy,
             alpha=alpha, seed=seed, weights=weights, features=features, shares=shares, delta=delta,
             noise=noise, target=target, level_shares=level_shares, prior=prior, history=history,
