@@ -60,7 +60,7 @@ def test_plans_and_release_are_recomputed_from_the_measurements_alone():
     # ... and so is the released frame.
     meas = out.attrs["measurements"]
     measured = [
-        ap._as_measurement(meas[i * 48 : (i + 1) * 48].T, p, cfg) for i, p in enumerate(plans)
+        ap.as_measurement(meas[i * 48 : (i + 1) * 48].T, p, cfg) for i, p in enumerate(plans)
     ]
     released = ap.post_process_periods(measured, plans, priors, sf.hierarchy)
     np.testing.assert_allclose(np.concatenate([r.T for r in released]), out.to_numpy(), atol=1e-9)
@@ -77,7 +77,7 @@ def test_changed_earlier_private_values_with_the_same_measurements_change_nothin
     periods = to_periods(of.values, 48)
 
     def same_measurements(i, vals, plan):
-        return ap._as_measurement(meas[i * 48 : (i + 1) * 48].T, plan, cfg)
+        return ap.as_measurement(meas[i * 48 : (i + 1) * 48].T, plan, cfg)
 
     _, plans, priors = ap.run_periods(
         periods.full, periods.tail, cfg, history=None, measure=same_measurements
