@@ -178,9 +178,7 @@ def _sample_variance(noise: str, k: int, alpha: float, budget: float) -> float:
     return alpha * alpha * k / (2.0 * budget)  # zCDP: σ² = Δ₂²/(2ρ), Δ₂ = α√k
 
 
-def _node_errors(
-    v: np.ndarray, matrix: np.ndarray, node_level: np.ndarray, active: np.ndarray
-) -> np.ndarray:
+def _node_errors(v: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     """Predicted mean |error| per node (C, N) from pre-projection variances v (C, N, r)."""
     c, n, r = v.shape
     n_leaves = matrix.shape[1]
@@ -194,7 +192,6 @@ def _node_errors(
         p + 1e-12 * np.eye(n_leaves) * np.trace(p, axis1=2, axis2=3)[..., None, None]
     )
     var = np.einsum("nl,ctlm,nm->cnt", matrix, cov, matrix, optimize=True)
-    del node_level, active
     return _SQRT_2_PI * np.sqrt(np.maximum(var, 0.0)).mean(axis=2)
 
 
@@ -312,7 +309,7 @@ def plan_period(
                 ]
             )  # (C, N)
             v = svar[:, :, None] * m2[None, None, :] + bias[None]
-            err = _node_errors(v, matrix, node_level, tmask)  # (C, N)
+            err = _node_errors(v, matrix)  # (C, N)
             score = err[:, tmask].mean(axis=1)
             i = int(np.nanargmin(score))
             if best is None or score[i] < best.predicted:

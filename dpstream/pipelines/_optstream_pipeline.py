@@ -251,6 +251,10 @@ def release_optstream(
     makes that worst case ε (equally spaced: (0, ε, ε)/(2h)); see ``mechanisms.optstream``.
     The ledger is charged ε/h per level before any noise is drawn; post-processing, its
     weights included, is free (Theorem 3).
+    With ``k="auto"`` the ledger is charged ε (and δ) once; the levels get the planned shares
+    and each period a budget that keeps every window of w steps, including windows straddling
+    two differently planned periods, within ε (``planner.window_budget``); the plans and the
+    prior read only earlier measurements and public history (``dpstream.pipelines._autoplan``).
 
     Examples
     --------
