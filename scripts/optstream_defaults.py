@@ -25,7 +25,8 @@ Level shares (``--shares``): regional data, ``auto + history`` with ``level_shar
 Run: ``python scripts/optstream_defaults.py [--trials 30] [--datasets regional household]``;
 writes ``docs/results/<stem>.csv``, ``optstream_level_shares.csv`` and ``<stem>.md``
 (``--stem``, default ``optstream_defaults``). ``--first-trial N`` runs trials N.. (other seeds),
-``--merge STEM STEM --stem OUT`` averages runs of equal trial counts into one table. Seeded runs: an experiment, not a release.
+``--merge STEM STEM --stem OUT`` averages runs of equal trial counts into one table.
+Seeded runs: an experiment, not a release.
 """
 
 from __future__ import annotations
