@@ -14,6 +14,8 @@ References: see :mod:`mechanisms` ([PAK19], [NRS07], [CSS11]).
 from ._objective import BETA_KEYS, ErrorTerms, PakObjective, bt_error
 from ._optstream_plan import OptStreamPlan, plan_optstream
 from ._pak_plan import METHODS, PakPlan, plan_pak, solve_pak
+from ._roughness import RoughnessStats, kriging_bias, period_roughness, variogram
+from ._stream_plan import PeriodPlan, plan_period, rule_k, share_grid, window_budget
 from ._sweeps import (
     PredictedVsRealised,
     pak_table,
@@ -32,6 +34,16 @@ from ._time_lag import (
 from ._tops_plan import TopsError, TopsPlan, plan_tops, tops_range_error
 
 __all__ = [
+    # _stream_plan, _roughness (in-stream planning from released periods, issue 13)
+    "PeriodPlan",
+    "RoughnessStats",
+    "kriging_bias",
+    "period_roughness",
+    "plan_period",
+    "rule_k",
+    "share_grid",
+    "variogram",
+    "window_budget",
     # _optstream_plan (OptStream k from history)
     "OptStreamPlan",
     "plan_optstream",

@@ -19,6 +19,7 @@ from ._cvx import OSQP_SETTINGS
 from ._fast import MAX_DENSE_SIZE
 from ._features import FeatureSet
 from ._hierarchy import Hierarchy
+from ._prior import ProfilePrior, merge_prior, profile_prior
 from ._project import ConsistentRelease, project_consistent
 from ._weights import bias_aware_variances, interpolation_bias_variance
 
@@ -28,7 +29,10 @@ __all__ = [
     "ConsistentRelease",
     "FeatureSet",
     "Hierarchy",
+    "ProfilePrior",
     "bias_aware_variances",
     "interpolation_bias_variance",
+    "merge_prior",
+    "profile_prior",
     "project_consistent",
 ]

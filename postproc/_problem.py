@@ -28,6 +28,7 @@ from mechanisms import DomainError, ParameterError
 
 from ._features import FeatureSet
 from ._hierarchy import Hierarchy
+from ._prior import merge_prior
 
 __all__ = ["Problem", "build_problem"]
 
@@ -292,11 +293,61 @@ def build_problem(
     features: object,
     weights: object = None,
     variances: object = None,
+    prior_mean: object = None,
+    prior_variances: object = None,
     owner: str = "project_consistent",
 ) -> Problem:
-    """Validate every input and return the batch of per-period problems."""
+    """Validate every input and return the batch of per-period problems.
+
+    A prior on the singletons (``prior_mean``, ``prior_variances``, both (N, w) or (B, N, w))
+    is folded into the estimates and weights (:func:`postproc._prior.merge_prior`): one more
+    weighted term of O1, the same optimum.
+    """
     _check_tree_inputs(hierarchy, features, owner)
     assert isinstance(hierarchy, Hierarchy) and isinstance(features, FeatureSet)
     est = _as_estimates(estimates, hierarchy, features, owner)
     wts = _as_weights(weights, variances, est.shape[0], hierarchy, features, owner)
-    return Problem(hierarchy, features, est, wts)
+    if prior_mean is None and prior_variances is None:
+        return Problem(hierarchy, features, est, wts)
+    mean, var = _as_prior(prior_mean, prior_variances, est.shape[0], hierarchy, features, owner)
+    est2, wts2 = merge_prior(est, wts, mean, var)
+    est2.setflags(write=False)
+    wts2.setflags(write=False)
+    return Problem(hierarchy, features, est2, wts2)
+
+
+def _as_prior(
+    prior_mean: object,
+    prior_variances: object,
+    n_periods: int,
+    hierarchy: Hierarchy,
+    features: FeatureSet,
+    owner: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    if prior_mean is None or prior_variances is None:
+        raise ParameterError(
+            f"Give both or neither of the 'prior_mean' and 'prior_variances' parameters of {owner}."
+        )
+    n, w = len(hierarchy.nodes), features.w
+    out = []
+    for name, given in (("prior_mean", prior_mean), ("prior_variances", prior_variances)):
+        try:
+            arr = np.array(given, dtype=np.float64, copy=True)
+        except (TypeError, ValueError):
+            raise ParameterError(
+                f"The {name!r} parameter of {owner} must be a numeric array."
+            ) from None
+        if arr.shape not in ((n, w), (n_periods, n, w)):
+            raise ParameterError(
+                f"The {name!r} parameter of {owner} must have shape (n_nodes, w) = ({n}, {w}) "
+                f"or (n_periods, n_nodes, w). Got {arr.shape} instead."
+            )
+        ok = np.isfinite(arr) & ((arr > 0) if name == "prior_variances" else True)
+        if not ok.all():
+            raise ParameterError(
+                f"The {name!r} parameter of {owner} must hold finite "
+                f"{'floats in (0, inf)' if name == 'prior_variances' else 'numbers'}; "
+                f"{int((~ok).sum())} entries are not."
+            )
+        out.append(arr)
+    return out[0], out[1]

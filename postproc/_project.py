@@ -115,6 +115,8 @@ def project_consistent(
     features: FeatureSet | None = None,
     weights: object = None,
     variances: object = None,
+    prior_mean: object = None,
+    prior_variances: object = None,
     method: str = "fast",
     max_iter: int = 1000,
     osqp_settings: Mapping[str, object] | None = None,
@@ -145,6 +147,11 @@ def project_consistent(
         (n_periods, n_nodes, n_parts), or variances (weights are ``1/variances``: the BLUE).
         Default: the paper's ``λ_i = 1/m_i`` with ``m_i`` the number of parts of feature
         ``F_i`` ([FV19] Alg. 4, O1), the same for every node.
+    prior_mean, prior_variances
+        Optional forecast ``f`` of every node's steps and its error variance ``τ²`` (> 0),
+        each (n_nodes, w) or (n_periods, n_nodes, w): adds ``Σ_{a,t} (ẋ[a,t] − f[a,t])²/τ²``
+        to O1 (:mod:`postproc._prior`, e.g. :func:`postproc.profile_prior`). Reported
+        objectives then include it up to a constant.
     method
         ``"fast"`` (exact two-pass tree solves + active set, linear in the number of nodes,
         see Notes), ``"cvxpy"`` (cvxpy + OSQP, the general reference path) or ``"dense"``
@@ -218,6 +225,8 @@ def project_consistent(
         features=features,
         weights=weights,
         variances=variances,
+        prior_mean=prior_mean,
+        prior_variances=prior_variances,
         owner=owner,
     )
     start = time.perf_counter()

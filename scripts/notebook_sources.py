@@ -255,7 +255,7 @@ common = dict(epsilon=1.0, alpha=50.0, hierarchy=hierarchy)
 releases = {
     "OptStream (planned k)": dpstream.release_optstream(leaves, seed=1, **plan.release_parameters(),
                                                         **common),
-    "OptStream (L1, k = 10)": dpstream.release_optstream(leaves, seed=2, **common),
+    "OptStream (L1, k = 10)": dpstream.release_optstream(leaves, k=10, seed=2, **common),
     "Laplace": dpstream.release_laplace(leaves, seed=3, **common),
     "DFT": dpstream.release_dft(leaves, seed=4, **common),
     "PeGaSus": dpstream.release_pegasus(leaves, seed=5, **common),

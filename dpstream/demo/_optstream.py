@@ -39,7 +39,7 @@ def release_hierarchy_methods(
     planned = plan.release_parameters()
     return {
         METHODS[0]: release_optstream(leaves, seed=seed, **planned, **common),
-        METHODS[1]: release_optstream(leaves, sampling="l1", seed=seed + 1, **common),
+        METHODS[1]: release_optstream(leaves, k=10, sampling="l1", seed=seed + 1, **common),
         METHODS[2]: release_laplace(leaves, seed=seed + 2, **common),
         METHODS[3]: release_dft(leaves, seed=seed + 3, **common),
         METHODS[4]: release_pegasus(leaves, seed=seed + 4, **common),

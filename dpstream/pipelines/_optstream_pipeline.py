@@ -11,6 +11,7 @@ from mechanisms.core._validation import check_integer, check_positive
 from mechanisms.optstream._estimates import OPTSTREAM_SAMPLINGS, optstream_split
 from postproc import FeatureSet
 
+from ._autoplan import release_auto
 from ._frames import prepare_frame, to_periods, value_neighbours
 from ._period import PeriodSpec, _post_process, release_block, release_periods  # noqa: F401
 from ._privacy import attach_record, charge_release, check_ledger, release_record
@@ -40,8 +41,8 @@ def release_optstream(
     *,
     epsilon: float,
     w: int = 48,
-    k: int = 10,
-    sampling: str = "l1",
+    k: int | str = "auto",
+    sampling: str | None = None,
     theta: float | None = None,
     hierarchy: object = None,
     alpha: float = 1.0,
@@ -50,6 +51,12 @@ def release_optstream(
     features: object = None,
     shares: Sequence[float] | None = None,
     ledger: BudgetLedger | None = None,
+    delta: float | None = None,
+    noise: str = "laplace",
+    target: str = "all",
+    level_shares: object = None,
+    prior: bool = True,
+    history: object = None,
 ) -> pd.DataFrame:
     """Release load streams with OptStream: consistent, non-negative, (w, α)-private.
 
@@ -68,11 +75,18 @@ def release_optstream(
         Privacy loss ε > 0 of the whole release (every window of w steps, all levels).
     w : int, default 48
         Period length and privacy window (48 half-hours = one day).
-    k : int, default 10
-        Samples per period, 1 <= k <= w ([FV19] §6: 10; k = w is the Laplace mechanism plus
-        post-processing). The best k falls as α/ε grows (``docs/results``).
-    sampling : {"l1", "equal"}, default "l1"
+    k : int or "auto", default "auto"
+        ``"auto"``: every period is planned from the periods already released in this call
+        (and ``history``), free post-processing (``dpstream.pipelines._autoplan``): k among
+        1, 2, 3, 4, 6, 8, 12, 16, 24, 32, w (equally spaced samples, no feature queries), the
+        noise, the level shares, with the predicted error in ``attrs["plan"]``; the first
+        period uses the data-independent rule ``planner.rule_k`` (k = 6 for w = 48); a prior
+        from earlier released periods enters Algorithm 4. An int: samples per period,
+        1 <= k <= w ([FV19] §6: 10; k = w is the Laplace mechanism plus post-processing).
+    sampling : {"l1", "equal"}, optional
         The L1/SVT adaptive sampler ([FV19] Algorithm 3) or equally spaced samples (free).
+        Default "l1" for an int k (the paper's setting: ``k=10, sampling="l1"``); "auto"
+        plans equally spaced samples (None or "equal" only).
     theta : float, optional
         Public SVT threshold θ of the L1 sampler, compared with the L1 interpolation score of a
         segment summed over the nodes of one level (data units × steps); must not be derived
@@ -108,6 +122,15 @@ def release_optstream(
         The accountant charged ``epsilon`` under ``WAlphaIndistinguishability(w, alpha)``
         after validation and before any draw (e.g. :class:`dpstream._ledger.SQLiteLedger`);
         None: a fresh ledger of exactly ``epsilon``.
+    delta, noise, target, level_shares, prior, history
+        ``k="auto"`` only. ``noise``: "laplace" (ε-DP), "gaussian" (discrete Gaussian under
+        ρ-zCDP, converted to (ε, δ); needs ``delta``) or "auto" (the planner compares them at
+        the user's δ; Laplace without δ). ``target``: "leaves", "root" or "all", the nodes
+        whose predicted error the level shares minimise. ``level_shares``: None (planned),
+        "equal" (ε/h each), "bottom-up" (everything on the leaves) or h floats. ``prior``:
+        combine each period with the mean profile of earlier released periods (empirical
+        Bayes, ``postproc.profile_prior``). ``history``: a frame with the same columns the user
+        declares public (or already released), read by the planner and the prior.
 
     Returns
     -------
@@ -147,6 +170,10 @@ def release_optstream(
     The accountant (``ledger``) is charged ε under WAlphaIndistinguishability(w, α) before any
     noise is drawn (the per-level split ε/h is checked to fit ε); post-processing, its
     weights included, is free (Theorem 3).
+    With ``k="auto"`` the ledger is charged ε (and δ) once; the levels get the planned shares
+    and each period a budget that keeps every window of w steps, including windows straddling
+    two differently planned periods, within ε (``planner.window_budget``); the plans and the
+    prior read only earlier measurements and public history (``dpstream.pipelines._autoplan``).
 
     Examples
     --------
@@ -161,7 +188,15 @@ def release_optstream(
     """
     eps = check_positive(epsilon, "epsilon", _OWNER)
     w = check_integer(w, "w", _OWNER)
+    if isinstance(k, str) and k == "auto":
+        return release_auto(
+            frame, epsilon=eps, w=w, sampling=sampling, theta=theta, hierarchy=hierarchy,
+            alpha=alpha, seed=seed, weights=weights, features=features, shares=shares, delta=delta,
+            noise=noise, target=target, level_shares=level_shares, prior=prior, history=history,
+            ledger=check_ledger(ledger, _OWNER),
+        )  # fmt: skip
     k = check_integer(k, "k", _OWNER, minimum=1, maximum=w)
+    sampling = "l1" if sampling is None else sampling
     if sampling not in OPTSTREAM_SAMPLINGS:
         raise ParameterError(
             f"The 'sampling' parameter of {_OWNER} must be one of {OPTSTREAM_SAMPLINGS}. "

@@ -8,10 +8,15 @@ from ._baselines import (
     WEventPegasus,
     dft_coefficient_count,
 )
+from ._gaussian import dp_to_zcdp, gaussian_gain, gaussian_window_noise, zcdp_to_dp
 
 __all__ = [
     "WEventDFT",
     "WEventLaplace",
     "WEventPegasus",
     "dft_coefficient_count",
+    "dp_to_zcdp",
+    "gaussian_gain",
+    "gaussian_window_noise",
+    "zcdp_to_dp",
 ]

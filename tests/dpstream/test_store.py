@@ -110,7 +110,7 @@ def test_a_store_period_is_release_period_of_its_values(tmp_path):
     frame = loads(1)
     with ReleaseStore(tmp_path / "s.db") as store:
         got = store.release_optstream(frame, epsilon=1.0, hierarchy=H, seed=3)
-    ref = release_optstream(frame, epsilon=1.0, hierarchy=H, seed=period_bits(3, 0))
+    ref = release_optstream(frame, epsilon=1.0, hierarchy=H, k=10, seed=period_bits(3, 0))
     pd.testing.assert_frame_equal(got, ref)
 
 

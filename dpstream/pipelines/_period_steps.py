@@ -1,0 +1,197 @@
+"""The period-level steps of ``release_optstream(k="auto")``: measure a period, post-process.
+
+:func:`measure_period` is the only step that reads private values (sample, perturb,
+reconstruct every level, [FV19] Alg. 2); :func:`as_measurement` rebuilds the same
+:class:`Measurement` from published estimates and a public plan, which is how
+``_autoplan.replan`` shows that planning is post-processing; :func:`post_process_periods` is
+Algorithm 4 with the planner's variances and the prior (free). See ``_autoplan`` for the
+method and the privacy argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mechanisms.core._random import BitSource
+from mechanisms.optstream._estimates import perturb_noise
+from mechanisms.optstream._sampling import interpolation_matrix
+from mechanisms.wevent._gaussian import gaussian_window_noise
+from planner._stream_plan import PeriodPlan
+from postproc import FeatureSet, Hierarchy, project_consistent
+from postproc._prior import ProfilePrior
+
+__all__ = [
+    "AutoConfig",
+    "Measurement",
+    "as_measurement",
+    "history_measurements",
+    "measure_period",
+    "post_process_periods",
+]
+
+_UNMEASURED = 1e8  # variance multiplier for nodes of a level with share 0 (no estimate)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AutoConfig:
+    """Public, data-independent settings of one auto-planned release."""
+
+    epsilon: float
+    alpha: float
+    w: int
+    delta: float | None
+    noise: str
+    target: str
+    level_shares: object
+    matrix: np.ndarray = field(hash=False)
+    levels: tuple[np.ndarray, ...] = field(hash=False)
+    leaf_nodes: np.ndarray = field(hash=False)
+    use_prior: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Measurement:
+    """Released estimates of one period (outputs of the private step) and their noise."""
+
+    values: np.ndarray = field(hash=False)
+    """(N, r) reconstructed estimates x̃ of every node (aggregates of share-0 levels: summed)."""
+    noise: np.ndarray = field(hash=False)
+    """(N, r) noise variance of each estimate."""
+    sampled: np.ndarray = field(hash=False)
+    """(N, r) True at the sampled steps (unbiased estimates)."""
+
+
+def _level_noise(plan: PeriodPlan, cfg: AutoConfig, k: int, share: float, n_nodes: int):
+    budget = plan.budget * share
+    if plan.noise == "laplace":
+        return perturb_noise(k=k, alpha=cfg.alpha, epsilon=budget, n_nodes=n_nodes)
+    return gaussian_window_noise(k=k, alpha=cfg.alpha, rho=budget, n_nodes=n_nodes)
+
+
+def measure_period(
+    values: np.ndarray, plan: PeriodPlan, cfg: AutoConfig, *, bits: BitSource
+) -> Measurement:
+    """The private step of one period: sample, perturb, reconstruct every level ([FV19] Alg. 2).
+
+    ``values`` (N, r) holds every node's true values (aggregates included). Levels with share
+    0 are not measured; their nodes get the sum of their leaves' estimates.
+    """
+    n, r = values.shape
+    pos = plan.positions(r)
+    mask = np.zeros((1, r), dtype=bool)
+    mask[0, pos] = True
+    m = interpolation_matrix(mask)[0]  # (r, r)
+    est = np.full((n, r), np.nan)
+    for li, nodes in enumerate(cfg.levels):
+        share = plan.shares[li]
+        if share <= 0:
+            continue
+        noise = _level_noise(plan, cfg, pos.size, share, len(nodes))
+        noisy = noise.release(values[np.ix_(nodes, pos)], bits)  # [FV19 §3.2], (n_l, k)
+        est[nodes] = noisy @ m[:, pos].T  # [FV19 §3.3]: x̃ = M y
+    missing = np.isnan(est[:, 0])
+    if missing.any():  # share-0 aggregates: the sum of their leaves' estimates
+        est[missing] = cfg.matrix[missing] @ est[cfg.leaf_nodes]
+    return as_measurement(est, plan, cfg)
+
+
+def post_process_periods(
+    measured: list[Measurement],
+    plans: list[PeriodPlan],
+    priors: list[ProfilePrior | None],
+    hierarchy: Hierarchy | None,
+) -> list[np.ndarray]:
+    """Algorithm 4 for each period (all full periods in one call): released (N, r) values.
+
+    Weights are inverse predicted error variances (noise plus predicted interpolation error);
+    nodes of a level with share 0 get a negligible weight; the prior is one more weighted term.
+    Free: reads measurements, plans and priors only.
+    """
+    out: list[np.ndarray] = []
+    by_len: dict[int, list[int]] = {}
+    for i, m in enumerate(measured):
+        by_len.setdefault(m.values.shape[1], []).append(i)
+    result: dict[int, np.ndarray] = {}
+    for r, idx in by_len.items():
+        c = np.stack([measured[i].values for i in idx])
+        v = np.stack([plans[i].variances[:, :r] for i in idx])
+        finite = np.isfinite(v)
+        big = np.nanmax(np.where(finite, v, np.nan)) * _UNMEASURED
+        v = np.where(finite, np.maximum(v, 1e-12 * big / _UNMEASURED), big)
+        has_prior = [priors[i] is not None for i in idx]
+        pm = pv = None
+        if any(has_prior):
+            pm = np.stack(
+                [
+                    priors[i].mean[:, :r] if priors[i] is not None else c[j]
+                    for j, i in enumerate(idx)
+                ]
+            )
+            pv = np.stack(
+                [
+                    priors[i].variance[:, :r]
+                    if priors[i] is not None
+                    else np.full_like(c[j], big * 1e4)
+                    for j, i in enumerate(idx)
+                ]
+            )
+        if hierarchy is None:
+            x = c
+            if pm is not None:
+                x = (c / v + pm / pv) / (1.0 / v + 1.0 / pv)
+            res = np.maximum(x, 0.0)
+        else:
+            fs = FeatureSet.from_breaks(r, [])
+            res = project_consistent(
+                c, hierarchy=hierarchy, features=fs, variances=v, prior_mean=pm, prior_variances=pv
+            ).values
+        for j, i in enumerate(idx):
+            result[i] = res[j]
+    for i in range(len(measured)):
+        out.append(result[i])
+    return out
+
+
+def history_measurements(history: np.ndarray | None, w: int) -> list[Measurement]:
+    """Public history (T, N) cut into whole periods, as noise-free measurements."""
+    if history is None:
+        return []
+    n_full = history.shape[0] // w
+    out = []
+    for p in range(n_full):
+        vals = history[p * w : (p + 1) * w].T.copy()
+        out.append(
+            Measurement(
+                values=vals,
+                noise=np.zeros_like(vals),
+                sampled=np.ones(vals.shape, dtype=bool),
+            )
+        )
+    return out
+
+
+def as_measurement(est: np.ndarray, plan: PeriodPlan, cfg: AutoConfig) -> Measurement:
+    """The :class:`Measurement` of published estimates under a (public) plan."""
+    n, r = est.shape
+    pos = plan.positions(r)
+    k = pos.size
+    mask = np.zeros((1, r), dtype=bool)
+    mask[0, pos] = True
+    m = interpolation_matrix(mask)[0]
+    mmt = m @ m.T
+    var_sample = np.full(n, np.nan)
+    for li, nodes in enumerate(cfg.levels):
+        if plan.shares[li] > 0:
+            var_sample[nodes] = _level_noise(plan, cfg, k, plan.shares[li], len(nodes)).variance
+    missing = np.isnan(var_sample)
+    if missing.any():
+        var_sample[missing] = cfg.matrix[missing] @ var_sample[cfg.leaf_nodes]
+    sampled = np.zeros((n, r), dtype=bool)
+    sampled[:, pos] = True
+    return Measurement(
+        values=np.array(est, dtype=np.float64),
+        noise=var_sample[:, None] * np.diag(mmt)[None, :],
+        sampled=sampled,
+    )

@@ -1,0 +1,136 @@
+"""Roughness of a stream from released (noisy) periods: a variogram with the noise taken out.
+
+OptStream's error has two parts ([FV19] §4): the noise of the k perturbed samples and the error
+of linear interpolation between them. The second depends on the data. :mod:`planner._stream_plan`
+predicts it from the *variogram* of the stream within a period,
+
+    γ(h) = ½ E[(x_{t+h} − x_t)²],      h = 0 .. w − 1,
+
+because the mean squared error of any interpolation ``x̂_t = Σ_i a_i x_i`` with ``Σ a_i = 1`` is
+(ordinary-kriging identity for processes with stationary increments; Cressie 1993, §3.2)
+
+    E[(x_t − Σ_i a_i x_i)²] = 2 Σ_i a_i γ(|i − t|) − Σ_ij a_i a_j γ(|i − j|).
+
+The variogram is estimated from values the planner may read for free: periods *already
+released* (post-processing, [FV19] Theorem 3) or a history the user declares public. Only
+*measured* steps are used: the samples of a released period, whose noise is independent with a
+variance ``s²`` known from the (public) plan, and every step of public history. A pair of them
+at lag h gives
+
+    E[(ỹ_j − ỹ_i)²] = 2γ(h) + s_i² + s_j²,
+
+so the known noise part is subtracted (the released data's noise taken out of the roughness
+estimate). Interpolated steps are smoother than the data at every lag and are left out.
+
+A period released with k samples shows a few lags only, each from pairs at the same times of
+day (a biased view of a daily cycle); :func:`variogram` then falls back to a random walk
+reaching the measured long-lag level (the sill) at lag w/2: rougher at short lags than any
+smooth curve (for which γ grows like h²), so an unmeasured scale is never assumed smooth and
+the planner does not lock itself into few samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["RoughnessStats", "kriging_bias", "period_roughness", "variogram"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoughnessStats:
+    """Sufficient statistics of the variogram of one or more periods (sums, not means)."""
+
+    squares: np.ndarray = field(hash=False)
+    """(N, w): Σ over periods and t of (x̂_{t+h} − x̂_t)², per node and lag h."""
+    noise: np.ndarray = field(hash=False)
+    """(N, w): Σ of the known noise part of those squares."""
+    counts: np.ndarray = field(hash=False)
+    """(w,): number of (period, t) pairs summed at each lag (0 where no period resolves h)."""
+
+    def __add__(self, other: RoughnessStats) -> RoughnessStats:
+        return RoughnessStats(
+            squares=self.squares + other.squares,
+            noise=self.noise + other.noise,
+            counts=self.counts + other.counts,
+        )
+
+
+def period_roughness(
+    values: np.ndarray, noise: np.ndarray | None = None, sampled: np.ndarray | None = None
+) -> RoughnessStats:
+    """Variogram statistics of one released (or public) period, from its measured steps only.
+
+    Parameters
+    ----------
+    values
+        (N, w) released estimates of every node.
+    noise
+        (N, w) noise variance of each estimate (None: public, noise-free); the noise of
+        distinct measured steps is independent.
+    sampled
+        (N, w) True at the steps actually measured (None: every step). Interpolated steps are
+        smoother than the data and are left out: only pairs of measured steps count.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    n, w = x.shape
+    s = np.ones((n, w), dtype=bool) if sampled is None else np.asarray(sampled, dtype=bool)
+    v = np.zeros((n, w)) if noise is None else np.asarray(noise, dtype=np.float64)
+    squares = np.zeros((n, w))
+    noise_sum = np.zeros((n, w))
+    counts = np.zeros(w)
+    for h in range(1, w):
+        both = s[:, h:] & s[:, :-h]  # (N, w - h)
+        if not both[0].any():
+            continue
+        d = x[:, h:] - x[:, :-h]
+        squares[:, h] = np.where(both, d * d, 0.0).sum(axis=1)
+        noise_sum[:, h] = np.where(both, v[:, h:] + v[:, :-h], 0.0).sum(axis=1)
+        counts[h] = both[0].sum()
+    return RoughnessStats(squares=squares, noise=noise_sum, counts=counts)
+
+
+def variogram(stats: RoughnessStats) -> np.ndarray | None:
+    """γ(h) (N, w) from :func:`period_roughness` statistics; None if no lag is measured.
+
+    With most lags up to w/2 measured (public history, or periods with many samples), the
+    empirical variogram, interpolated linearly over unmeasured lags. Otherwise (few samples:
+    only a handful of lags, each from pairs at fixed times of day) a one-parameter model: a
+    random walk reaching the *sill* at lag w/2, ``γ(h) = sill·min(2h/w, 1)``, with the sill the
+    mean measured γ at lags >= w/4 (every lag if none is that long).
+    """
+    resolved = np.flatnonzero(stats.counts > 0)
+    if resolved.size == 0:
+        return None
+    n, w = stats.squares.shape
+    c = stats.counts[resolved]
+    known = np.maximum(0.5 * (stats.squares[:, resolved] - stats.noise[:, resolved]) / c, 0.0)
+    lags = np.arange(w, dtype=np.float64)
+    half = max(w // 2, 1)
+    if np.count_nonzero((resolved >= 1) & (resolved <= half)) >= half // 2:
+        gamma = np.empty((n, w))
+        for i in range(n):
+            gamma[i] = np.interp(lags, resolved.astype(np.float64), known[i])
+        h0 = int(resolved[0])
+        small = lags < h0
+        gamma[:, small] = known[:, :1] * lags[small] / h0  # random-walk extrapolation
+        return np.maximum.accumulate(gamma, axis=1)
+    long = resolved >= w / 4
+    weights = c * long if long.any() else c
+    sill = (known * weights).sum(axis=1) / weights.sum()
+    return sill[:, None] * np.minimum(2.0 * lags / w, 1.0)[None, :]
+
+
+def kriging_bias(gamma: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Mean squared interpolation error per node and step, (N, w), for weights ``m`` (w, w).
+
+    ``m[t]`` are the interpolation weights of step t (rows sum to 1); the module's kriging
+    identity with the variogram ``gamma`` (N, w).
+    """
+    w = m.shape[0]
+    lag = np.abs(np.arange(w)[:, None] - np.arange(w)[None, :])
+    g = gamma[:, lag]  # (N, w, w): γ(|i − j|)
+    first = 2.0 * (m[None] * g).sum(axis=2)
+    second = ((m[None] @ g) * m[None]).sum(axis=2)  # (M Γ Mᵀ)_tt
+    return np.maximum(first - second, 0.0)

@@ -1,0 +1,361 @@
+"""Planning one OptStream period from what is already public: k, noise, level shares, budget.
+
+:func:`plan_period` chooses, for the next w-period of a stream (or hierarchy of streams), the
+number k of equally spaced samples, the noise (Laplace under ε-DP, or the discrete Gaussian
+under zCDP when the user gives a δ), the share of the period's budget each level of the
+hierarchy gets, and it predicts the release's mean absolute error per value. It reads only
+
+* a variogram of the stream (:mod:`planner._roughness`) estimated from periods *already
+  released* (post-processing, [FV19] Theorem 3: free) or from history the user declares public;
+* the plan of the previous period (public), which limits this period's budget (below).
+
+Error model (per node n and step t; [FV19] §4 splits the error the same way)::
+
+    V[n, t] = s²_ℓ(n) · Σ_j M[t, j]²  +  B[n, t]
+
+with ``M`` the interpolation operator of the k samples ([FV19] §3.3), ``s²`` the variance of
+one sample's noise at level ℓ (Laplace: 2(kα/ε_ℓ)², [FV19] Theorem 8; Gaussian: α²k/(2ρ_ℓ),
+:mod:`mechanisms.wevent._gaussian`) and ``B`` the interpolation error predicted from the
+variogram (kriging identity). Algorithm 4 then combines the levels; the prediction uses the
+best linear unbiased combination of the hierarchy at each step (leaves' covariance
+``(Sᵀ V⁻¹ S)⁻¹``, S the aggregation matrix; a level with share 0 contributes nothing), and a
+normal error: mean |error| = √(2/π)·√Var (13% high when the error is one Laplace variable).
+Non-negativity and the prior of :mod:`postproc._prior` only lower the error: not modelled.
+
+Budgets across periods
+----------------------
+Every window of w steps must cost at most the user's budget, including windows straddling two
+periods planned differently. With equally spaced samples a sample of a period released with
+budget E (ε, or ρ for the Gaussian; per level summed) and k samples costs E/k when it changes
+(Laplace: L1 sensitivity kα, scale kα/E; Gaussian: ρ adds over samples). A window starting at
+step s of period p holds the samples of p at steps >= s and those of p + 1 at steps < s, so
+period p + 1 may spend at most
+
+    E_{p+1} = min(E, min_s (E − E_p/k_p · #{j ∈ S_p : j >= s}) · k_{p+1} / #{j ∈ S_{p+1} : j < s}),
+
+which is E when k does not change (every window then holds exactly k samples) and smaller for
+the period after a change. :func:`window_budget` computes it; the planner predicts each
+candidate with its own budget, so a change of k pays for itself or is not made.
+
+The rule without data
+---------------------
+Before anything is released (and without ``history``) no roughness is known. The error model
+then depends on the unknown roughness c (a random walk, γ(h) = c·h) and on α/ε only through
+c/(α/ε)²: α/ε scales out, so a data-independent rule is a function of w (and h) alone.
+:func:`rule_k` takes the k whose worst ratio to the best k is smallest over every roughness
+between the largest at which k = 1 is the best and the smallest at which k = w (Laplace per
+value) is: minimax regret over the range in which the choice of k matters. For w = 48 it is
+k = 6, within a factor 2.6 of the best k over that whole range.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from mechanisms import ParameterError
+from mechanisms.optstream._sampling import interpolation_matrix, sample_equal
+from mechanisms.wevent._gaussian import dp_to_zcdp
+
+from ._roughness import kriging_bias
+
+__all__ = [
+    "NOISES",
+    "TARGETS",
+    "PeriodPlan",
+    "default_candidates",
+    "plan_period",
+    "rule_k",
+    "share_grid",
+    "window_budget",
+]
+
+NOISES = ("laplace", "gaussian")
+TARGETS = ("leaves", "root", "all")
+_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+_MAX_BLUE_LEAVES = 64  # larger hierarchies: the prediction skips the cross-level combination
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PeriodPlan:
+    """The configuration of one period and its predicted error."""
+
+    k: int
+    """Equally spaced samples of the period (k = w: every value, Laplace/Gaussian per value)."""
+    noise: str
+    """``"laplace"`` (ε-DP) or ``"gaussian"`` (ρ-zCDP)."""
+    shares: tuple[float, ...]
+    """Share of the period's budget per level (root level first); sums to 1."""
+    budget: float
+    """Budget of the period, all levels: ε (Laplace) or ρ (Gaussian); at most the total."""
+    predicted: float
+    """Predicted mean absolute error per value over the target nodes (for the data-independent
+    rule: the noise part only, the interpolation error being unknown)."""
+    predicted_nodes: np.ndarray = field(hash=False)
+    """(N,) predicted mean absolute error per value of every node."""
+    variances: np.ndarray = field(hash=False)
+    """(N, r) predicted error variance of each node's estimate before Algorithm 4 (noise plus
+    interpolation error; infinite for a level with share 0)."""
+    sample_variance: np.ndarray = field(hash=False)
+    """(N,) noise variance of one sample of each node (infinite for share 0)."""
+    basis: str
+    """``"rule"`` (nothing known yet), ``"released"`` or ``"history"``."""
+
+    def positions(self, r: int) -> np.ndarray:
+        """Sampled steps of a period of r steps."""
+        return sample_equal(r, self.k)
+
+    def record(self) -> dict:
+        """The plan as plain values for ``DataFrame.attrs["plan"]``."""
+        return {
+            "k": self.k,
+            "noise": self.noise,
+            "shares": list(self.shares),
+            "budget": self.budget,
+            "predicted": self.predicted,
+            "basis": self.basis,
+        }
+
+
+def default_candidates(w: int) -> tuple[int, ...]:
+    """k = 1, 2, 3, 4, 6, 8, 12, 16, 24, 32 and w (those not above w)."""
+    return tuple(sorted({k for k in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, w) if k <= w}))
+
+
+def share_grid(n_levels: int, step: float = 0.1) -> list[tuple[float, ...]]:
+    """Level shares on a simplex grid of ``step``, the leaf level (last) always > 0.
+
+    Includes equal shares 1/h and bottom-up (everything on the leaves).
+    """
+    if n_levels == 1:
+        return [(1.0,)]
+    m = round(1.0 / step)
+    out = {tuple([1.0 / n_levels] * n_levels)}
+    for combo in itertools.product(range(m + 1), repeat=n_levels - 1):
+        rest = m - sum(combo)
+        if rest > 0:
+            out.add(tuple(c / m for c in combo) + (rest / m,))
+    return sorted(out)
+
+
+def window_budget(
+    previous: tuple[np.ndarray, float] | None, positions: np.ndarray, total: float
+) -> float:
+    """The largest budget of the next period keeping every window within ``total`` (Notes).
+
+    Parameters
+    ----------
+    previous
+        (sampled steps of the previous period, its cost per sample E_p/k_p), or None.
+    positions
+        Sampled steps of the next period.
+    total
+        The user's budget per window (ε, or ρ).
+    """
+    if previous is None:
+        return total
+    prev_pos, prev_cost = previous
+    prev_pos = np.sort(np.asarray(prev_pos))
+    pos = np.sort(np.asarray(positions))
+    k = pos.size
+    horizon = max(int(prev_pos.max(initial=0)), int(pos.max(initial=0))) + 1
+    s = np.arange(1, horizon + 1)
+    head = np.searchsorted(pos, s, side="left")  # #{j in S_next: j < s}
+    tail = prev_pos.size - np.searchsorted(prev_pos, s, side="left")  # #{j in S_prev: j >= s}
+    ok = head > 0
+    limits = (total - prev_cost * tail[ok]) * k / head[ok]
+    best = min(total, float(limits.min(initial=total)))
+    return max(best * (1.0 - 1e-12), 0.0)
+
+
+def _sample_variance(noise: str, k: int, alpha: float, budget: float) -> float:
+    if noise == "laplace":
+        return 2.0 * (k * alpha / budget) ** 2  # [FV19 Thm. 8]: scale kα/ε
+    return alpha * alpha * k / (2.0 * budget)  # zCDP: σ² = Δ₂²/(2ρ), Δ₂ = α√k
+
+
+def _node_errors(v: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Predicted mean |error| per node (C, N) from pre-projection variances v (C, N, r)."""
+    c, n, r = v.shape
+    n_leaves = matrix.shape[1]
+    if n == n_leaves or n_leaves > _MAX_BLUE_LEAVES:
+        var = np.where(np.isfinite(v), v, np.nan)
+        return _SQRT_2_PI * np.sqrt(var).mean(axis=2)
+    prec = np.where(np.isfinite(v), 1.0 / np.maximum(v, 1e-300), 0.0)  # (C, N, r)
+    # P = Sᵀ diag(prec) S per candidate and step: (C, r, L, L)
+    p = np.einsum("nl,cnt,nm->ctlm", matrix, prec, matrix, optimize=True)
+    cov = np.linalg.inv(
+        p + 1e-12 * np.eye(n_leaves) * np.trace(p, axis1=2, axis2=3)[..., None, None]
+    )
+    var = np.einsum("nl,ctlm,nm->cnt", matrix, cov, matrix, optimize=True)
+    return _SQRT_2_PI * np.sqrt(np.maximum(var, 0.0)).mean(axis=2)
+
+
+def plan_period(
+    gamma: np.ndarray | None,
+    *,
+    matrix: np.ndarray,
+    levels: list[np.ndarray],
+    epsilon: float,
+    alpha: float,
+    w: int,
+    r: int | None = None,
+    delta: float | None = None,
+    noises: tuple[str, ...] = ("laplace",),
+    target: str = "all",
+    previous: tuple[np.ndarray, float, str] | None = None,
+    candidates: tuple[int, ...] | None = None,
+    shares: list[tuple[float, ...]] | None = None,
+    basis: str = "released",
+) -> PeriodPlan:
+    """Choose k, noise and level shares of one period by their predicted error (module Notes).
+
+    Parameters
+    ----------
+    gamma
+        Variogram (N, w) of every node (:func:`planner._roughness.variogram`), or None before
+        anything is known: then :func:`rule_k` and equal shares.
+    matrix
+        Aggregation matrix (N, L) of the hierarchy (``postproc.Hierarchy.matrix``; identity
+        for independent streams).
+    levels
+        Node indices of each level, root level first, leaves last.
+    epsilon, alpha, w
+        The user's ε per window, α of the (w, α) unit, the period length.
+    r
+        Steps of this period (< w for the tail); default w.
+    delta
+        δ of the user's (ε, δ); required for the Gaussian.
+    noises
+        Noises the planner may choose from (a subset of :data:`NOISES`).
+    target
+        ``"leaves"``, ``"root"`` (the top level) or ``"all"``: the nodes whose mean error is
+        minimised.
+    previous
+        (sampled steps, cost per sample, noise) of the previous period, or None.
+    candidates, shares
+        Candidate k (default :func:`default_candidates`) and level shares (default
+        :func:`share_grid`).
+    basis
+        Label for the record (``"released"`` or ``"history"``).
+
+    Returns
+    -------
+    PeriodPlan
+
+    Notes
+    -----
+    *Privacy*: the plan reads only public values (released periods, declared-public history,
+    earlier plans); it is post-processing and spends nothing.
+    """
+    owner = "plan_period"
+    if target not in TARGETS:
+        raise ParameterError(
+            f"The 'target' parameter of {owner} must be one of {TARGETS}. Got {target!r} instead."
+        )
+    r = w if r is None else r
+    n = matrix.shape[0]
+    node_level = np.empty(n, dtype=np.int64)
+    for li, nodes in enumerate(levels):
+        node_level[nodes] = li
+    h = len(levels)
+    if target == "leaves":
+        tmask = node_level == h - 1
+    elif target == "root":
+        tmask = node_level == 0
+    else:
+        tmask = np.ones(n, dtype=bool)
+    totals = {"laplace": epsilon}
+    if "gaussian" in noises:
+        if delta is None:
+            raise ParameterError(f"The Gaussian noise of {owner} needs a 'delta' in (0, 1).")
+        totals["gaussian"] = dp_to_zcdp(epsilon, delta)
+    if gamma is None:
+        ks = (min(rule_k(w, h), r),) if candidates is None else tuple(candidates)
+        share_list = list(shares) if shares and len(shares) == 1 else [tuple([1.0 / h] * h)]
+        basis = "rule"
+    else:
+        ks = tuple(k for k in (candidates or default_candidates(w)) if k <= r)
+        share_list = shares or share_grid(h)
+    best: PeriodPlan | None = None
+    for noise in noises:
+        if previous is not None and previous[2] != noise:
+            continue  # the noise is fixed for the whole call (accounting in one currency)
+        total = totals[noise]
+        for k in ks:
+            mask = np.zeros((1, r), dtype=bool)
+            pos = sample_equal(r, k)
+            mask[0, pos] = True
+            m = interpolation_matrix(mask)[0]
+            m2 = (m * m).sum(axis=1)  # (r,)
+            prev = None if previous is None else (previous[0], previous[1])
+            budget = window_budget(prev, pos, total)
+            if budget <= 0:
+                continue
+            bias = np.zeros((n, r)) if gamma is None else kriging_bias(gamma[:, :r], m)
+            svar = np.array(
+                [
+                    [
+                        _sample_variance(noise, k, alpha, budget * s[node_level[j]])
+                        if s[node_level[j]] > 0
+                        else np.inf
+                        for j in range(n)
+                    ]
+                    for s in share_list
+                ]
+            )  # (C, N)
+            v = svar[:, :, None] * m2[None, None, :] + bias[None]
+            err = _node_errors(v, matrix)  # (C, N)
+            score = err[:, tmask].mean(axis=1)
+            i = int(np.nanargmin(score))
+            if best is None or score[i] < best.predicted:
+                best = PeriodPlan(
+                    k=int(k),
+                    noise=noise,
+                    shares=tuple(float(x) for x in share_list[i]),
+                    budget=float(budget),
+                    predicted=float(score[i]),
+                    predicted_nodes=err[i],
+                    variances=v[i],
+                    sample_variance=svar[i],
+                    basis=basis,
+                )
+    if best is None:
+        raise ParameterError(f"No candidate of {owner} fits the budget; widen 'candidates'.")
+    return best
+
+
+@lru_cache(maxsize=64)
+def rule_k(w: int, n_levels: int = 1) -> int:
+    """The data-independent k of the first period (module Notes: minimax regret).
+
+    Examples
+    --------
+    >>> rule_k(48)
+    6
+    """
+    ks = default_candidates(w)
+    noise = []
+    bias = []
+    lag = np.arange(w, dtype=np.float64)
+    for k in ks:
+        mask = np.zeros((1, w), dtype=bool)
+        mask[0, sample_equal(w, k)] = True
+        m = interpolation_matrix(mask)[0]
+        noise.append(2.0 * (k * n_levels) ** 2 * (m * m).sum(axis=1))  # α/ε = 1
+        bias.append(kriging_bias(lag[None, :], m)[0])  # random walk, c = 1
+    noise_a, bias_a = np.array(noise), np.array(bias)  # (K, w)
+    cs = np.logspace(-6, 8, 800)
+    err = np.sqrt(noise_a[None] + cs[:, None, None] * bias_a[None]).mean(axis=2)  # (C, K)
+    best = err.min(axis=1)
+    choice = err.argmin(axis=1)
+    fewest = np.flatnonzero(choice == 0)
+    every = np.flatnonzero(choice == len(ks) - 1)
+    lo = int(fewest[-1]) if fewest.size else 0
+    hi = int(every[0]) + 1 if every.size else len(cs)
+    regret = (err[lo:hi] / best[lo:hi, None]).max(axis=0)
+    return int(ks[int(np.argmin(regret))])

@@ -1,0 +1,253 @@
+"""Issue 13's table: the self-planning default of ``release_optstream`` against the baselines.
+
+For the bundled regional hierarchy (2016, national -> 4 regions, kW) and the household
+(2007, total -> 4 sub-meters, Wh per half-hour), for February, June and October (each with the
+previous month as "last month"), each α/ε in {1, 10, 50, 100, 500} (ε = 1) and ``--trials``
+seeded trials, release the month with
+
+* ``auto``: ``release_optstream`` defaults (k="auto": in-stream planning, prior, planned level
+  shares; nothing public);
+* ``auto, no prior``: the same without the prior (what the planner's prediction describes);
+* ``auto + history``: the default given last month as public ``history=``;
+* ``auto + history, Gaussian``: the same with ``noise="auto", delta=1e-6`` (the planner
+  compares the discrete Gaussian under zCDP with Laplace; the guarantee is (1, 1e-6));
+* ``paper (k=10, l1)``: [FV19]'s settings, ε/h per level;
+* ``Laplace``, ``DFT``, ``PeGaSus``: the w-event baselines with their defaults;
+* ``reference``: last month's mean daily profile (true values; uses no current data).
+
+Metric: mean L1 error per value of the leaves (``leaves``) and of the root (``root``); for the
+auto variants also the planner's predicted mean absolute error per value over all nodes
+(mean over periods of ``attrs["plan"][i]["predicted"]``) against the realised one.
+
+Level shares (``--shares``): regional data, ``auto + history`` with ``level_shares`` =
+"equal" (ε/h), "bottom-up", and planned shares for ``target`` = "leaves", "root", "all".
+
+Run: ``python scripts/optstream_defaults.py [--trials 30] [--datasets regional household]``;
+writes ``docs/results/<stem>.csv``, ``optstream_level_shares.csv`` and ``<stem>.md``
+(``--stem``, default ``optstream_defaults``). ``--first-trial N`` runs trials N.. (other seeds),
+``--merge STEM STEM --stem OUT`` averages runs of equal trial counts into one table.
+Seeded runs: an experiment, not a release.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import dpstream
+
+OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
+MONTHS = {"Feb": ("02", "01"), "Jun": ("06", "05"), "Oct": ("10", "09")}
+ALPHAS = (1.0, 10.0, 50.0, 100.0, 500.0)
+
+
+def _data(name: str) -> tuple[pd.DataFrame, dict, str, list[str], str]:
+    if name == "regional":
+        frame, hierarchy, year = dpstream.load_regional(), dpstream.regional_hierarchy(), "2016"
+    else:
+        frame, hierarchy, year = dpstream.load_household(), dpstream.household_hierarchy(), "2007"
+    root = next(iter(hierarchy))
+    return frame, hierarchy, root, list(hierarchy[root]), year
+
+
+def _profile(previous: pd.DataFrame, index: pd.DatetimeIndex, w: int = 48) -> pd.DataFrame:
+    """Last month's mean daily profile repeated over ``index`` (no current data)."""
+    prof = previous.groupby(np.arange(len(previous)) % w).mean()
+    return pd.DataFrame(
+        prof.to_numpy()[np.arange(len(index)) % w], index=index, columns=previous.columns
+    )
+
+
+def _methods(alpha: float, hierarchy: dict, history: pd.DataFrame) -> dict:
+    common = {"epsilon": 1.0, "alpha": alpha, "hierarchy": hierarchy}
+    opt = dpstream.release_optstream
+    return {
+        "auto": (opt, common),
+        "auto, no prior": (opt, {**common, "prior": False}),
+        "auto + history": (opt, {**common, "history": history}),
+        "auto + history, Gaussian": (
+            opt,
+            {**common, "history": history, "noise": "auto", "delta": 1e-6},
+        ),
+        "paper (k=10, l1)": (opt, {**common, "k": 10, "sampling": "l1"}),
+        "Laplace": (dpstream.release_laplace, common),
+        "DFT": (dpstream.release_dft, common),
+        "PeGaSus": (dpstream.release_pegasus, common),
+    }
+
+
+def _errors(out: pd.DataFrame, truth: pd.DataFrame, leaves: list[str], root: str):
+    err = (out[truth.columns] - truth).abs().mean()
+    return float(err[leaves].mean()), float(err[root]), float(err.mean())
+
+
+def main_table(name: str, trials: int, rows: list[dict], start: float, first: int = 0) -> None:
+    frame, hierarchy, root, leaves, year = _data(name)
+    for month, (cur, prev) in MONTHS.items():
+        truth = frame.loc[f"{year}-{cur}"][[root, *leaves]]
+        history = frame.loc[f"{year}-{prev}"][leaves]
+        ref = _profile(frame.loc[f"{year}-{prev}"][[root, *leaves]], truth.index)
+        r_leaf, r_root, r_all = _errors(ref, truth, leaves, root)
+        for alpha in ALPHAS:
+            rows.append(
+                {"dataset": name, "month": month, "alpha/eps": alpha, "method": "reference",
+                 "leaves": r_leaf, "root": r_root, "all": r_all, "trials": 1}
+            )  # fmt: skip
+            for i, (method, (release, kwargs)) in enumerate(
+                _methods(alpha, hierarchy, history).items()
+            ):
+                errs, pred, ks = [], [], []
+                for trial in range(first, first + trials):
+                    seed = 100_000 * i + 100 * trial + int(alpha)
+                    out = release(truth[leaves], seed=seed, **kwargs)
+                    errs.append(_errors(out, truth, leaves, root))
+                    if "plan" in out.attrs:
+                        plans = out.attrs["plan"]
+                        pred.append(float(np.mean([p["predicted"] for p in plans])))
+                        ks.append(float(np.median([p["k"] for p in plans])))
+                e = np.array(errs)
+                rows.append(
+                    {"dataset": name, "month": month, "alpha/eps": alpha, "method": method,
+                     "leaves": e[:, 0].mean(), "root": e[:, 1].mean(), "all": e[:, 2].mean(),
+                     "leaves_sd": e[:, 0].std(ddof=1) if trials > 1 else np.nan,
+                     "predicted_all": np.mean(pred) if pred else np.nan,
+                     "median_k": np.mean(ks) if ks else np.nan, "trials": trials}
+                )  # fmt: skip
+            print(f"{name} {month} α/ε={alpha:g} ({time.perf_counter() - start:.0f} s)", flush=True)
+
+
+def share_table(trials: int, rows: list[dict], start: float) -> None:
+    frame, hierarchy, root, leaves, year = _data("regional")
+    variants = {
+        "equal (ε/h)": {"level_shares": "equal"},
+        "bottom-up": {"level_shares": "bottom-up"},
+        "planned, target=leaves": {"target": "leaves"},
+        "planned, target=root": {"target": "root"},
+        "planned, target=all": {"target": "all"},
+    }
+    for month, (cur, prev) in MONTHS.items():
+        truth = frame.loc[f"{year}-{cur}"][[root, *leaves]]
+        history = frame.loc[f"{year}-{prev}"][leaves]
+        for alpha in ALPHAS:
+            for i, (variant, extra) in enumerate(variants.items()):
+                errs, pred, shares = [], [], []
+                for trial in range(trials):
+                    out = dpstream.release_optstream(
+                        truth[leaves], epsilon=1.0, alpha=alpha, hierarchy=hierarchy,
+                        history=history, prior=False, seed=7_000 * i + 100 * trial + int(alpha),
+                        **extra,
+                    )  # fmt: skip
+                    errs.append(_errors(out, truth, leaves, root))
+                    plans = out.attrs["plan"]
+                    pred.append(float(np.mean([p["predicted"] for p in plans])))
+                    shares.append(float(np.mean([p["shares"][0] for p in plans])))
+                e = np.array(errs)
+                rows.append(
+                    {"month": month, "alpha/eps": alpha, "variant": variant,
+                     "regional": e[:, 0].mean(), "national": e[:, 1].mean(), "all": e[:, 2].mean(),
+                     "predicted_target": np.mean(pred), "root_share": np.mean(shares),
+                     "trials": trials}
+                )  # fmt: skip
+        print(f"shares {month} ({time.perf_counter() - start:.0f} s)", flush=True)
+
+
+def _md(frame: pd.DataFrame) -> str:
+    """A pipe table (pandas' to_markdown needs tabulate, not a dependency)."""
+    frame = frame.reset_index()
+    head = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "---|" * len(frame.columns)
+    body = [
+        "| " + " | ".join(f"{v:,.6g}" if isinstance(v, float) else str(v) for v in row) + " |"
+        for row in frame.itertuples(index=False)
+    ]
+    return "\n".join([head, rule, *body])
+
+
+def _markdown(table: pd.DataFrame, shares: pd.DataFrame | None, trials: int) -> str:
+    lines = [
+        "# Self-planning OptStream (issue 13): defaults against the baselines",
+        "",
+        f"`python scripts/optstream_defaults.py --trials {trials}`; mean L1 error per value, "
+        "months Feb/Jun/Oct averaged, ε = 1 (only α/ε matters). `reference` = last month's mean "
+        "daily profile (true values, no current data).",
+        "",
+    ]
+    order = [
+        "auto", "auto, no prior", "auto + history", "auto + history, Gaussian",
+        "paper (k=10, l1)", "Laplace", "DFT", "PeGaSus", "reference",
+    ]  # fmt: skip
+    for name, part in table.groupby("dataset"):
+        for level in ("leaves", "root"):
+            piv = part.groupby(["alpha/eps", "method"])[level].mean().unstack("method")
+            piv = piv[[m for m in order if m in piv.columns]].round(0)
+            unit = "kW" if name == "regional" else "Wh per half-hour"
+            lines += [f"## {name}: {level} ({unit})", "", _md(piv), ""]
+        auto = part[part.method.str.startswith("auto")]
+        pv = auto.groupby(["alpha/eps", "method"])[["predicted_all", "all"]].mean()
+        pv["realised/predicted"] = pv["all"] / pv["predicted_all"]
+        lines += [
+            f"## {name}: the planner's prediction against the realised error (all nodes)",
+            "",
+            _md(pv.round(2)),
+            "",
+        ]
+    if shares is not None:
+        piv = shares.groupby(["alpha/eps", "variant"])[
+            ["regional", "national", "root_share", "predicted_target"]
+        ].mean()
+        lines += [
+            "## Level shares (regional, last month as history, no prior)",
+            "",
+            _md(piv.round(2)),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=30)
+    parser.add_argument("--datasets", nargs="*", default=["regional", "household"])
+    parser.add_argument("--no-shares", action="store_true")
+    parser.add_argument("--stem", default="optstream_defaults", help="output file name stem")
+    parser.add_argument("--first-trial", type=int, default=0, help="index of the first trial")
+    parser.add_argument(
+        "--merge", nargs="*", default=None, help="average these stems' CSVs (equal trials)"
+    )
+    args = parser.parse_args()
+    start = time.perf_counter()
+    if args.merge:
+        parts = [pd.read_csv(OUT / f"{stem}.csv") for stem in args.merge]
+        keys = ["dataset", "month", "alpha/eps", "method"]
+        merged = pd.concat(parts).groupby(keys, sort=False).mean(numeric_only=True).reset_index()
+        merged["trials"] = sum(p.set_index(keys)["trials"] for p in parts).to_numpy()
+        merged.to_csv(OUT / f"{args.stem}.csv", index=False, float_format="%.6g")
+        text = _markdown(merged, None, int(merged["trials"].max()))
+        (OUT / f"{args.stem}.md").write_text(text + "\n")
+        print(text)
+        return
+    rows: list[dict] = []
+    for name in args.datasets:
+        main_table(name, args.trials, rows, start, args.first_trial)
+    table = pd.DataFrame(rows, columns=["dataset", "method"] if not rows else None)
+    OUT.mkdir(parents=True, exist_ok=True)
+    if rows:
+        table.to_csv(OUT / f"{args.stem}.csv", index=False, float_format="%.6g")
+    shares = None
+    if not args.no_shares:
+        srows: list[dict] = []
+        share_table(args.trials, srows, start)
+        shares = pd.DataFrame(srows)
+        shares.to_csv(OUT / "optstream_level_shares.csv", index=False, float_format="%.6g")
+    text = _markdown(table, shares, args.trials)
+    (OUT / f"{args.stem}.md").write_text(text + "\n")
+    print(text)
+    print(f"\n{time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The prior from earlier releases: one more weighted term of Algorithm 4, empirical Bayes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mechanisms import ParameterError
+from postproc import FeatureSet, Hierarchy, merge_prior, profile_prior, project_consistent
+
+
+def _problem(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    h = Hierarchy(children={"total": ["a", "b"]})
+    fs = FeatureSet.from_breaks(6, [])
+    c = rng.uniform(0.0, 10.0, (3, 3, 6))
+    v = rng.uniform(0.5, 4.0, (3, 3, 6))
+    f = rng.uniform(0.0, 10.0, (3, 6))
+    tau2 = rng.uniform(0.5, 4.0, (3, 6))
+    return h, fs, c, v, f, tau2
+
+
+def test_prior_is_the_extra_weighted_term_of_the_objective():
+    # Stacking the prior as extra estimates: the same optimum as folding it in.
+    h, fs, c, v, f, tau2 = _problem()
+    with_prior = project_consistent(
+        c, hierarchy=h, features=fs, variances=v, prior_mean=f, prior_variances=tau2
+    )
+    merged_c, merged_w = merge_prior(c, 1.0 / v, f, tau2)
+    direct = project_consistent(merged_c, hierarchy=h, features=fs, weights=merged_w)
+    np.testing.assert_allclose(with_prior.values, direct.values, rtol=1e-10, atol=1e-10)
+    # Optimality of the objective WITH the extra term: half-gradient vanishes where x > 0.
+    x = with_prior.values[:, 1:, :]  # leaves (a, b) per step
+    y = with_prior.values
+    grad = (y - c) / v + (y - f[None]) / tau2[None]  # (B, N, w)
+    g_leaf = grad[:, 1:, :] + grad[:, :1, :]  # d/dx_leaf: the leaf and the total
+    assert np.all(np.abs(np.where(x > 1e-9, g_leaf, 0.0)) < 1e-7)
+    assert np.all(np.where(x <= 1e-9, g_leaf, 0.0) >= -1e-7)
+
+
+def test_prior_keeps_consistency_and_non_negativity_on_both_solvers():
+    h, fs, c, v, f, tau2 = _problem(1)
+    c = c - 6.0  # many negative estimates
+    out = {
+        m: project_consistent(
+            c, hierarchy=h, features=fs, variances=v, prior_mean=f - 8.0, prior_variances=tau2,
+            method=m,
+        ).values
+        for m in ("fast", "cvxpy")
+    }  # fmt: skip
+    for vals in out.values():
+        assert vals.min() >= -1e-9
+        np.testing.assert_allclose(vals[:, 0], vals[:, 1] + vals[:, 2], atol=1e-7)
+    np.testing.assert_allclose(out["fast"], out["cvxpy"], atol=1e-4)
+
+
+def test_prior_with_tiny_variance_wins_and_huge_variance_changes_nothing():
+    h, fs, c, v, f, tau2 = _problem(2)
+    f = np.abs(f)
+    f[0] = f[1] + f[2]  # a consistent forecast
+    strong = project_consistent(
+        c,
+        hierarchy=h,
+        features=fs,
+        variances=v,
+        prior_mean=f,
+        prior_variances=np.full_like(f, 1e-9),
+    )
+    np.testing.assert_allclose(strong.values, np.broadcast_to(f, strong.values.shape), atol=1e-5)
+    weak = project_consistent(
+        c,
+        hierarchy=h,
+        features=fs,
+        variances=v,
+        prior_mean=f,
+        prior_variances=np.full_like(f, 1e12),
+    )
+    none = project_consistent(c, hierarchy=h, features=fs, variances=v)
+    np.testing.assert_allclose(weak.values, none.values, atol=1e-6)
+
+
+def test_prior_arguments_are_validated():
+    h, fs, c, v, f, tau2 = _problem()
+    with pytest.raises(ParameterError, match="both or neither"):
+        project_consistent(c, hierarchy=h, features=fs, variances=v, prior_mean=f)
+    with pytest.raises(ParameterError, match="'prior_variances'"):
+        project_consistent(
+            c, hierarchy=h, features=fs, variances=v, prior_mean=f, prior_variances=-tau2
+        )
+    with pytest.raises(ParameterError, match="'prior_mean'"):
+        project_consistent(
+            c, hierarchy=h, features=fs, variances=v, prior_mean=f[:, :3], prior_variances=tau2
+        )
+
+
+def test_profile_prior_estimates_the_forecast_error_variance():
+    # Days = a fixed profile + N(0, τ²) deviations, measured with known noise s² at some steps.
+    rng = np.random.default_rng(5)  # simulation only
+    p, w, tau, s = 60, 48, 3.0, 5.0
+    profile = 50 + 20 * np.sin(np.arange(w) / w * 2 * np.pi)
+    truth = profile[None, None, :] + rng.normal(0, tau, (p, 1, w))
+    meas = truth + rng.normal(0, s, truth.shape)
+    sampled = np.zeros(truth.shape, dtype=bool)
+    sampled[:, :, ::4] = True
+    prior = profile_prior(meas, np.full(truth.shape, s * s), sampled, days=28)
+    # forecast error = day deviation + noise of the 28-day mean: τ² + (τ² + s²)/28
+    expected = tau**2 + (tau**2 + s**2) / 28
+    assert prior.variance[0, 0] == pytest.approx(expected, rel=0.35)
+    np.testing.assert_allclose(prior.mean[0], profile, atol=4.0)
+    assert profile_prior(meas[:1], np.ones((1, 1, w)), sampled[:1]) is None
