@@ -135,7 +135,13 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
 )
 @click.option("--w", "w", type=int, default=48, show_default=True, help="Window (period) length.")
 @click.option(
-    "--k", "k", type=int, default=10, show_default=True, help="Samples (OptStream) / DFT terms."
+    "--k",
+    "k",
+    default="auto",
+    show_default=True,
+    help="OptStream samples per period, or 'auto': planned per period from the periods already "
+    "released (the default; --k 10 with --sampling l1 is the paper's setting). DFT: terms "
+    "('auto' = 10).",
 )
 @click.option(
     "--hierarchy",
@@ -288,7 +294,17 @@ def release(
         return
     epsilon = option_float(epsilon, "--epsilon", command)
     w = option_int(w, "--w", command)
-    k = option_int(k, "--k", command, maximum=w)
+    if k == "auto":
+        k = "auto" if method == "optstream" else 10
+    else:
+        try:
+            k = int(k)
+        except ValueError:
+            raise ParameterError(
+                f"The '--k' option of {command} must be an int in [1, {w}] or 'auto'. "
+                f"Got {k!r} instead."
+            ) from None
+        k = option_int(k, "--k", command, maximum=w)
     if alpha is None and method == "optstream":
         raise ParameterError(
             f"The '--alpha' option of {command} is required: the largest change of one value "
