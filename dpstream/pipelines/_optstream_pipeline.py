@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,8 @@ from ._privacy import attach_record, charge_release, check_ledger, release_recor
 __all__ = ["OPTSTREAM_WEIGHTS", "release_optstream"]
 
 _OWNER = "release_optstream"
+#: Periods released per call when a ``progress`` callable listens (one update per batch).
+PROGRESS_BATCH = 8
 
 #: Weights of the post-processing (Algorithm 4, O1): see :func:`release_optstream`.
 OPTSTREAM_WEIGHTS = ("variance", "noise", "paper")
@@ -139,6 +141,7 @@ def release_optstream(
     features: object = None,
     shares: Sequence[float] | None = None,
     ledger: BudgetLedger | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> pd.DataFrame:
     """Release load streams with OptStream: consistent, non-negative, (w, α)-private.
 
@@ -197,6 +200,9 @@ def release_optstream(
         The accountant charged ``epsilon`` under ``WAlphaIndistinguishability(w, alpha)``
         after validation and before any draw (e.g. :class:`dpstream._ledger.SQLiteLedger`);
         None: a fresh ledger of exactly ``epsilon``.
+    progress : callable, optional
+        Called with the number of periods just released (the last, partial period counts
+        one), e.g. a progress bar's ``update``.
 
     Returns
     -------
@@ -299,12 +305,22 @@ def release_optstream(
     n_full, r = periods.full.shape[0], periods.tail.shape[1]
     full = np.empty((0, sf.n_nodes, w))
     if n_full:
-        full = release_periods(periods.full, features=fs, **common)
+        # Periods are independent once planned: with a listener, release them in batches and
+        # report each batch (issue 17); without one, in a single call as before.
+        step = n_full if progress is None else PROGRESS_BATCH
+        parts = []
+        for lo in range(0, n_full, step):
+            parts.append(release_periods(periods.full[lo : lo + step], features=fs, **common))
+            if progress is not None:
+                progress(parts[-1].shape[0])
+        full = np.concatenate(parts)
     tail = None
     if r:
         # Singletons + the whole tail (even for r = 1): the tail keeps the full periods' split.
         tail_fs = FeatureSet.from_breaks(r, [(0, r)] if fs.n_features > 1 else [])
         tail = release_periods(periods.tail[None], features=tail_fs, **common)[0]
+        if progress is not None:
+            progress(1)
     out = from_periods(full, tail)
     result = sf.to_frame(np.maximum(out, 0.0))
     record = release_record(

@@ -63,7 +63,13 @@ def _write_inputs(root: Path) -> None:
     # A release for query, and tampered copies of it.
     frame = pd.DataFrame({"value": np.ones(10), "cumulative": np.arange(1.0, 11.0)})
     frame.index.name = "step"
-    meta = {"format": "dpstream-release", "version": 2, "n_input": 10, "time_lag": 0, "method": "bt"}
+    meta = {
+        "format": "dpstream-release",
+        "version": 2,
+        "n_input": 10,
+        "time_lag": 0,
+        "method": "bt",
+    }
     for name, fr, mt in [
         ("rel", frame, meta),
         ("rel_steps", frame, {**meta, "n_input": 11}),
