@@ -26,7 +26,7 @@ def progress_bar(total: int, *, unit: str, desc: str, enabled: bool = True, file
     interactive = bool(getattr(stream, "isatty", lambda: False)())
     return tqdm(
         total=max(int(total), 0),
-        unit=f" {unit}",
+        unit=f" {unit}s",  # "0/366 periods"
         desc=desc,
         file=stream,
         disable=not (enabled and interactive),

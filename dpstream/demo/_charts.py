@@ -79,6 +79,8 @@ def chart_series(truth: pd.Series, releases: dict[float, dict[str, pd.Series]], 
             )
         data = pd.concat(frames, ignore_index=True)
         data["time"] = data["time"].dt.strftime("%Y-%m-%dT%H:%M:%S")
+        # Click a legend entry to show that method alone (shift-click for several).
+        pick = alt.selection_point(fields=["method"], bind="legend", name=f"pick_{i}")
         panels.append(
             alt.Chart(data, title=f"National load and its releases, ε = {eps:g}")
             .mark_line(strokeWidth=1.4, clip=True)
@@ -95,6 +97,7 @@ def chart_series(truth: pd.Series, releases: dict[float, dict[str, pd.Series]], 
                     axis=alt.Axis(format=",.0f"),
                 ),
                 color=_color(alt, data["method"]),
+                opacity=alt.condition(pick, alt.value(1.0), alt.value(0.07)),
                 tooltip=[
                     alt.Tooltip("method:N", title="data"),
                     alt.Tooltip("time:T", title="time", format=_TIME),
@@ -102,7 +105,7 @@ def chart_series(truth: pd.Series, releases: dict[float, dict[str, pd.Series]], 
                 ],
             )  # fmt: skip
             .properties(width=900, height=240)
-            .add_params(alt.selection_interval(bind="scales", name=f"zoom_{i}"))
+            .add_params(alt.selection_interval(bind="scales", name=f"zoom_{i}"), pick)
         )
     return alt.vconcat(*panels).to_dict()
 
@@ -118,6 +121,8 @@ def chart_hierarchy_errors(table: pd.DataFrame, *, unit: str) -> dict:
     # Bars on a log axis need an explicit base (log 0 is undefined): the power of ten below
     # the smallest bar.
     base = float(10.0 ** np.floor(np.log10(max(float(data["error"].min()), 1e-9))))
+    top = float(data["error"].max())
+    ticks = [v for v in base * np.array([1, 3, 10, 30, 100, 300, 1e3, 3e3]) if v <= 3 * top]
     return (
         alt.Chart(data)
         .mark_bar()
@@ -125,9 +130,9 @@ def chart_hierarchy_errors(table: pd.DataFrame, *, unit: str) -> dict:
             x=alt.X("method:N", title=None, sort=None, axis=alt.Axis(labels=False, ticks=False)),
             y=alt.Y(
                 "error:Q",
-                title=f"mean absolute error per half-hour ({unit}, log scale)",
+                title=f"error ({unit} per half-hour, log scale)",
                 scale=alt.Scale(type="log", domainMin=base),
-                axis=alt.Axis(format=",.0f"),
+                axis=alt.Axis(format=",.0f", values=ticks),
             ),
             y2=alt.Y2(datum=base),
             color=_color(alt, data["method"]),
@@ -139,7 +144,7 @@ def chart_hierarchy_errors(table: pd.DataFrame, *, unit: str) -> dict:
                 alt.Tooltip("share:Q", title="share of the mean load", format=".1%"),
             ],
         )  # fmt: skip
-        .properties(width=180, height=220)
+        .properties(width=230, height=240)
         .facet(
             column=alt.Column("eps:N", title=None, sort="descending"),
             row=alt.Row("level:N", title=None),
@@ -166,7 +171,7 @@ def chart_pak_sweeps(eps_sweep: pd.DataFrame, lag_sweep: pd.DataFrame, *, m: int
                     "x:Q",
                     title=xtitle,
                     scale=scale,
-                    axis=alt.Axis(format=",~r", labelOverlap="greedy", labelAngle=0),
+                    axis=alt.Axis(format="~s", tickCount=5, labelAngle=0),
                 ),
                 y=alt.Y(
                     "IF:Q",
@@ -219,7 +224,7 @@ def chart_forecast_day(truth: pd.Series, forecasts: dict[str, pd.DataFrame], *, 
             x=alt.X(
                 "time:T",
                 title="time (half-hour steps)",
-                axis=alt.Axis(format="%H:%M", labelAngle=0),
+                axis=alt.Axis(format="%H:%M", labelAngle=0, tickCount=8),
             ),
             y=alt.Y(
                 "value:Q",

@@ -343,6 +343,7 @@ def _plot_consistency(config: DemoConfig, kept: dict, hierarchy: dict) -> None:
         ax.plot(released.index, gap, lw=0.8, color=_COLORS[method], label=method)
     ax.axhline(0, color="black", lw=0.6)
     ax.set_ylabel("national − Σ regions (kW)")
+    ax.yaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
     ax.set_xlabel("time (half-hour steps)")
     ax.set_title(f"hierarchical consistency of the releases, ε = {eps:g}")
     ax.legend(fontsize=8, ncol=3)

@@ -143,7 +143,8 @@ def run_pak_stage(
         paragraphs=(
             f"Stream: one household's active power per minute in 2007 (UCI, CC BY 4.0), "
             f"n = {values.size:,} readings in kW, public bound B = {bound:g} kW; light-tailed "
-            f"beyond its 0.5% quantile (PAK Def. 12). ε = {eps:g}, δ = 2^-20, β = {BETA}.",
+            f"beyond its 0.5% quantile (PAK Def. 12). ε = {eps:g}, δ = 2⁻²⁰, β = {BETA} "
+            "(the error bounds hold in 98% of runs).",
             f"The time lag m = {m:,} is chosen from public inputs only (PAK §VI-B: criterion 1 "
             f"gives {lag.criterion1:,}, criterion 2 gives {lag.criterion2:,}). The local "
             "parameters are then planned by minimising PAK Eq. 16 with scipy's TNC on the first "
@@ -174,8 +175,9 @@ def run_pak_stage(
         figures=(
             ReportFigure(
                 file="pak_errors.png",
-                caption="PAK Figs. 8–11: densities of |error| at step n for BT and Mechanism 1 "
-                "with the predicted bounds (dashed), and the realised outlier error over its "
+                caption="PAK Figs. 8–11: densities of |error| at step n (in units of B) for BT "
+                "and Mechanism 1 with the predicted 98% bounds (dashed; PAK19 calls them α, not "
+                "the α of the hierarchy release), and the realised outlier error over its "
                 "estimate (right).",
             ),
         ),
