@@ -161,7 +161,7 @@ def chart_pak_sweeps(eps_sweep: pd.DataFrame, lag_sweep: pd.DataFrame, *, m: int
     """
     alt = _alt()
 
-    def panel(frame, x, title, xtitle, scale):
+    def panel(frame, x, title, xtitle, scale, fmt):
         data = pd.DataFrame({"x": frame[x].to_numpy(), "IF": frame["IF"].to_numpy()})
         return (
             alt.Chart(data, title=title)
@@ -171,7 +171,7 @@ def chart_pak_sweeps(eps_sweep: pd.DataFrame, lag_sweep: pd.DataFrame, *, m: int
                     "x:Q",
                     title=xtitle,
                     scale=scale,
-                    axis=alt.Axis(format="~s", tickCount=5, labelAngle=0),
+                    axis=alt.Axis(format=fmt, tickCount=5, labelAngle=0),
                 ),
                 y=alt.Y(
                     "IF:Q",
@@ -188,9 +188,9 @@ def chart_pak_sweeps(eps_sweep: pd.DataFrame, lag_sweep: pd.DataFrame, *, m: int
 
     return alt.hconcat(
         panel(eps_sweep, "epsilon", f"against ε (m = {m:,})", "privacy loss ε (log scale)",
-              alt.Scale(type="log")),
+              alt.Scale(type="log"), "~g"),
         panel(lag_sweep, "m", f"against the time lag m (ε = {epsilon:g})",
-              "time lag m (readings held back)", alt.Scale(zero=False)),
+              "time lag m (readings held back; k = thousand)", alt.Scale(zero=False), "~s"),
     ).to_dict()  # fmt: skip
 
 

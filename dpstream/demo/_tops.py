@@ -125,7 +125,7 @@ def run_tops_stage(
         [
             {
                 "method": m,
-                "range-sum MSE": mse[m],
+                "range-sum MSE ((kW·min)²)": mse[m],
                 "MSE / ToPS": mse[m] / mse["ToPS"],
                 "RMSE (kW·min)": float(np.sqrt(mse[m])),
                 "RMSE / mean true range sum (%)": 100 * float(np.sqrt(mse[m]) / np.mean(sizes)),
@@ -133,7 +133,7 @@ def run_tops_stage(
             for m in _METHODS
         ]
     )
-    table["planner's predicted MSE"] = [float(np.mean(predicted))] + [np.nan] * 3
+    table["planner's predicted MSE ((kW·min)²)"] = [float(np.mean(predicted))] + [np.nan] * 3
     _plot(config, table, values, kept)
     section = ReportSection(
         key="tops",
@@ -142,7 +142,8 @@ def run_tops_stage(
             f"Stream: the household's power per minute (n = {values.size:,}, B = {bound:g} kW). "
             f"The first m = {TIME_LAG:,} values choose the threshold; the other {r:,} are "
             f"released at ε = {eps:g} (event level; ToPL: each reading private on its own, local "
-            f"DP). {fmt(config.tops_runs)} run(s) × {QUERIES} uniform random range sums V(i, j) "
+            f"DP). {fmt(config.tops_runs)} run{'s' if config.tops_runs != 1 else ''} × "
+            f"{QUERIES} uniform random range sums V(i, j) "
             "(the sum of the readings from minute i to minute j, in kW·min); the RMSE is also "
             "given as a share of the mean size of the true sums.",
             f"ToPS chose the threshold θ = {fmt(float(np.median(thetas)))} kW (median over runs; "
@@ -178,7 +179,8 @@ def run_tops_stage(
 
 def _plot(config: DemoConfig, table: pd.DataFrame, values: np.ndarray, tops) -> None:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 3.8), width_ratios=(1, 1.6))
-    ax1.barh(table["method"], table["range-sum MSE"], color=["C3", "C0", "C2", "grey"])
+    mse_column = "range-sum MSE ((kW·min)²)"
+    ax1.barh(table["method"], table[mse_column], color=["C3", "C0", "C2", "grey"])
     ax1.set_xscale("log")
     ax1.invert_yaxis()
     ax1.set_xlabel("MSE of range sums ((kW·min)²)")
