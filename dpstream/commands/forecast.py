@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -14,6 +13,7 @@ from mechanisms import ParameterError
 
 from ._accounting import check_writable, privacy_sidecar, write_privacy
 from ._checks import cli_terms, option_float, option_int, option_probability
+from ._progress import progress_bar
 
 __all__ = ["forecast"]
 
@@ -236,7 +236,7 @@ def _run_forecasts(
     )
     runs = [("released", frame, noise_variance)] + ([("real", truth, None)] if vs_real else [])
     forecasts, errors = [], []
-    with click.progressbar(length=count * len(runs), label="Forecasting", file=sys.stderr) as bar:
+    with progress_bar(count * len(runs), unit="origin", desc="Forecasting") as bar:
         for name in names:
             for kind, source, nv in runs:
                 out = rolling_forecast(

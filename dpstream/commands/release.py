@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import click
@@ -31,6 +30,7 @@ from ._accounting import (
     write_privacy,
 )
 from ._checks import cli_terms, option_float, option_int
+from ._progress import progress_bar
 
 __all__ = ["release"]
 
@@ -412,11 +412,8 @@ def _release_frame(
     )
     with (
         terms,
-        click.progressbar(  # silent when stderr is not a terminal: one-line errors
-            length=max(n_periods, 1),
-            label=f"Releasing ({method})",
-            file=sys.stderr,
-            hidden=not sys.stderr.isatty(),
+        progress_bar(  # silent when stderr is not a terminal: one-line errors
+            n_periods, unit="period", desc=f"Releasing ({method}, w = {w} steps per period)"
         ) as bar,
     ):
         if method == "optstream":
@@ -428,8 +425,9 @@ def _release_frame(
                     "The optstream method is not available in this installation "
                     "(dpstream.release_optstream is missing). Use laplace, dft or pegasus."
                 )
-            result = release_optstream(frame, k=k, theta=theta, seed=seed, ledger=ledger, **common)
-            bar.update(n_periods)
+            result = release_optstream(
+                frame, k=k, theta=theta, seed=seed, ledger=ledger, progress=bar.update, **common
+            )
         else:
             from dpstream.pipelines._wevent_pipeline import (
                 release_dft,

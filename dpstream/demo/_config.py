@@ -62,7 +62,12 @@ class DemoConfig:
 
 
 class Progress:
-    """Numbered step lines on stderr with the time each step took."""
+    """Numbered step lines on stderr with the time each step took, and a bar per step.
+
+    :meth:`bar` gives a tqdm bar in the step's own unit (releases, runs, forecast origins)
+    with an ETA; like the step lines it is silent when disabled, and the bar also when stderr
+    is not a terminal.
+    """
 
     def __init__(self, total: int, *, enabled: bool = True) -> None:
         self.total = total
@@ -77,6 +82,12 @@ class Progress:
         self._started = time.perf_counter()
         if self.enabled:
             click.echo(f"[{self.done}/{self.total}] {label} …", err=True)
+
+    def bar(self, total: int, *, unit: str, desc: str):
+        """A progress bar of ``total`` ``unit``\\ s for the current step (a context manager)."""
+        from dpstream.commands._progress import progress_bar
+
+        return progress_bar(total, unit=unit, desc=desc, enabled=self.enabled)
 
     def _close(self) -> None:
         if self._started is not None and self.enabled:

@@ -24,8 +24,11 @@ import pandas as pd  # noqa: E402
 
 import forecasting  # noqa: E402
 from dpstream import datasets  # noqa: E402
+from dpstream.demo._charts import chart_forecast_day, chart_forecast_errors  # noqa: E402
 from dpstream.demo._config import DemoConfig, Progress  # noqa: E402
-from dpstream.demo._report import ReportFigure, ReportSection, ReportTable  # noqa: E402
+from dpstream.demo._report import ReportChart, ReportFigure, ReportSection, ReportTable  # noqa: E402
+from dpstream.demo._report import format_number as fmt  # noqa: E402
+from dpstream.demo._summary import ReleaseEntry  # noqa: E402
 from dpstream.pipelines._optstream_pipeline import release_optstream  # noqa: E402
 from dpstream.pipelines._wevent_pipeline import release_dft, release_laplace, release_pegasus  # noqa: E402
 from planner import plan_optstream  # noqa: E402
@@ -38,8 +41,10 @@ NOISE_AWARE = "OptStream + noise-aware fit"
 MODEL = "auto"  # issue 13: per day, the best of ARMA / SARIMA / Holt-Winters / profile
 
 
-def run_forecast_stage(config: DemoConfig, progress: Progress) -> tuple[ReportSection, dict]:
-    """Release, forecast, score; return the section and key numbers."""
+def run_forecast_stage(
+    config: DemoConfig, progress: Progress
+) -> tuple[ReportSection, dict, list[ReleaseEntry]]:
+    """Release, forecast, score; return the section, key numbers and the releases' records."""
     frame = datasets.load_regional()
     hierarchy = datasets.regional_hierarchy()
     days = config.forecast_days
@@ -56,15 +61,31 @@ def run_forecast_stage(config: DemoConfig, progress: Progress) -> tuple[ReportSe
     seed = config.experiment_seed(4)
     common = {"epsilon": EPSILON, "alpha": config.alpha, "hierarchy": hierarchy}
     optstream = {"seed": seed, **plan.release_parameters(), **common}
-    series = {
-        "Real": span["national"],
-        "OptStream (planned k)": release_optstream(leaves, **optstream)["national"],
-        "Laplace": release_laplace(leaves, seed=seed + 1, **common)["national"],
-        "DFT": release_dft(leaves, seed=seed + 2, **common)["national"],
-        "PeGaSus": release_pegasus(leaves, seed=seed + 3, **common)["national"],
+    released = {
+        "OptStream (planned k)": release_optstream(leaves, **optstream),
+        "Laplace": release_laplace(leaves, seed=seed + 1, **common),
+        "DFT": release_dft(leaves, seed=seed + 2, **common),
+        "PeGaSus": release_pegasus(leaves, seed=seed + 3, **common),
     }
+    series = {"Real": span["national"]} | {n: f["national"] for n, f in released.items()}
+    entries = [
+        ReleaseEntry(
+            stage="How good are forecasts?",
+            label=f"{name}, ε = {EPSILON:g}",
+            record=frame.attrs["privacy"],
+            count=1,
+            value_unit="kW",
+            step="half-hour",
+            subject="one region's load",
+            steps_per_day=48,
+        )  # fmt: skip
+        for name, frame in released.items()
+        if "privacy" in frame.attrs
+    ]
+    bar = progress.bar((len(series) + 1) * days, unit="origin", desc="Day-ahead forecasts")
     forecasts = {
-        name: forecasting.rolling_forecast(s, days=days, model=MODEL) for name, s in series.items()
+        name: forecasting.rolling_forecast(s, days=days, model=MODEL, progress=bar.update)
+        for name, s in series.items()
     }
     # The release's noise variance is public: measure it on a constant stream near the public
     # scale of the national load (no private data enters), then fit ARMA + that noise.
@@ -77,8 +98,13 @@ def run_forecast_stage(config: DemoConfig, progress: Progress) -> tuple[ReportSe
         periods=60,
     )
     forecasts[NOISE_AWARE] = forecasting.rolling_forecast(
-        series["OptStream (planned k)"], days=days, noise_variance=variance, model=MODEL
+        series["OptStream (planned k)"],
+        days=days,
+        noise_variance=variance,
+        model=MODEL,
+        progress=bar.update,
     )
+    bar.close()
     truth = frame["national"]
     rows = []
     real = forecasting.forecast_errors(forecasts["Real"], truth)
@@ -87,7 +113,7 @@ def run_forecast_stage(config: DemoConfig, progress: Progress) -> tuple[ReportSe
         rows.append(
             {
                 "method": name,
-                "mean L1 error (kW)": float(errors["l1"].mean()),
+                "mean absolute error (kW)": float(errors["l1"].mean()),
                 "MAPE (%)": float(errors["mape"].mean()),
                 "ratio to real": forecasting.error_ratio(errors, real),
                 "models chosen": ", ".join(
@@ -115,7 +141,7 @@ def run_forecast_stage(config: DemoConfig, progress: Progress) -> tuple[ReportSe
             "days, by its errors on the last 7 days of the training window (never the day "
             "forecast). Errors are against the real national load.",
             "The noise-aware fit treats the release as the model plus white noise of the "
-            f"release's known variance ({variance:,.0f} kW², measured on a public constant "
+            f"release's known variance ({fmt(float(variance))} kW², measured on a public constant "
             "stream) and gives intervals for the true load; 'interval coverage' is the share of "
             "true values inside the 95% forecast intervals.",
             "Reading the table: ARMA(1, 1) alone reverts to its mean within hours; the seasonal "
@@ -123,6 +149,22 @@ def run_forecast_stage(config: DemoConfig, progress: Progress) -> tuple[ReportSe
             "forecast ('models chosen' counts the days each model was picked).",
         ),
         tables=(ReportTable(name="forecast_errors", caption="Forecast errors", frame=table),),
+        charts=(
+            ReportChart(
+                name="forecast_day",
+                spec=chart_forecast_day(truth, forecasts, unit="kW"),
+                caption="The first forecast day: the real national load (black) and the "
+                "day-ahead forecasts fitted on real data (grey) and on each release (colour, "
+                "dashed); hover for the values, scroll to zoom.",
+            ),
+            ReportChart(
+                name="forecast_errors",
+                spec=chart_forecast_errors(table, unit="kW"),
+                png="forecast_errors.png",
+                caption="FV19 Fig. 6: mean absolute error of the day-ahead forecasts (kW per "
+                "half-hour) by the data they were fitted on; hover for the MAPE.",
+            ),
+        ),
         figures=(
             ReportFigure(
                 file="forecast_day.png",
@@ -130,19 +172,17 @@ def run_forecast_stage(config: DemoConfig, progress: Progress) -> tuple[ReportSe
                 "history (dotted), forecast (colour) with its interval and the real day (grey), "
                 "for real data, OptStream and Laplace.",
             ),
-            ReportFigure(
-                file="forecast_errors.png",
-                caption="FV19 Fig. 6: mean L1 error of the day-ahead forecasts by the data they "
-                "were fitted on.",
-            ),
         ),
     )
     ratio = best.loc["OptStream (planned k)", "ratio to real"]
+    mape = best["MAPE (%)"]
     answer = (
-        f"Forecasts (ε = {EPSILON:g}, α = {config.alpha:g} kW): day-ahead forecasts on the "
-        f"OptStream release err {ratio:.2f}× as much as on real data, against "
-        f"{best.loc['Laplace', 'ratio to real']:.2f}× on the Laplace release; the noise-aware "
-        f"fit gives {best.loc[NOISE_AWARE, 'ratio to real']:.2f}×."
+        f"Forecasts (ε = {EPSILON:g}, α = {config.alpha:g} kW): day-ahead forecasts (model "
+        "chosen per day) fitted "
+        f"on the OptStream release are off by {fmt(float(mape['OptStream (planned k)']))}% of the "
+        f"load on average (MAPE), against {fmt(float(mape['Real']))}% when fitted on the real "
+        f"data ({fmt(float(ratio))} times the error) and {fmt(float(mape['Laplace']))}% on the "
+        f"Laplace release; the noise-aware fit: {fmt(float(mape[NOISE_AWARE]))}%."
     )
     key = {
         "forecast_optstream_ratio": float(ratio),
@@ -150,7 +190,7 @@ def run_forecast_stage(config: DemoConfig, progress: Progress) -> tuple[ReportSe
         "forecast_noise_aware_ratio": float(best.loc[NOISE_AWARE, "ratio to real"]),
         "forecast_answer": answer,
     }
-    return section, key
+    return section, key, entries
 
 
 def _plot(config: DemoConfig, truth, series, forecasts, table) -> None:
@@ -162,7 +202,7 @@ def _plot(config: DemoConfig, truth, series, forecasts, table) -> None:
     fig.tight_layout()
     fig.savefig(config.out / "forecast_day.png", dpi=110)
     plt.close(fig)
-    long = table.rename(columns={"mean L1 error (kW)": "l1"}).assign(month="March 2016")
+    long = table.rename(columns={"mean absolute error (kW)": "l1"}).assign(month="March 2016")
     fig = forecasting.plot_forecast_errors(long, title="day-ahead forecast error", log=False)
     fig.savefig(config.out / "forecast_errors.png", dpi=110)
     plt.close(fig)

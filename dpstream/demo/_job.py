@@ -15,7 +15,9 @@ from dpstream.demo._config import DemoConfig, Progress
 from dpstream.demo._forecast import run_forecast_stage
 from dpstream.demo._optstream import run_optstream_stage
 from dpstream.demo._pak import run_pak_stage
+from dpstream.demo._report import format_number as fmt
 from dpstream.demo._report import write_report
+from dpstream.demo._summary import glossary_section, privacy_section
 from dpstream.demo._tops import run_tops_stage
 
 __all__ = ["run_demo"]
@@ -25,22 +27,27 @@ def _answers(key: dict) -> list[str]:
     out = []
     if "pak_predicted_IF" in key:
         out.append(
-            f"Parameters (event stream, ε = 1): time lag m = {key['pak_m']:,}; Mechanism 1's "
-            f"planned improvement over the binary tree is {key['pak_predicted_IF']:.2f}×, "
-            f"realised {key['pak_realised_IF_mean']:.2f}× on average; "
-            f"{100 * key['pak_coverage']:.0f}% of runs within the predicted bound."
+            f"Parameters (event stream, ε = 1): hold back the first m = {key['pak_m']:,} "
+            "readings to choose the threshold; Mechanism 1's error on the running total is then "
+            f"planned to be {fmt(key['pak_predicted_IF'])} times smaller than the binary tree's, "
+            f"and was {fmt(key['pak_realised_IF_mean'])} times smaller on average "
+            f"({fmt(100 * key['pak_error_share_of_total'])}% of the true total in 98% of runs); "
+            f"{fmt(100 * key['pak_coverage'])}% of runs stayed within the predicted bound."
         )
     regions = sorted(k for k in key if k.startswith("optstream_regions_l1_eps"))
     for k in regions:
         eps = k.removeprefix("optstream_regions_l1_eps")
         out.append(
-            f"Hierarchy release at ε = {eps}: OptStream's mean error per region and step is "
-            f"{key[k]:,.0f} kW, {1 / key['optstream_vs_laplace_eps' + eps]:.1f}× lower than "
-            "Laplace's; "
+            f"Hierarchy release at ε = {eps}: OptStream's mean error per region and half-hour "
+            f"is {fmt(key[k])} kW, {fmt(100 * key['optstream_regions_share_eps' + eps])}% of a "
+            f"region's mean load (national: "
+            f"{fmt(100 * key['optstream_national_share_eps' + eps])}% of the mean load), "
+            f"{fmt(1 / key['optstream_vs_laplace_eps' + eps])} times lower than Laplace's; "
             + (
-                "every OptStream release is consistent and non-negative."
+                "every OptStream release adds up (regions sum to the national total) and has "
+                "no negative value."
                 if key["optstream_consistent"]
-                else "WARNING: an OptStream release was not consistent or not non-negative."
+                else "WARNING: an OptStream release did not add up or had a negative value."
             )
         )
     for k in ("tops_answer", "forecast_answer"):
@@ -55,25 +62,21 @@ def run_demo(config: DemoConfig, *, progress: bool = True) -> tuple[Path, dict]:
     config.out.mkdir(parents=True, exist_ok=True)
     steps = Progress(total=5, enabled=progress)
     sections, key = [], {}
-    section, numbers = run_pak_stage(config, steps)
+    section, numbers, entries = run_pak_stage(config, steps)
     sections.append(section)
     key.update(numbers)
-    section, numbers, releases, _truth = run_optstream_stage(config, steps)
+    section, numbers, _releases, _truth = run_optstream_stage(config, steps)
+    sections.append(section)
+    entries += numbers.pop("_entries")
+    key.update(numbers)
+    section, numbers, more = run_tops_stage(config, steps)
     sections.append(section)
     key.update(numbers)
-    # The privacy record of every kind of release the report shows (one per method and ε).
-    records = [
-        {"label": f"{method} at ε = {eps:g}", **frame.attrs["privacy"]}
-        for eps, by_method in releases.items()
-        for method, frame in by_method.items()
-        if "privacy" in frame.attrs
-    ]
-    section, numbers = run_tops_stage(config, steps)
+    entries += more
+    section, numbers, more = run_forecast_stage(config, steps)
     sections.append(section)
     key.update(numbers)
-    section, numbers = run_forecast_stage(config, steps)
-    sections.append(section)
-    key.update(numbers)
+    entries += more
     steps.finish()
     meta = {
         "dpstream": "0.1.0",
@@ -82,8 +85,10 @@ def run_demo(config: DemoConfig, *, progress: bool = True) -> tuple[Path, dict]:
         "python": platform.python_version(),
         "seconds": round(time.perf_counter() - started, 1),
     }
+    # Every kind of release the report shows, with its privacy record (issues 8 and 17).
+    records = [{"label": e.label, "section": e.stage, **e.record} for e in entries]
     index = write_report(
-        sections,
+        [privacy_section(entries), *sections, glossary_section()],
         config.out,
         title="dpstream report",
         subtitle="Which parameters, how accurate is the release, how good are forecasts on it: "

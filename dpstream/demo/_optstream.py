@@ -14,12 +14,16 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dpstream import datasets  # noqa: E402
+from dpstream.demo._charts import chart_hierarchy_errors, chart_series  # noqa: E402
 from dpstream.demo._config import DemoConfig, Progress  # noqa: E402
-from dpstream.demo._report import ReportFigure, ReportSection, ReportTable  # noqa: E402
+from dpstream.demo._report import ReportChart, ReportFigure, ReportSection, ReportTable  # noqa: E402
+from dpstream.demo._report import format_number as fmt  # noqa: E402
+from dpstream.demo._summary import ReleaseEntry  # noqa: E402
 from dpstream.pipelines._optstream_pipeline import release_optstream  # noqa: E402
 from dpstream.pipelines._wevent_pipeline import release_dft, release_laplace, release_pegasus  # noqa: E402
 from planner import OptStreamPlan, plan_optstream  # noqa: E402
@@ -27,6 +31,15 @@ from planner import OptStreamPlan, plan_optstream  # noqa: E402
 __all__ = ["METHODS", "release_hierarchy_methods", "run_optstream_stage"]
 
 METHODS = ("OptStream (planned k)", "OptStream (L1 sampler, k = 10)", "Laplace", "DFT", "PeGaSus")
+#: Column names of the error table in the page and its CSV (with their units).
+_ERROR_COLUMNS = {
+    "epsilon": "ε",
+    "national": "national (kW)",
+    "regions": "regions (kW)",
+    "all series": "all series (kW)",
+    "consistency_gap": "consistency gap (kW)",
+    "negative_values": "negative values",
+}
 _COLORS = dict(zip(METHODS, ("C3", "C1", "C0", "C2", "C4"), strict=True))
 
 
@@ -52,10 +65,34 @@ def _consistency_gap(frame: pd.DataFrame, hierarchy: dict) -> float:
     return float(np.mean(gaps))
 
 
+def release_entries(
+    stage: str, kept: dict[float, dict[str, pd.DataFrame]], count: int
+) -> list[ReleaseEntry]:
+    """The privacy record each release frame carries, in the operator's terms."""
+    return [
+        ReleaseEntry(
+            stage=stage,
+            label=f"{method}, ε = {eps:g}",
+            record=frame.attrs["privacy"],
+            count=count,
+            value_unit="kW",
+            step="half-hour",
+            subject="one region's load",
+            steps_per_day=48,
+        )  # fmt: skip
+        for eps, by_method in kept.items()
+        for method, frame in by_method.items()
+        if "privacy" in frame.attrs
+    ]
+
+
 def run_optstream_stage(
     config: DemoConfig, progress: Progress
 ) -> tuple[ReportSection, dict, dict[float, dict[str, pd.DataFrame]], pd.DataFrame]:
-    """Release, score and plot; also return one release per ε and method, and the truth."""
+    """Release, score and plot; also return one release per ε and method, and the truth.
+
+    The key numbers include ``"_entries"``: the releases' privacy records
+    (:class:`dpstream.demo._summary.ReleaseEntry`), popped by the caller."""
     frame = datasets.load_regional()
     hierarchy = datasets.regional_hierarchy()
     month = frame.loc[config.month]
@@ -72,28 +109,36 @@ def run_optstream_stage(
         f"ε ∈ {list(config.optstream_epsilons)}, {config.optstream_trials} trial(s) each"
     )
     rows, kept = [], {}
+    mean_load = month.mean()  # per series, to state the errors as a share of the load
     seed = config.experiment_seed(2)
+    n_releases = len(config.optstream_epsilons) * config.optstream_trials * len(METHODS)
+    bar = progress.bar(n_releases, unit="release", desc="Hierarchy releases")
     for eps in config.optstream_epsilons:
         for trial in range(config.optstream_trials):
             releases = release_hierarchy_methods(
                 leaves, hierarchy, epsilon=eps, alpha=config.alpha, plan=plans[eps],
                 seed=seed + 10 * trial,
             )  # fmt: skip
+            bar.update(len(releases))
             seed += 1000
             if trial == 0:
                 kept[eps] = releases
             for method, released in releases.items():
                 err = (released - month[released.columns]).abs().mean()
+                share = err / mean_load[released.columns]
                 rows.append(
                     {
                         "epsilon": eps, "method": method, "trial": trial,
                         "national": err["national"],
+                        "national, % of mean load": 100 * share["national"],
                         "regions": float(err[hierarchy["national"]].mean()),
+                        "regions, % of mean load": 100 * float(share[hierarchy["national"]].mean()),
                         "all series": float(err.mean()),
                         "consistency_gap": _consistency_gap(released, hierarchy),
                         "negative_values": int((released < 0).to_numpy().sum()),
                     }
                 )  # fmt: skip
+    bar.close()
     runs = pd.DataFrame(rows)
     table = runs.groupby(["epsilon", "method"], sort=False).mean(numeric_only=True).reset_index()
     table = table.drop(columns="trial")
@@ -125,8 +170,22 @@ def run_optstream_stage(
             for eps, plan in plans.items()
         ]
     )  # fmt: skip
-    _plot_series(config, month, kept)
+    clip = _plot_series(config, month, kept)
     _plot_errors(config, table)
+    shown = month["national"].iloc[: min(len(month), 3 * 48)]
+    series_chart = chart_series(
+        shown, {e: {m: f["national"] for m, f in r.items()} for e, r in kept.items()},
+        unit="kW", clip=clip,
+    )  # fmt: skip
+    long = pd.concat(
+        [
+            table[["epsilon", "method"]].assign(
+                level=level, error=table[level], share=table[f"{level}, % of mean load"] / 100
+            )
+            for level in ("national", "regions")
+        ],
+        ignore_index=True,
+    )
     _plot_consistency(config, kept, hierarchy)
     best = table[table["method"] == METHODS[0]].set_index("epsilon")
     section = ReportSection(
@@ -144,38 +203,56 @@ def run_optstream_stage(
             "interpolating between them (planner.plan_optstream). The planned release puts the "
             "whole budget on equally spaced samples; the L1-sampler row is the paper's setting "
             "(k = 10, adaptive samples, feature queries).",
-            "Columns: mean absolute error per step and series (kW) for the national series and "
-            "averaged over the regions; consistency gap = mean |national − Σ regions| of the "
-            "released values (0 means consistent); negative values released.",
+            "Columns: mean absolute error per half-hour (kW) for the national series and "
+            "averaged over the regions, each also as a share of that series' mean load "
+            f"(national mean load {fmt(float(mean_load['national']))} kW); consistency gap = mean "
+            "|national − Σ regions| of the released values (0 means the release adds up); "
+            "negative values released; regions / Laplace = the error relative to Laplace's.",
         ),
         tables=(
             ReportTable(
                 name="optstream_plan_check",
-                caption="The planned k: predicted against realised error (kW per step)",
-                frame=check,
+                caption="The planned k: predicted against realised mean absolute error (kW per "
+                "half-hour)",
+                frame=check.rename(columns={"epsilon": "ε"}),
             ),
             ReportTable(
                 name="optstream_plan",
-                caption="Predicted error of every candidate k (planner.plan_optstream)",
-                frame=plan_table,
+                caption="Predicted mean absolute error (kW per half-hour) of every candidate k "
+                "(planner.plan_optstream)",
+                frame=plan_table.rename(columns={"epsilon": "ε"}),
             ),
             ReportTable(
                 name="optstream_errors",
-                caption=f"Mean L1 error per step (kW), {config.optstream_trials} trial(s)",
-                frame=table,
+                caption="Mean absolute error per half-hour (kW), average of "
+                + (
+                    f"{config.optstream_trials} trials"
+                    if config.optstream_trials > 1
+                    else "one trial"
+                ),
+                frame=table.rename(columns=_ERROR_COLUMNS),
+            ),
+        ),
+        charts=(
+            ReportChart(
+                name="optstream_series",
+                spec=series_chart,
+                png="optstream_series.png",
+                caption="FV19 Fig. 2: the national load (black) and its releases over the first "
+                f"three days, one panel per ε. The load axis stops at {fmt(clip)} kW (twice the "
+                "real peak) so noise spikes do not flatten the real curve; hover a line for the "
+                "value, scroll to zoom, drag to pan, double-click to reset.",
+            ),
+            ReportChart(
+                name="optstream_errors",
+                spec=chart_hierarchy_errors(long, unit="kW"),
+                png="optstream_errors.png",
+                caption="FV19 Figs. 3/8/10: mean absolute error per half-hour by method and ε "
+                "(log scale), national and regions; hover a bar for the error in kW and as a "
+                "share of the mean load.",
             ),
         ),
         figures=(
-            ReportFigure(
-                file="optstream_series.png",
-                caption="FV19 Fig. 2: the national load (black) and its releases over three days, "
-                "one row per ε.",
-            ),
-            ReportFigure(
-                file="optstream_errors.png",
-                caption="FV19 Figs. 3/8/10: mean L1 error per step by method and ε (log scale), "
-                "regions and national.",
-            ),
             ReportFigure(
                 file="optstream_consistency.png",
                 caption="FV19 Fig. 4: released national minus the sum of the released regions, "
@@ -191,7 +268,15 @@ def run_optstream_stage(
         f"optstream_vs_laplace_eps{e:g}": float(best.loc[e, "regions / Laplace"])
         for e in best.index
     }
+    key |= {
+        f"optstream_national_share_eps{e:g}": float(best.loc[e, "national, % of mean load"]) / 100
+        for e in best.index
+    } | {
+        f"optstream_regions_share_eps{e:g}": float(best.loc[e, "regions, % of mean load"]) / 100
+        for e in best.index
+    }
     key["optstream_consistent"] = consistent
+    key["_entries"] = release_entries("How accurate is the release?", kept, config.optstream_trials)
     return section, key, kept, month
 
 
@@ -200,8 +285,10 @@ def _previous_month(month: str) -> str:
     return str(pd.Period(month, freq="M") - 1)
 
 
-def _plot_series(config: DemoConfig, truth: pd.DataFrame, kept: dict) -> None:
+def _plot_series(config: DemoConfig, truth: pd.DataFrame, kept: dict) -> float:
+    """FV19 Fig. 2 as a PNG; returns the top of the load axis (twice the real peak)."""
     steps = slice(0, min(len(truth), 3 * 48))
+    clip = 2.0 * float(truth["national"].iloc[steps].max())
     fig, axes = plt.subplots(len(kept), 1, figsize=(11, 3.2 * len(kept)), squeeze=False)
     for ax, (eps, releases) in zip(axes[:, 0], kept.items(), strict=True):
         ax.plot(
@@ -210,13 +297,20 @@ def _plot_series(config: DemoConfig, truth: pd.DataFrame, kept: dict) -> None:
         for method, released in releases.items():
             ax.plot(released.index[steps], released["national"].iloc[steps], lw=1,
                     color=_COLORS[method], label=method)  # fmt: skip
-        ax.set_title(f"national load, ε = {eps:g}, α = {config.alpha:g} kW")
-        ax.set_ylabel("kW")
+        ax.set_title(
+            f"national load, ε = {eps:g}, α = {config.alpha:g} kW "
+            f"(axis clipped at {fmt(clip)} kW: twice the real peak)"
+        )
+        ax.set_ylim(0, clip)
+        ax.set_ylabel("load (kW)")
+        ax.set_xlabel("time (half-hour steps)")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
         ax.grid(alpha=0.3)
     axes[0, 0].legend(fontsize=8, ncol=3)
     fig.tight_layout()
     fig.savefig(config.out / "optstream_series.png", dpi=110)
     plt.close(fig)
+    return clip
 
 
 def _plot_errors(config: DemoConfig, table: pd.DataFrame) -> None:
@@ -231,7 +325,8 @@ def _plot_errors(config: DemoConfig, table: pd.DataFrame) -> None:
         ax.set_xticks(np.arange(len(epsilons)) + 0.4 - width / 2)
         ax.set_xticklabels([f"ε = {e:g}" for e in epsilons])
         ax.set_yscale("log")
-        ax.set_ylabel("mean L1 error per step (kW)")
+        ax.set_ylabel("mean absolute error per half-hour (kW)")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
         ax.set_title(column)
         ax.grid(alpha=0.3, axis="y")
     axes[0].legend(fontsize=8)
@@ -248,6 +343,8 @@ def _plot_consistency(config: DemoConfig, kept: dict, hierarchy: dict) -> None:
         ax.plot(released.index, gap, lw=0.8, color=_COLORS[method], label=method)
     ax.axhline(0, color="black", lw=0.6)
     ax.set_ylabel("national − Σ regions (kW)")
+    ax.yaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
+    ax.set_xlabel("time (half-hour steps)")
     ax.set_title(f"hierarchical consistency of the releases, ε = {eps:g}")
     ax.legend(fontsize=8, ncol=3)
     ax.grid(alpha=0.3)

@@ -302,6 +302,7 @@ def release_auto(
     hierarchy: object,
     seed: object,
     ledger: BudgetLedger | None = None,
+    progress: object = None,
 ) -> object:
     """``release_optstream(k="auto")``: validate, charge, plan and release period by period.
 
@@ -348,7 +349,10 @@ def release_auto(
     charge_release(ledger, total, unit, owner)
 
     def draw(i: int, vals: np.ndarray, plan: PeriodPlan) -> Measurement:
-        return measure_period(vals, plan, cfg, bits=bits)
+        measured = measure_period(vals, plan, cfg, bits=bits)
+        if progress is not None:
+            progress(1)  # one period planned and measured
+        return measured
 
     measured, plans, priors = run_periods(
         periods.full, periods.tail, cfg, history=hist, measure=draw

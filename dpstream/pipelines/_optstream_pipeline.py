@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from mechanisms import Budget, BudgetLedger, ParameterError, bit_source
@@ -19,6 +20,8 @@ from ._privacy import attach_record, charge_release, check_ledger, release_recor
 __all__ = ["OPTSTREAM_WEIGHTS", "release_optstream"]
 
 _OWNER = "release_optstream"
+#: Periods released per call when a ``progress`` callable listens (one update per batch).
+PROGRESS_BATCH = 8
 
 #: Weights of the post-processing (Algorithm 4, O1): see :func:`release_optstream`.
 OPTSTREAM_WEIGHTS = ("variance", "noise", "paper")
@@ -57,6 +60,7 @@ def release_optstream(
     level_shares: object = None,
     prior: bool = True,
     history: object = None,
+    progress: Callable[[int], None] | None = None,
 ) -> pd.DataFrame:
     """Release load streams with OptStream: consistent, non-negative, (w, α)-private.
 
@@ -131,6 +135,9 @@ def release_optstream(
         combine each period with the mean profile of earlier released periods (empirical
         Bayes, ``postproc.profile_prior``). ``history``: a frame with the same columns the user
         declares public (or already released), read by the planner and the prior.
+    progress : callable, optional
+        Called with the number of periods just released (the last, partial period counts
+        one), e.g. a progress bar's ``update``.
 
     Returns
     -------
@@ -193,7 +200,7 @@ def release_optstream(
             frame, epsilon=eps, w=w, sampling=sampling, theta=theta, hierarchy=hierarchy,
             alpha=alpha, seed=seed, weights=weights, features=features, shares=shares, delta=delta,
             noise=noise, target=target, level_shares=level_shares, prior=prior, history=history,
-            ledger=check_ledger(ledger, _OWNER),
+            ledger=check_ledger(ledger, _OWNER), progress=progress,
         )  # fmt: skip
     k = check_integer(k, "k", _OWNER, minimum=1, maximum=w)
     sampling = "l1" if sampling is None else sampling
@@ -243,7 +250,19 @@ def release_optstream(
         shares=shares,
     )
     # One implementation with the store and the Dask engine (dpstream.pipelines._period).
-    out = release_block(spec, periods.full, periods.tail, bits)
+    if progress is None:
+        out = release_block(spec, periods.full, periods.tail, bits)
+    else:
+        # Periods are independent once planned: with a listener, release them in batches and
+        # report each batch (issue 17); without one, in a single call as before.
+        parts = []
+        for lo in range(0, periods.full.shape[0], PROGRESS_BATCH):
+            parts.append(release_block(spec, periods.full[lo : lo + PROGRESS_BATCH], None, bits))
+            progress(min(PROGRESS_BATCH, periods.full.shape[0] - lo))
+        if periods.tail.shape[1]:
+            parts.append(release_block(spec, periods.full[:0], periods.tail, bits))
+            progress(1)
+        out = np.concatenate(parts) if parts else np.empty((0, sf.n_nodes))
     result = sf.to_frame(out)
     record = release_record(
         unit=neighbours.unit,

@@ -157,8 +157,10 @@ def test_optstream_is_wired_to_release_optstream(loads, tmp_path, monkeypatch):
         alpha=1.0,
         seed=None,
         ledger=None,
+        progress=None,
     ):
         calls.update(
+            progress=callable(progress),
             epsilon=epsilon,
             w=w,
             k=k,
@@ -205,4 +207,5 @@ def test_optstream_is_wired_to_release_optstream(loads, tmp_path, monkeypatch):
         "alpha": 20.0,
         "seed": 4,
         "columns": ["north", "south"],
+        "progress": True,  # the CLI's progress bar listens per period (issue 17)
     }
