@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from mechanisms import ParameterError
 from mechanisms.core._results import summary_text, table_frame
@@ -230,21 +231,25 @@ def project_consistent(
         owner=owner,
     )
     start = time.perf_counter()
-    if method == "fast":
-        out = solve_tree(problem, max_iter=max_iter)
-        status = ("optimal",) * problem.n_periods
-        polish = np.zeros(problem.n_periods, dtype=np.int64)
-        separable = all(separable_factors(w) is not None for w, _ in problem.groups())
-    elif method == "dense":
-        out = solve_fast(problem, max_iter=max_iter)
-        status = ("optimal",) * problem.n_periods
-        polish = np.zeros(problem.n_periods, dtype=np.int64)
-        separable = bool(out["separable"])
-    else:
-        out = solve_cvxpy(problem, osqp_settings=osqp_settings)
-        status = out["status"]
-        polish = out["polish"]
-        separable = False
+    # The solves are many small dense factorisations (w x w blocks): BLAS threads only
+    # contend for them (1.8x slower idle, up to 25x under load, issue 16), so the library
+    # itself limits BLAS to one thread here, whatever the environment says (threadpoolctl).
+    with threadpool_limits(limits=1, user_api="blas"):
+        if method == "fast":
+            out = solve_tree(problem, max_iter=max_iter)
+            status = ("optimal",) * problem.n_periods
+            polish = np.zeros(problem.n_periods, dtype=np.int64)
+            separable = all(separable_factors(w) is not None for w, _ in problem.groups())
+        elif method == "dense":
+            out = solve_fast(problem, max_iter=max_iter)
+            status = ("optimal",) * problem.n_periods
+            polish = np.zeros(problem.n_periods, dtype=np.int64)
+            separable = bool(out["separable"])
+        else:
+            out = solve_cvxpy(problem, osqp_settings=osqp_settings)
+            status = out["status"]
+            polish = out["polish"]
+            separable = False
     seconds = time.perf_counter() - start
     x = out["x"]
     # The fast path's bounds are exact zeros; OSQP's are zeros to its tolerance.

@@ -294,3 +294,31 @@ def test_non_separable_weights_too_large_for_dense_path_raise():
         project_consistent(
             np.ones((1, 91, fs.n_parts)), hierarchy=h, features=fs, weights=w, method="dense"
         )
+
+
+@pytest.mark.parametrize("method", ["fast", "dense", "cvxpy"])
+def test_solves_run_with_one_blas_thread_whatever_the_environment(monkeypatch, method):
+    """Library-level thread control (issue 16): the solvers see one BLAS thread."""
+    import threadpoolctl
+
+    import postproc._project as project
+
+    seen = []
+    solver = {"fast": "solve_tree", "dense": "solve_fast", "cvxpy": "solve_cvxpy"}[method]
+    real = getattr(project, solver)
+
+    def spy(*args, **kwargs):
+        seen.extend(
+            info["num_threads"]
+            for info in threadpoolctl.threadpool_info()
+            if info["user_api"] == "blas"
+        )
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(project, solver, spy)
+    h = Hierarchy(children={"total": ["a", "b"]})
+    fs = FeatureSet.from_breaks(1, [])
+    est = np.random.default_rng(0).uniform(0, 5, (2, 3, 1))
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        project_consistent(est, hierarchy=h, features=fs, weights=[1.0], method=method)
+    assert seen and set(seen) == {1}
