@@ -61,7 +61,14 @@ from .core import (
     uniform_open,
 )
 from .counting import (
+    COUNTERS,
     BinaryTreeCounter,
+    BltCounter,
+    BltRelease,
+    CounterRelease,
+    best_counter,
+    blt_release,
+    counter_variance,
     LaplaceRelease,
     TreeRelease,
     binary_tree_final_sums,
@@ -210,6 +217,13 @@ __all__ = [
     "smoothing_parameters",
     # _tree, _baselines
     "BinaryTreeCounter",
+    "BltCounter",
+    "BltRelease",
+    "COUNTERS",
+    "CounterRelease",
+    "best_counter",
+    "blt_release",
+    "counter_variance",
     "LaplaceRelease",
     "TreeRelease",
     "binary_tree_final_sums",

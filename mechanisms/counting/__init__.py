@@ -1,7 +1,25 @@
 """Continual counting: the binary-tree mechanism of [CSS11]/[DNPR10] (streaming and batch, online
-and consistent estimates) and the event-level Laplace baseline.
+and consistent estimates), the BLT with discrete Gaussian noise (ρ-zCDP), one interface over
+them (``counter=``, exact variances, the best counter for a budget) and the event-level Laplace
+baseline.
 """
 
+from ._blt import (
+    BltCounter,
+    BltFactorization,
+    BltRelease,
+    blt_factorization,
+    blt_release,
+    zcdp_rho,
+    zcdp_to_epsilon,
+)
+from ._counters import (
+    COUNTERS,
+    CounterRelease,
+    best_counter,
+    counter_release,
+    counter_variance,
+)
 from ._laplace import (
     LaplaceRelease,
     laplace_prefix_sums,
@@ -18,6 +36,18 @@ from ._tree import (
 )
 
 __all__ = [
+    "COUNTERS",
+    "BltCounter",
+    "BltFactorization",
+    "BltRelease",
+    "CounterRelease",
+    "best_counter",
+    "blt_factorization",
+    "blt_release",
+    "counter_release",
+    "counter_variance",
+    "zcdp_rho",
+    "zcdp_to_epsilon",
     "BinaryTreeCounter",
     "LaplaceRelease",
     "TreeRelease",
