@@ -29,7 +29,13 @@ from ..core._validation import (
     check_probability,
     check_stream,
 )
-from ..counting._tree import TreeRelease, _tree_release, tree_range_variance
+from ..counting._counters import (
+    CounterRelease,
+    best_counter,
+    check_counter,
+    counter_release,
+)
+from ..counting._tree import TreeRelease, tree_range_variance
 from ._calibration import _check_beta_lt, _check_r, pak_threshold_calibration
 from ._quantile import _check_noise
 from ._threshold import ThresholdRelease, _release_threshold
@@ -95,8 +101,9 @@ class PakRelease:
     time_lag: int
     """m, the number of withheld steps (the sum of steps 1..m is released at step m); 0 for
     plain BT."""
-    tree: TreeRelease
-    """BT release of the clipped suffix σ(m+1..n) (of the whole stream for plain BT)."""
+    tree: TreeRelease | None
+    """BT release of the clipped suffix σ(m+1..n) (of the whole stream for plain BT); None when
+    the counter is not a tree."""
     prefix_noise: LaplaceNoise | None
     """Noise of the released c(σ, m) (sensitivity τ, ε₂); None for plain BT."""
     parameters: PakParameters
@@ -113,6 +120,8 @@ class PakRelease:
     """The public bound B."""
     guarantee: PrivacyGuarantee
     """Event-level (ε, δ)."""
+    counter: CounterRelease | None = None
+    """The counter's release of the suffix (its name, estimates and exact variances)."""
     n: int = field(init=False)
     """Stream length."""
 
@@ -134,7 +143,10 @@ class PakRelease:
         m = self.time_lag
         i, j = check_range(i, j, first=m, stop=self.n, owner="PakRelease.range_sum")
         before = self.prefix_sums[i - 1] if i > 0 else 0.0
-        var = tree_range_variance(i - m, j - m, self.tree.noise.variance)
+        if self.counter is not None and self.counter.counter != "binary_tree":
+            var = self.counter.range_variance(i - m, j - m)
+        else:
+            var = tree_range_variance(i - m, j - m, self.tree.noise.variance)
         return RangeSum(float(self.prefix_sums[j] - before), math.sqrt(var))
 
     def to_frame(self, index: object = None):
@@ -186,6 +198,7 @@ def pak_release(
     r: float = 1.5,
     noise: str = "laplace",
     threshold: bool = True,
+    counter: str = "binary_tree",
 ) -> PakRelease:
     """Release every prefix sum after the time lag with PAK's Mechanism 1 ([PAK19] §III-C).
 
@@ -207,6 +220,12 @@ def pak_release(
         after validation and before any draw.
     eps1_share, lam, p, beta_lt, r, noise, threshold
         Local parameters, see :class:`PakParameters`.
+    counter
+        The continual counter of the suffix (:data:`mechanisms.counting.COUNTERS`):
+        ``"binary_tree"`` (the paper's BT, default), ``"binary_tree_online"`` /
+        ``"binary_tree_consistent"`` (the same noisy nodes, Honaker's / the least-squares
+        estimate), ``"blt"`` (Gaussian, (ε, δ) from ρ-zCDP; needs δ > 0), or ``"auto"``: the
+        one with the smallest exact variance at step n − m for this (ε, δ) (public inputs).
 
     Returns
     -------
@@ -259,25 +278,33 @@ def pak_release(
         threshold,
     )
     n = arr.size
+    cdelta = dlt if counter in ("blt", "auto") else 0.0  # the suffix counter's δ
+    counter = check_counter(counter, "pak_release", delta=cdelta)
     if not params.threshold:
-        total = Budget(eps, 0.0)
+        if counter == "auto":
+            counter = best_counter(n, epsilon=eps, bound=bnd, delta=cdelta)
+        total = Budget(eps, cdelta if counter == "blt" else 0.0)
         _charge(ledger, total)
-        tree = _tree_release(arr, epsilon=eps, bound=bnd, bits=bits, owner="pak_release")
+        rel = counter_release(
+            arr, counter=counter, epsilon=eps, delta=cdelta, bound=bnd, bits=bits,
+            owner="pak_release",
+        )
         return PakRelease(
-            prefix_sums=np.array(tree.prefix_sums),
-            variance=np.array(tree.variance),
+            prefix_sums=np.array(rel.prefix_sums),
+            variance=np.array(rel.variance),
             threshold=bnd,
             threshold_release=None,
             time_lag=0,
-            tree=tree,
+            tree=rel.tree,
             prefix_noise=None,
             parameters=params,
             epsilon=eps,
-            delta=0.0,
+            delta=total.delta,
             epsilon1=0.0,
             epsilon2=0.0,
             bound=bnd,
-            guarantee=PrivacyGuarantee(unit=EventLevel(), budget=total, proof=tree.guarantee.proof),
+            guarantee=PrivacyGuarantee(unit=EventLevel(), budget=total, proof=rel.guarantee.proof),
+            counter=rel,
         )
 
     eps1 = eps * params.eps1_share
@@ -294,7 +321,10 @@ def pak_release(
         r=params.r,
         noise=params.noise,
     )
-    total = compose_parallel(compose_sequential(Budget(eps1, dlt), Budget(eps2)), Budget(eps))
+    if counter == "auto":  # public: n, m, ε, δ only
+        counter = best_counter(n - m, epsilon=eps, bound=1.0, delta=cdelta)
+    suffix_budget = Budget(eps, dlt) if counter == "blt" else Budget(eps)
+    total = compose_parallel(compose_sequential(Budget(eps1, dlt), Budget(eps2)), suffix_budget)
     _charge(ledger, total)
 
     th = _release_threshold(cal, bits, clip=True)  # [PAK19 Mech. 1 step 1]
@@ -303,15 +333,22 @@ def pak_release(
     c_m = _clipped_lattice_sum(prefix, tau, prefix_noise) + float(
         prefix_noise.sample(1, bits)[0]
     )  # [PAK19 Mech. 1 step 2]
-    tree = _tree_release(  # [PAK19 Mech. 1 steps 3-6]
-        np.minimum(suffix, tau), epsilon=eps, bound=tau, bits=bits, owner="pak_release"
+    rel = counter_release(  # [PAK19 Mech. 1 steps 3-6], BT or a better counter
+        np.minimum(suffix, tau),
+        counter=counter,
+        epsilon=eps,
+        delta=cdelta,
+        bound=tau,
+        bits=bits,
+        owner="pak_release",
     )
+    tree = rel.tree
     sums = np.full(n, np.nan)
     var = np.full(n, np.nan)
     sums[m - 1] = c_m
     var[m - 1] = prefix_noise.variance
-    sums[m:] = c_m + tree.prefix_sums
-    var[m:] = prefix_noise.variance + tree.variance
+    sums[m:] = c_m + rel.prefix_sums
+    var[m:] = prefix_noise.variance + rel.variance
     return PakRelease(
         prefix_sums=sums,
         variance=var,
@@ -327,6 +364,7 @@ def pak_release(
         epsilon2=eps2,
         bound=bnd,
         guarantee=PrivacyGuarantee(unit=EventLevel(), budget=total, proof=_PROOF),
+        counter=rel,
     )
 
 
