@@ -191,7 +191,10 @@ def _optimised(horizon: int, buffers: int) -> tuple[tuple[float, ...], tuple[flo
         lam0 = [min(max(v, 1e-3), 1.0 - 1e-9) for v in lam0]
         theta0 = np.array([math.log(v / (1.0 - v)) for v in lam0] + [0.3 / buffers] * buffers)
         res = minimize(
-            _objective, theta0, args=(buffers, horizon), method="Nelder-Mead",
+            _objective,
+            theta0,
+            args=(buffers, horizon),
+            method="Nelder-Mead",
             options={"maxiter": 400 * buffers, "xatol": 1e-6, "fatol": 1e-9},
         )
         if res.fun < best:

@@ -286,7 +286,12 @@ def pak_release(
         total = Budget(eps, cdelta if counter == "blt" else 0.0)
         _charge(ledger, total)
         rel = counter_release(
-            arr, counter=counter, epsilon=eps, delta=cdelta, bound=bnd, bits=bits,
+            arr,
+            counter=counter,
+            epsilon=eps,
+            delta=cdelta,
+            bound=bnd,
+            bits=bits,
             owner="pak_release",
         )
         return PakRelease(
