@@ -42,6 +42,12 @@ Thm. 4 per coordinate, additive over independent coordinates), i.e. ρ-zCDP with
 target (ε, δ) we take the largest ρ with ρ + 2√(ρ ln 1/δ) = ε:
 √ρ = √(ln(1/δ) + ε) − √(ln(1/δ)). The decoder L is public post-processing.
 
+Known issue (open, issue 14): at n = 10⁶ with non-zero data the empirical error of the batch
+release is several times the stated variance (on an all-zero stream it matches), so the
+signal path L·round(Cx/γ) loses accuracy in floating point for long streams (the encoder has a
+pole at z = 1). Privacy is unaffected (the noise and its calibration are as stated); accuracy
+claims beyond n ≈ 10⁵ must wait for the fix (e.g. release s + Lw from the exact running sum).
+
 The parameters (λ, ω) are public and chosen before any data: by minimising
 ‖c‖₂²·Σ_{j<n'} l_j² (sensitivity² × the variance at the last step, i.e. the largest variance)
 with :func:`scipy.optimize.minimize` at n' = min(n, 2¹⁶) ([MPDT24] §4 optimise the same kind of
