@@ -24,8 +24,8 @@ import numpy as np
 from _timing import best_of
 
 from mechanisms import BinaryTreeCounter, BltCounter, counter_variance, pak_release
-from mechanisms.counting import COUNTERS, counter_release
 from mechanisms.core import bit_source
+from mechanisms.counting import COUNTERS, counter_release
 
 EPS, DELTA = 1.0, 2.0**-20
 NS = [int(v) for v in os.environ.get("BENCH_COUNTING_N", "100000,1000000").split(",")]
@@ -61,12 +61,14 @@ def _push_time(counter: str, x: np.ndarray) -> float:
 
 
 def counters_table() -> None:
-    print("counter                    n        max/BT exact  mean/BT exact  max/BT emp  "
-          "mean/BT emp  state floats  us/push  batch/cumsum")
+    print(
+        "counter                    n        max/BT exact  mean/BT exact  max/BT emp  "
+        "mean/BT emp  state floats  us/push  batch/cumsum"
+    )
     for n in NS:
         x = np.random.default_rng(n).uniform(0.0, 1.0, n)
         truth = np.cumsum(x)
-        t_cumsum = best_of(lambda: np.cumsum(x), 5)
+        t_cumsum = best_of(lambda x=x: np.cumsum(x), 5)
         ref = counter_variance("binary_tree", n, epsilon=EPS, bound=1.0)
         emp_ref = None
         for counter in COUNTERS:
@@ -74,21 +76,30 @@ def counters_table() -> None:
             bits = bit_source(7)
             sq = np.zeros(n)
             for _ in range(RUNS):
-                rel = counter_release(x, counter=counter, epsilon=EPS, delta=DELTA, bound=1.0,
-                                      bits=bits)
+                rel = counter_release(
+                    x, counter=counter, epsilon=EPS, delta=DELTA, bound=1.0, bits=bits
+                )
                 sq += (rel.prefix_sums - truth) ** 2
             sq /= RUNS
             if counter == "binary_tree":
                 emp_ref = sq
             t_batch = best_of(
-                lambda c=counter: counter_release(x, counter=c, epsilon=EPS, delta=DELTA,
-                                                  bound=1.0, bits=bit_source(3)), 2)
-            push = (_push_time(counter, x[:20000]) * 1e6
-                    if counter != "binary_tree_consistent" else float("nan"))
-            print(f"{counter:24s} {n:>9,d}  {var.max() / ref.max():12.3f}  "
-                  f"{var.mean() / ref.mean():13.3f}  {sq.max() / emp_ref.max():10.3f}  "
-                  f"{sq.mean() / emp_ref.mean():11.3f}  {_state_floats(counter, n):12d}  "
-                  f"{push:7.2f}  {t_batch / t_cumsum:12.1f}")
+                lambda c=counter, x=x: counter_release(
+                    x, counter=c, epsilon=EPS, delta=DELTA, bound=1.0, bits=bit_source(3)
+                ),
+                2,
+            )
+            push = (
+                _push_time(counter, x[:20000]) * 1e6
+                if counter != "binary_tree_consistent"
+                else float("nan")
+            )
+            print(
+                f"{counter:24s} {n:>9,d}  {var.max() / ref.max():12.3f}  "
+                f"{var.mean() / ref.mean():13.3f}  {sq.max() / emp_ref.max():10.3f}  "
+                f"{sq.mean() / emp_ref.mean():11.3f}  {_state_floats(counter, n):12d}  "
+                f"{push:7.2f}  {t_batch / t_cumsum:12.1f}"
+            )
 
 
 def mechanism1_table() -> None:
@@ -98,23 +109,36 @@ def mechanism1_table() -> None:
     x = np.asarray(household_minutes_stream(), dtype=np.float64)
     bnd, m, n = float(HOUSEHOLD_MINUTES_BOUND), 50_000, x.size
     truth = float(x.sum())
-    bt = [pak_release(x, bound=bnd, epsilon=EPS, delta=DELTA, time_lag=m, threshold=False,
-                      seed=1000 + r).prefix_sums[-1] - truth for r in range(PAK_RUNS)]
+    bt = [
+        pak_release(
+            x, bound=bnd, epsilon=EPS, delta=DELTA, time_lag=m, threshold=False, seed=1000 + r
+        ).prefix_sums[-1]
+        - truth
+        for r in range(PAK_RUNS)
+    ]
     bt_rms = float(np.sqrt(np.mean(np.square(bt))))
-    print(f"\nMechanism 1 on household minutes (n = {n:,}, B = {bnd:g}, m = {m:,}); "
-          f"paper's BT RMS error at n: {bt_rms:.1f}")
+    print(
+        f"\nMechanism 1 on household minutes (n = {n:,}, B = {bnd:g}, m = {m:,}); "
+        f"paper's BT RMS error at n: {bt_rms:.1f}"
+    )
     print("counter                   predicted IF  realised IF  r      eps1/eps  RMS error")
     for counter in (None, *COUNTERS):
-        plan = plan_pak(x[:m], n=n, bound=bnd, epsilon=EPS, delta=DELTA, beta=0.02,
-                        counter=counter)
+        plan = plan_pak(x[:m], n=n, bound=bnd, epsilon=EPS, delta=DELTA, beta=0.02, counter=counter)
         params = plan.release_parameters()
         params.setdefault("counter", "binary_tree")
-        err = [pak_release(x, bound=bnd, epsilon=EPS, delta=DELTA, time_lag=m, seed=r,
-                           **params).prefix_sums[-1] - truth for r in range(PAK_RUNS)]
+        err = [
+            pak_release(
+                x, bound=bnd, epsilon=EPS, delta=DELTA, time_lag=m, seed=r, **params
+            ).prefix_sums[-1]
+            - truth
+            for r in range(PAK_RUNS)
+        ]
         rms = float(np.sqrt(np.mean(np.square(err))))
         name = "paper Eq.16 (tree bound)" if counter is None else counter
-        print(f"{name:24s}  {plan.improvement_factor:12.2f}  {bt_rms / rms:11.2f}  "
-              f"{plan.r:5.3f}  {plan.eps1_share:8.3f}  {rms:9.1f}")
+        print(
+            f"{name:24s}  {plan.improvement_factor:12.2f}  {bt_rms / rms:11.2f}  "
+            f"{plan.r:5.3f}  {plan.eps1_share:8.3f}  {rms:9.1f}"
+        )
 
 
 if __name__ == "__main__":

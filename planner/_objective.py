@@ -34,10 +34,12 @@ Modelling choices (where the paper is ambiguous; every one is also in :func:`pak
    L³/ε² is replaced by V/(2τ²) with V the counter's *exact* variance at step n − m
    (:func:`mechanisms.counter_variance` at bound τ), since a sum of independent Laplace
    variables of scales bᵢ has variance 2Σbᵢ² (so ν² = Σbᵢ² = V/2 for the trees and their
-   linear estimates, whose weights are absorbed in the scales). For the BLT the noise is
-   Gaussian of variance V, whose tails are lighter than those of the Laplace sum of the same
-   ν (P(|Z| > ν√(8 ln 1/β)) ≤ 2β⁴ ≤ β), so the same bound holds. The plan and its predicted
-   improvement factor then follow the counter; the baseline stays the paper's BT (Eq. 3).
+   linear estimates, whose weights are absorbed in the scales). For the smooth binary
+   mechanism the noise is Gaussian of variance V, whose tails are lighter than those of the
+   Laplace sum of the same ν (alone, P(|Z| > ν√(8 ln 1/β)) ≤ 2β² ≤ β for β ≤ ½); we use the
+   same bound for its sum with the Laplace prefix term (a modelling choice, not a theorem).
+   The plan and its predicted improvement factor then follow the counter; the baseline
+   stays the paper's BT (Eq. 3).
 8. *Baseline* (Eq. 3 with a concrete constant): α_BT = (1/ε)·B·√(8 ln(1/β))·(log₂ n)^{1.5},
    i.e. the first summand of Eq. 16 with τ = B, r = 1, m = 0 and β_Lap = β.
 """
@@ -225,7 +227,7 @@ class PakObjective:
         if counter is not None:
             from mechanisms import counter_variance
 
-            # at the suffix's own ε (the BLT's ρ(ε, δ) is not ∝ ε²), rescaled to ε = 1
+            # at the suffix's own ε (a zCDP counter's ρ(ε, δ) is not ∝ ε²), rescaled to ε = 1
             var = counter_variance(counter, n - m, epsilon=epsilon, bound=1.0, delta=delta)
             self.suffix_units = float(var[-1]) / 2.0 * epsilon**2
             self.max_scale_units = min(self.log_nodes, math.sqrt(self.suffix_units))

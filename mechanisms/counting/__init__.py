@@ -1,18 +1,9 @@
 """Continual counting: the binary-tree mechanism of [CSS11]/[DNPR10] (streaming and batch, online
-and consistent estimates), the BLT with discrete Gaussian noise (ρ-zCDP), one interface over
-them (``counter=``, exact variances, the best counter for a budget) and the event-level Laplace
-baseline.
+and consistent estimates), the smooth binary mechanism with discrete Gaussian noise (ρ-zCDP),
+one interface over them (``counter=``, exact variances, the best counter for a budget) and
+the event-level Laplace baseline.
 """
 
-from ._blt import (
-    BltCounter,
-    BltFactorization,
-    BltRelease,
-    blt_factorization,
-    blt_release,
-    zcdp_rho,
-    zcdp_to_epsilon,
-)
 from ._counters import (
     COUNTERS,
     CounterRelease,
@@ -23,6 +14,14 @@ from ._counters import (
 from ._laplace import (
     LaplaceRelease,
     laplace_prefix_sums,
+)
+from ._smooth import (
+    SmoothBinaryCounter,
+    SmoothBinaryRelease,
+    smooth_binary_release,
+    smooth_binary_shape,
+    zcdp_rho,
+    zcdp_to_epsilon,
 )
 from ._tree import (
     BinaryTreeCounter,
@@ -37,15 +36,14 @@ from ._tree import (
 
 __all__ = [
     "COUNTERS",
-    "BltCounter",
-    "BltFactorization",
-    "BltRelease",
     "CounterRelease",
+    "SmoothBinaryCounter",
+    "SmoothBinaryRelease",
     "best_counter",
-    "blt_factorization",
-    "blt_release",
     "counter_release",
     "counter_variance",
+    "smooth_binary_release",
+    "smooth_binary_shape",
     "zcdp_rho",
     "zcdp_to_epsilon",
     "BinaryTreeCounter",

@@ -10,10 +10,10 @@ Counters (names accepted by ``counter=``):
 * ``"binary_tree_consistent"``: the same noisy nodes, the least-squares (BLUE) leaves
   ([HRMS10] §4): the best linear unbiased estimate of every prefix from the nodes. Pure ε;
   batch only (the top-down pass needs the whole tree).
-* ``"blt"``: buffered linear Toeplitz with discrete Gaussian noise (:mod:`._blt`), ρ-zCDP
-  converted to (ε, δ); needs δ > 0; streaming (:class:`BltCounter`). Its release is already
-  the best unbiased linear estimate from the noisy encoder outputs y = Cx + w (C is invertible,
-  so A·C⁻¹y = Ly is the only unbiased linear function of y).
+* ``"smooth_binary"``: the smooth binary mechanism with discrete Gaussian noise
+  (:mod:`._smooth`, [AP23]), ρ-zCDP converted to (ε, δ); needs δ > 0; streaming
+  (:class:`SmoothBinaryCounter`); the same variance k·σ² at every step. Its estimate is the
+  plain sum of the k cover nodes (unbiased; a least-squares pass over its nodes is not done).
 
 All post-processing of one set of noisy values: choosing an estimate costs no privacy. The
 variances are exact functions of public inputs (n, ε, δ, B), so :func:`best_counter` may use
@@ -31,7 +31,7 @@ from ..core._errors import ParameterError
 from ..core._random import BitSource
 from ..core._units import PrivacyGuarantee
 from ..core._validation import check_integer, check_positive, check_probability
-from ._blt import BltRelease, _blt_release, blt_factorization, blt_noise
+from ._smooth import SmoothBinaryRelease, _smooth_release, smooth_binary_noise
 from ._tree import TreeRelease, _levels, _tree_release, binary_tree_noise
 from ._tree_estimates import (
     _consistent_variance_units,
@@ -45,12 +45,13 @@ __all__ = [
     "best_counter",
     "counter_release",
     "counter_variance",
+    "tree_counter_release",
 ]
 
 #: The counters of the family, in the order :func:`best_counter` breaks ties.
-COUNTERS = ("binary_tree", "binary_tree_online", "binary_tree_consistent", "blt")
+COUNTERS = ("binary_tree", "binary_tree_online", "binary_tree_consistent", "smooth_binary")
 #: Counters that need δ > 0.
-_APPROXIMATE = ("blt",)
+_APPROXIMATE = ("smooth_binary",)
 
 
 def check_counter(counter: object, owner: str, *, delta: float = 0.0) -> str:
@@ -90,10 +91,9 @@ def counter_variance(
     counter = check_counter(counter, owner, delta=dlt)
     if counter == "auto":
         counter = best_counter(n, epsilon=eps, bound=bnd, delta=dlt)
-    if counter == "blt":
-        fact = blt_factorization(n)
-        noise, _, _ = blt_noise(n, epsilon=eps, delta=dlt, bound=bnd, factorization=fact)
-        return fact.variance_units(n) * noise.variance
+    if counter == "smooth_binary":
+        noise, _, _, _, k = smooth_binary_noise(n, epsilon=eps, delta=dlt, bound=bnd)
+        return np.full(n, k * noise.variance)
     v = binary_tree_noise(n, epsilon=eps, bound=bnd).variance
     if counter == "binary_tree":
         return _popcounts(n) * v
@@ -135,10 +135,10 @@ class CounterRelease:
     """Exact noise variance of each prefix sum."""
     tree: TreeRelease | None
     """The BT release (its noisy nodes) for the tree counters; None otherwise."""
-    blt: BltRelease | None
-    """The BLT release for ``"blt"``; None otherwise."""
+    smooth: SmoothBinaryRelease | None
+    """The smooth-binary release for ``"smooth_binary"``; None otherwise."""
     guarantee: PrivacyGuarantee
-    """Event-level guarantee (ε for trees; (ε, δ) from ρ-zCDP for the BLT)."""
+    """Event-level guarantee (ε for trees; (ε, δ) from ρ-zCDP for the smooth binary)."""
     n: int = field(init=False)
     """Stream length."""
 
@@ -149,19 +149,19 @@ class CounterRelease:
 
     def range_variance(self, i: int, j: int) -> float:
         """Noise variance of c(σ, j + 1) − c(σ, i) (steps i..j, 0-based): exact for the raw BT
-        ([PAK19] nodes that cancel) and the BLT (σ²[Σ_{u<j+1−i} l_u² + Σ_{u<i}
-        (l_{u+j+1−i} − l_u)²]); for the online/consistent estimates the upper bound
+        and the smooth binary (the nodes shared by the two covers cancel, the others are
+        independent: |cover Δ cover|·v); for the online/consistent estimates the upper bound
         (√Var(c(i)) + √Var(c(j + 1)))² (Cauchy–Schwarz)."""
         from ._tree_estimates import tree_range_variance
 
         if self.counter == "binary_tree":
             return tree_range_variance(i, j, self.tree.noise.variance)
-        if self.counter == "blt":
-            _, ell = self.blt.factorization.coefficients(j + 1)
-            gap = j + 1 - i
-            head = float(np.dot(ell[:gap], ell[:gap]))
-            diff = ell[gap : gap + i] - ell[:i]
-            return (head + float(np.dot(diff, diff))) * self.blt.noise.variance
+        if self.counter == "smooth_binary":
+            sm = self.smooth
+            b = int(sm.leaves[j])
+            a = int(sm.leaves[i - 1]) if i > 0 else 0
+            shared = sum(1 for h in range(sm.height) if (a >> h) & 1 and (a >> h) == (b >> h))
+            return (a.bit_count() + b.bit_count() - 2 * shared) * sm.noise.variance
         vi = float(self.variance[i - 1]) if i > 0 else 0.0
         return (math.sqrt(vi) + math.sqrt(float(self.variance[j]))) ** 2
 
@@ -191,17 +191,24 @@ def counter_release(
             bound=check_positive(bound, "bound", owner),
             delta=dlt,
         )
-    if counter == "blt":
-        rel = _blt_release(values, epsilon=epsilon, delta=dlt, bound=bound, bits=bits, owner=owner)
+    if counter == "smooth_binary":
+        rel = _smooth_release(
+            values, epsilon=epsilon, delta=dlt, bound=bound, bits=bits, owner=owner
+        )
         return CounterRelease(
             counter=counter,
             prefix_sums=np.array(rel.prefix_sums),
             variance=np.array(rel.variance),
             tree=None,
-            blt=rel,
+            smooth=rel,
             guarantee=rel.guarantee,
         )
     tree = _tree_release(values, epsilon=epsilon, bound=bound, bits=bits, owner=owner)
+    return tree_counter_release(tree, counter)
+
+
+def tree_counter_release(tree: TreeRelease, counter: str) -> CounterRelease:
+    """The estimate ``counter`` (a tree counter) read from the noisy nodes of ``tree``."""
     if counter == "binary_tree":
         sums, var = tree.prefix_sums, tree.variance
     elif counter == "binary_tree_online":
@@ -213,6 +220,6 @@ def counter_release(
         prefix_sums=np.array(sums),
         variance=np.array(var),
         tree=tree,
-        blt=None,
+        smooth=None,
         guarantee=tree.guarantee,
     )

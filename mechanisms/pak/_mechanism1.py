@@ -34,8 +34,9 @@ from ..counting._counters import (
     best_counter,
     check_counter,
     counter_release,
+    tree_counter_release,
 )
-from ..counting._tree import TreeRelease, tree_range_variance
+from ..counting._tree import TreeRelease, _tree_release, tree_range_variance
 from ._calibration import _check_beta_lt, _check_r, pak_threshold_calibration
 from ._quantile import _check_noise
 from ._threshold import ThresholdRelease, _release_threshold
@@ -224,8 +225,9 @@ def pak_release(
         The continual counter of the suffix (:data:`mechanisms.counting.COUNTERS`):
         ``"binary_tree"`` (the paper's BT, default), ``"binary_tree_online"`` /
         ``"binary_tree_consistent"`` (the same noisy nodes, Honaker's / the least-squares
-        estimate), ``"blt"`` (Gaussian, (ε, δ) from ρ-zCDP; needs δ > 0), or ``"auto"``: the
-        one with the smallest exact variance at step n − m for this (ε, δ) (public inputs).
+        estimate), ``"smooth_binary"`` (Gaussian, (ε, δ) from ρ-zCDP; needs δ > 0), or
+        ``"auto"``: the one with the smallest exact variance at step n − m for this (ε, δ)
+        (public inputs).
 
     Returns
     -------
@@ -278,22 +280,14 @@ def pak_release(
         threshold,
     )
     n = arr.size
-    cdelta = dlt if counter in ("blt", "auto") else 0.0  # the suffix counter's δ
+    cdelta = dlt if counter in ("smooth_binary", "auto") else 0.0  # the suffix counter's δ
     counter = check_counter(counter, "pak_release", delta=cdelta)
     if not params.threshold:
         if counter == "auto":
             counter = best_counter(n, epsilon=eps, bound=bnd, delta=cdelta)
-        total = Budget(eps, cdelta if counter == "blt" else 0.0)
+        total = Budget(eps, cdelta if counter == "smooth_binary" else 0.0)
         _charge(ledger, total)
-        rel = counter_release(
-            arr,
-            counter=counter,
-            epsilon=eps,
-            delta=cdelta,
-            bound=bnd,
-            bits=bits,
-            owner="pak_release",
-        )
+        rel = _suffix_release(arr, counter, eps, cdelta, bnd, bits)
         return PakRelease(
             prefix_sums=np.array(rel.prefix_sums),
             variance=np.array(rel.variance),
@@ -328,7 +322,7 @@ def pak_release(
     )
     if counter == "auto":  # public: n, m, ε, δ only
         counter = best_counter(n - m, epsilon=eps, bound=1.0, delta=cdelta)
-    suffix_budget = Budget(eps, dlt) if counter == "blt" else Budget(eps)
+    suffix_budget = Budget(eps, dlt) if counter == "smooth_binary" else Budget(eps)
     total = compose_parallel(compose_sequential(Budget(eps1, dlt), Budget(eps2)), suffix_budget)
     _charge(ledger, total)
 
@@ -338,15 +332,8 @@ def pak_release(
     c_m = _clipped_lattice_sum(prefix, tau, prefix_noise) + float(
         prefix_noise.sample(1, bits)[0]
     )  # [PAK19 Mech. 1 step 2]
-    rel = counter_release(  # [PAK19 Mech. 1 steps 3-6], BT or a better counter
-        np.minimum(suffix, tau),
-        counter=counter,
-        epsilon=eps,
-        delta=cdelta,
-        bound=tau,
-        bits=bits,
-        owner="pak_release",
-    )
+    # [PAK19 Mech. 1 steps 3-6], BT or a better counter
+    rel = _suffix_release(np.minimum(suffix, tau), counter, eps, cdelta, tau, bits)
     tree = rel.tree
     sums = np.full(n, np.nan)
     var = np.full(n, np.nan)
@@ -417,6 +404,25 @@ def _validate(
             f"{ledger!r} instead."
         )
     return bit_source(seed), params, arr, bnd, eps, dlt, m
+
+
+def _suffix_release(
+    values: np.ndarray, counter: str, eps: float, delta: float, bound: float, bits: BitSource
+) -> CounterRelease:
+    """The counter's release (tree counters: the BT nodes of ``_tree_release``, then the
+    counter's estimate from them; post-processing)."""
+    if counter == "smooth_binary":
+        return counter_release(
+            values,
+            counter=counter,
+            epsilon=eps,
+            delta=delta,
+            bound=bound,
+            bits=bits,
+            owner="pak_release",
+        )
+    tree = _tree_release(values, epsilon=eps, bound=bound, bits=bits, owner="pak_release")
+    return tree_counter_release(tree, counter)
 
 
 def _charge(ledger: BudgetLedger | None, total: Budget) -> None:

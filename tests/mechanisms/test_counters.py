@@ -12,21 +12,21 @@ from hypothesis import strategies as st
 
 from mechanisms import (
     COUNTERS,
-    BltCounter,
     ParameterError,
+    SmoothBinaryCounter,
     best_counter,
     bit_source,
-    blt_release,
     counter_variance,
     pak_release,
+    smooth_binary_release,
 )
 from mechanisms.counting import (
-    blt_factorization,
     counter_release,
+    smooth_binary_shape,
     zcdp_rho,
     zcdp_to_epsilon,
 )
-from mechanisms.counting._blt import blt_noise
+from mechanisms.counting._smooth import smooth_binary_noise
 
 
 def _empirical_variance(counter: str, n: int, runs: int, seed: int) -> np.ndarray:
@@ -58,60 +58,78 @@ def test_every_counter_matches_its_variance_at_n_33(counter):
     assert 0.88 < (emp / stated).mean() < 1.12
 
 
-def test_blt_factorisation_is_exact_on_dense_matrices():
-    n = 50
-    fact = blt_factorization(n)
-    c, ell = fact.coefficients(n)
-    idx = np.subtract.outer(np.arange(n), np.arange(n))
-    lower = idx >= 0
-    L = np.where(lower, ell[np.clip(idx, 0, None)], 0.0)
-    C = np.where(lower, c[np.clip(idx, 0, None)], 0.0)
-    assert np.allclose(L @ C, np.tril(np.ones((n, n))), atol=1e-9)
-    # sensitivity: the largest column norm of C is the first column's, ‖c‖₂
-    assert np.linalg.norm(C, axis=0).max() == pytest.approx(fact.sensitivity_units(n))
-    assert np.argmax(np.linalg.norm(C, axis=0)) == 0
-    # variance: the squared row norms of L
-    assert np.allclose((L**2).sum(axis=1), fact.variance_units(n))
+def test_smooth_binary_shape_minimises_k_times_h():
+    for n in (1, 2, 5, 100, 10**4, 10**6):
+        h, k = smooth_binary_shape(n)
+        assert math.comb(h, k) >= n
+        for hh in range(1, 40):
+            for kk in range(1, hh + 1):
+                if math.comb(hh, kk) >= n:
+                    assert kk * hh >= k * h
 
 
-def test_blt_noise_calibration_and_zcdp_conversion():
+def test_smooth_binary_leaves_and_nodes():
+    n = 3000
+    x = np.random.default_rng(4).integers(0, 5, size=n) / 4.0
+    rel = smooth_binary_release(x, epsilon=1.0, delta=1e-6, bound=1.0, seed=2)
+    p = rel.leaves
+    assert np.all(np.diff(p) > 0) and p[-1] < 2**rel.height
+    assert np.all(np.bitwise_count(p) == rel.bits)
+    # every released node's true part is the sum of the steps whose leaf it covers
+    end = rel.node_ends << rel.node_levels
+    start = end - (np.int64(1) << rel.node_levels)
+    s = np.concatenate([[0.0], np.cumsum(x)])
+    truth = s[np.searchsorted(p, end, side="right")] - s[np.searchsorted(p, start, side="right")]
+    resid = rel.node_values - truth
+    assert abs(resid.var() / rel.noise.variance - 1.0) < 0.1
+    assert np.all(
+        np.abs(resid / rel.noise.granularity - np.rint(resid / rel.noise.granularity)) < 1e-6
+    )
+    # each step's leaf lies in at most H released nodes (one per level): the sensitivity
+    for t in (0, n // 2, n - 1):
+        q = int(p[t])
+        inside = (start < q) & (q <= end)
+        assert np.unique(rel.node_levels[inside]).size == inside.sum() <= rel.height
+
+
+def test_zcdp_calibration_and_conversion():
     rho = zcdp_rho(1.0, 2.0**-20)
     assert zcdp_to_epsilon(rho, 2.0**-20) <= 1.0
     assert zcdp_to_epsilon(rho * 1.001, 2.0**-20) > 1.0
-    fact = blt_factorization(1000)
-    noise, sens, r = blt_noise(1000, epsilon=1.0, delta=2.0**-20, bound=3.0, factorization=fact)
-    assert r == rho
-    assert sens >= 3.0 * fact.sensitivity_units(1000)
+    noise, sens, r, h, k = smooth_binary_noise(1000, epsilon=1.0, delta=2.0**-20, bound=3.0)
+    assert r == rho and sens >= 3.0 * math.sqrt(h)
     assert sens**2 / (2.0 * noise.sigma**2) == pytest.approx(rho, rel=1e-12)
-    rel = blt_release(np.ones(1000), epsilon=1.0, delta=2.0**-20, bound=3.0, seed=1)
+    rel = smooth_binary_release(np.ones(1000), epsilon=1.0, delta=2.0**-20, bound=3.0, seed=1)
     assert rel.guarantee.budget.epsilon <= 1.0 and rel.guarantee.budget.delta == 2.0**-20
 
 
-def test_blt_streaming_equals_batch_with_a_seed():
-    x = np.random.default_rng(2).uniform(0, 2, 700)
-    ref = blt_release(x, epsilon=0.5, delta=1e-6, bound=2.0, seed=9)
-    counter = BltCounter(700, epsilon=0.5, delta=1e-6, bound=2.0, seed=9)
+@pytest.mark.parametrize("n", [1, 5, 700, 70_000])
+def test_smooth_binary_streaming_equals_batch_with_a_seed(n):
+    x = np.random.default_rng(n).uniform(0, 2, n)
+    ref = smooth_binary_release(x, epsilon=0.5, delta=1e-6, bound=2.0, seed=9)
+    counter = SmoothBinaryCounter(n, epsilon=0.5, delta=1e-6, bound=2.0, seed=9)
     out = np.array([counter.push(v) for v in x])
     assert np.array_equal(out, ref.prefix_sums)
     assert counter.variance() == pytest.approx(ref.variance[-1])
 
 
-def test_blt_beats_the_tree_and_best_counter_follows_delta():
-    v_bt = counter_variance("binary_tree", 4096, epsilon=1.0, bound=1.0)
-    v_blt = counter_variance("blt", 4096, epsilon=1.0, bound=1.0, delta=2.0**-20)
-    assert v_blt.max() < v_bt.max() and v_blt.mean() < v_bt.mean()
-    assert best_counter(4095, epsilon=1.0, bound=1.0, delta=2.0**-20, at="mean") == "blt"
-    assert best_counter(4096, epsilon=1.0, bound=1.0) in (
-        "binary_tree_online",
-        "binary_tree_consistent",
-    )
+def test_best_counter_follows_delta_and_the_variances():
+    v_bt = counter_variance("binary_tree", 4095, epsilon=1.0, bound=1.0)
+    v_sm = counter_variance("smooth_binary", 4095, epsilon=1.0, bound=1.0, delta=1e-3)
+    assert v_sm.max() < v_bt.max()  # smooth: the same error everywhere
+    assert np.all(v_sm == v_sm[0])
+    # pure ε: a tree estimate; with a large δ the Gaussian counter wins at the end
+    assert best_counter(4096, epsilon=1.0, bound=1.0) == "binary_tree_consistent"
+    assert best_counter(4095, epsilon=1.0, bound=1.0, delta=1e-3) == "smooth_binary"
+    # at ε = 1, δ = 2⁻²⁰ the least-squares tree is still the best (zCDP's ρ is small)
+    assert best_counter(4095, epsilon=1.0, bound=1.0, delta=2.0**-20) == ("binary_tree_consistent")
 
 
 def test_counter_validation_names_the_rule():
     with pytest.raises(ParameterError, match="'counter' parameter of counter_variance"):
         counter_variance("fenwick", 10, epsilon=1.0, bound=1.0)
     with pytest.raises(ParameterError, match="needs a 'delta'"):
-        counter_variance("blt", 10, epsilon=1.0, bound=1.0)
+        counter_variance("smooth_binary", 10, epsilon=1.0, bound=1.0)
     with pytest.raises(ParameterError, match="'counter' parameter of pak_release"):
         pak_release(
             np.ones(100),
@@ -120,7 +138,7 @@ def test_counter_validation_names_the_rule():
             delta=0.0,
             time_lag=50,
             threshold=False,
-            counter="blt",
+            counter="smooth_binary",
         )
 
 
@@ -152,20 +170,21 @@ def test_pak_release_through_each_counter():
     auto = pak_release(
         x, bound=10.0, epsilon=1.0, delta=1e-6, time_lag=2000, seed=4, counter="auto"
     )
-    assert auto.counter.counter == "blt"
+    assert auto.counter.counter == best_counter(4000, epsilon=1.0, bound=1.0, delta=1e-6)
 
 
-def test_blt_range_variance_is_exact():
-    rel = counter_release(
-        np.zeros(64), counter="blt", epsilon=1.0, delta=1e-6, bound=1.0, bits=bit_source(1)
-    )
-    _, ell = rel.blt.factorization.coefficients(64)
-    n = 64
-    idx = np.subtract.outer(np.arange(n), np.arange(n))
-    L = np.where(idx >= 0, ell[np.clip(idx, 0, None)], 0.0)
-    i, j = 10, 40
-    row = L[j] - L[i - 1]
-    assert rel.range_variance(i, j) == pytest.approx(float(row @ row) * rel.blt.noise.variance)
+def test_range_variance_smooth_binary_is_exact():
+    runs, n, (i, j) = 3000, 40, (7, 29)
+    bits = bit_source(3)
+    x = np.zeros(n)
+    diffs = []
+    for _ in range(runs):
+        rel = counter_release(
+            x, counter="smooth_binary", epsilon=1.0, delta=1e-6, bound=1.0, bits=bits
+        )
+        diffs.append(rel.prefix_sums[j] - rel.prefix_sums[i - 1])
+    stated = rel.range_variance(i, j)
+    assert 0.9 < np.var(diffs) / stated < 1.1
 
 
 def test_planner_follows_the_counter():
@@ -176,8 +195,18 @@ def test_planner_follows_the_counter():
     paper = plan_pak(x, **kw)
     tree = plan_pak(x, counter="binary_tree", **kw)
     cons = plan_pak(x, counter="binary_tree_consistent", **kw)
-    blt = plan_pak(x, counter="blt", **kw)
-    assert paper.counter is None and blt.counter == "blt"
+    smooth = plan_pak(x, counter="smooth_binary", **kw)
+    assert paper.counter is None and smooth.counter == "smooth_binary"
     assert tree.baseline_error_bound == paper.baseline_error_bound
-    assert blt.improvement_factor > cons.improvement_factor > tree.improvement_factor
-    assert blt.release_parameters()["counter"] == "blt"
+    assert cons.improvement_factor > tree.improvement_factor
+    # here the threshold does not pay (plain release of all n steps): the IF follows the
+    # counters' exact variances at step n
+    assert not smooth.use_threshold and not tree.use_threshold
+    v_tree = counter_variance("binary_tree", 200_000, epsilon=1.0, bound=50.0)[-1]
+    v_smooth = counter_variance("smooth_binary", 200_000, epsilon=1.0, bound=50.0, delta=2.0**-20)[
+        -1
+    ]
+    assert smooth.improvement_factor / tree.improvement_factor == pytest.approx(
+        math.sqrt(v_tree / v_smooth)
+    )
+    assert smooth.release_parameters()["counter"] == "smooth_binary"
