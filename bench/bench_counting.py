@@ -23,7 +23,7 @@ import os
 import numpy as np
 from _timing import best_of
 
-from mechanisms import BinaryTreeCounter, BltCounter, counter_variance, pak_release
+from mechanisms import BinaryTreeCounter, SmoothBinaryCounter, counter_variance, pak_release
 from mechanisms.core import bit_source
 from mechanisms.counting import COUNTERS, counter_release
 
@@ -35,9 +35,9 @@ PAK_RUNS = int(os.environ.get("BENCH_COUNTING_PAK_RUNS", "20"))
 
 def _state_floats(counter: str, n: int) -> int:
     levels = n.bit_length()
-    if counter == "blt":
-        c = BltCounter(2, epsilon=EPS, delta=DELTA, bound=1.0, seed=0)
-        return len(c._enc[2]) + len(c._dec[2])
+    if counter == "smooth_binary":
+        c = SmoothBinaryCounter(n, epsilon=EPS, delta=DELTA, bound=1.0, seed=0)
+        return len(c._end_sum) + len(c._node) + 3  # E[h], node[h], S, S_prev, last leaf
     if counter == "binary_tree_consistent":
         return 2 * n  # batch only: the top-down pass needs every node
     return 6 * levels + 1  # BinaryTreeCounter: exact, node, z, z_left, slot per level
@@ -45,8 +45,8 @@ def _state_floats(counter: str, n: int) -> int:
 
 def _push_time(counter: str, x: np.ndarray) -> float:
     def run():
-        if counter == "blt":
-            c = BltCounter(x.size, epsilon=EPS, delta=DELTA, bound=1.0, seed=1)
+        if counter == "smooth_binary":
+            c = SmoothBinaryCounter(x.size, epsilon=EPS, delta=DELTA, bound=1.0, seed=1)
             for v in x:
                 c.push(v)
         else:

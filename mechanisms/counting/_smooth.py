@@ -259,15 +259,17 @@ def _smooth_release(
     rank_start = np.searchsorted(p, start, side="right")
     node_units = s[rank_end] - s[rank_start] + noise_units  # exact integers
     prefix = np.zeros(n, dtype=np.float64)
+    before = np.concatenate([[0], p[:-1]])
     for lev in range(h):
-        sel = levels == lev
-        first = steps[sel]
-        if first.size == 0:
+        values_lev = node_units[levels == lev]  # in order of appearance (step ascending)
+        if values_lev.size == 0:
             continue
+        shifted = p >> lev
+        active = (shifted & 1).astype(bool)
+        new = active & (shifted != (before >> lev))
         # the node of level `lev` in use at step t: the last one that appeared at or before t
-        which = np.searchsorted(first, np.arange(n), side="right") - 1
-        active = ((p >> lev) & 1).astype(bool)
-        prefix[active] += node_units[sel][which[active]]
+        which = np.cumsum(new) - 1
+        prefix[active] += values_lev[which[active]]
     prefix *= g
     return SmoothBinaryRelease(
         prefix_sums=prefix,
