@@ -215,6 +215,15 @@ class SmoothBinaryRelease:
         return out
 
 
+def _guarantee(rho: float, delta: float, h: int, k: int) -> PrivacyGuarantee:
+    """Event-level (ε(ρ, δ), δ); the proof names ρ, H and k (the zCDP accounting)."""
+    return PrivacyGuarantee(
+        unit=EventLevel(),
+        budget=Budget(zcdp_to_epsilon(rho, delta), delta),
+        proof=f"{_PROOF}; rho={rho:.6g}, H={h}, k={k}",
+    )
+
+
 def _check_common(epsilon, delta, bound, owner) -> tuple[float, float, float]:
     eps = check_positive(epsilon, "epsilon", owner)
     dlt = check_probability(delta, "delta", owner, closed_low=False)
@@ -285,9 +294,7 @@ def _smooth_release(
         epsilon=eps,
         delta=dlt,
         bound=bnd,
-        guarantee=PrivacyGuarantee(
-            unit=EventLevel(), budget=Budget(zcdp_to_epsilon(rho, dlt), dlt), proof=_PROOF
-        ),
+        guarantee=_guarantee(rho, dlt, h, k),
     )
 
 
@@ -348,11 +355,7 @@ class SmoothBinaryCounter:
         self.noise, self.sensitivity, self.rho, self.height, self.bits = smooth_binary_noise(
             self.n, epsilon=self.epsilon, delta=self.delta, bound=self.bound
         )
-        self.guarantee = PrivacyGuarantee(
-            unit=EventLevel(),
-            budget=Budget(zcdp_to_epsilon(self.rho, self.delta), self.delta),
-            proof=_PROOF,
-        )
+        self.guarantee = _guarantee(self.rho, self.delta, self.height, self.bits)
         self.steps = 0
         self._bits = bit_source(seed)
         self._g = self.noise.granularity

@@ -254,7 +254,10 @@ def pak_release(
     the suffix mechanism depends on the prefix only through the released τ: for neighbours
     differing in the prefix the BT output has the same distribution given τ (loss (ε, δ));
     differing in the suffix, the prefix outputs are identical in distribution and BT costs ε
-    (parallel composition, adaptively). Overall (ε, δ).
+    (parallel composition, adaptively). Overall (ε, δ). With ``counter="smooth_binary"`` the
+    suffix is (ε, δ)-DP (ρ-zCDP converted, [BS16] Prop. 1.3) instead of ε-DP; parallel
+    composition of two (ε, δ) parts is still (ε, δ). The tree counters' estimates
+    (online, consistent) are post-processing of the same BT nodes.
 
     Examples
     --------
@@ -355,7 +358,11 @@ def pak_release(
         epsilon1=eps1,
         epsilon2=eps2,
         bound=bnd,
-        guarantee=PrivacyGuarantee(unit=EventLevel(), budget=total, proof=_PROOF),
+        guarantee=PrivacyGuarantee(
+            unit=EventLevel(),
+            budget=total,
+            proof=_PROOF if rel.tree is not None else f"{_PROOF}; suffix: {rel.guarantee.proof}",
+        ),
         counter=rel,
     )
 
