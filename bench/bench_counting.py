@@ -143,4 +143,5 @@ def mechanism1_table() -> None:
 
 if __name__ == "__main__":
     counters_table()
-    mechanism1_table()
+    if PAK_RUNS > 0:  # BENCH_COUNTING_PAK_RUNS=0 skips the Mechanism 1 table
+        mechanism1_table()
