@@ -30,7 +30,12 @@ import numpy as np
 from ..core._errors import ParameterError
 from ..core._random import BitSource
 from ..core._units import PrivacyGuarantee
-from ..core._validation import check_integer, check_positive, check_probability
+from ..core._validation import (
+    check_integer,
+    check_positive,
+    check_probability,
+    check_stream,
+)
 from ._smooth import SmoothBinaryRelease, _smooth_release, smooth_binary_noise
 from ._tree import TreeRelease, _levels, _tree_release, binary_tree_noise
 from ._tree_estimates import (
@@ -183,13 +188,11 @@ def counter_release(
     """
     dlt = check_probability(delta, "delta", owner)
     counter = check_counter(counter, owner, delta=dlt)
-    if counter == "auto":
-        n = int(np.asarray(values).size)
+    if counter == "auto":  # n is public (the stream's length); validate before choosing
+        bnd = check_positive(bound, "bound", owner)
+        n = check_stream(values, "values", owner, bound=bnd).size
         counter = best_counter(
-            max(n, 1),
-            epsilon=check_positive(epsilon, "epsilon", owner),
-            bound=check_positive(bound, "bound", owner),
-            delta=dlt,
+            n, epsilon=check_positive(epsilon, "epsilon", owner), bound=bnd, delta=dlt
         )
     if counter == "smooth_binary":
         rel = _smooth_release(

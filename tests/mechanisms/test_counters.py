@@ -210,3 +210,15 @@ def test_planner_follows_the_counter():
         math.sqrt(v_tree / v_smooth)
     )
     assert smooth.release_parameters()["counter"] == "smooth_binary"
+
+
+def test_auto_counter_is_the_best_for_the_budget():
+    x = np.ones(1000)
+    pure = counter_release(x, counter="auto", epsilon=1.0, bound=1.0, bits=bit_source(1))
+    assert pure.counter == best_counter(1000, epsilon=1.0, bound=1.0)
+    assert pure.guarantee.budget.delta == 0.0
+    approx = counter_release(
+        x, counter="auto", epsilon=1.0, bound=1.0, delta=0.01, bits=bit_source(1)
+    )
+    assert approx.counter == best_counter(1000, epsilon=1.0, bound=1.0, delta=0.01)
+    assert approx.counter == "smooth_binary" and approx.guarantee.budget.delta == 0.01
