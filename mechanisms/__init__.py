@@ -64,6 +64,7 @@ from .counting import (
     COUNTERS,
     BinaryTreeCounter,
     CounterRelease,
+    KaryTreeCounter,
     LaplaceRelease,
     SmoothBinaryCounter,
     TreeRelease,
@@ -74,6 +75,7 @@ from .counting import (
     binary_tree_release,
     counter_variance,
     dyadic_cover,
+    kary_tree_release,
     laplace_prefix_sums,
     smooth_binary_release,
 )
@@ -217,6 +219,8 @@ __all__ = [
     # _tree, _baselines
     "BinaryTreeCounter",
     "SmoothBinaryCounter",
+    "KaryTreeCounter",
+    "kary_tree_release",
     "COUNTERS",
     "CounterRelease",
     "best_counter",

@@ -11,6 +11,11 @@ from ._counters import (
     counter_release,
     counter_variance,
 )
+from ._kary import (
+    KaryTreeCounter,
+    KaryTreeRelease,
+    kary_tree_release,
+)
 from ._laplace import (
     LaplaceRelease,
     laplace_prefix_sums,
@@ -37,11 +42,14 @@ from ._tree import (
 __all__ = [
     "COUNTERS",
     "CounterRelease",
+    "KaryTreeCounter",
+    "KaryTreeRelease",
     "SmoothBinaryCounter",
     "SmoothBinaryRelease",
     "best_counter",
     "counter_release",
     "counter_variance",
+    "kary_tree_release",
     "smooth_binary_release",
     "smooth_binary_shape",
     "zcdp_rho",

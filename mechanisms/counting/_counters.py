@@ -10,6 +10,8 @@ Counters (names accepted by ``counter=``):
 * ``"binary_tree_consistent"``: the same noisy nodes, the least-squares (BLUE) leaves
   ([HRMS10] §4): the best linear unbiased estimate of every prefix from the nodes. Pure ε;
   batch only (the top-down pass needs the whole tree).
+* ``"kary_tree"``: the k-ary tree with negative digits ([APT24], :mod:`._kary`), k chosen
+  from n (public); Var = (Σₕ|dₕ(t)|)·v. Pure ε; streaming (:class:`KaryTreeCounter`).
 * ``"smooth_binary"``: the smooth binary mechanism with discrete Gaussian noise
   (:mod:`._smooth`, [AP23]), ρ-zCDP converted to (ε, δ); needs δ > 0; streaming
   (:class:`SmoothBinaryCounter`); the same variance k·σ² at every step. Its estimate is the
@@ -36,6 +38,14 @@ from ..core._validation import (
     check_probability,
     check_stream,
 )
+from ._kary import (
+    KaryTreeRelease,
+    _digits,
+    _kary_release,
+    best_fanout,
+    kary_noise,
+    kary_variance_units,
+)
 from ._smooth import SmoothBinaryRelease, _smooth_release, smooth_binary_noise
 from ._tree import TreeRelease, _levels, _tree_release, binary_tree_noise
 from ._tree_estimates import (
@@ -54,7 +64,13 @@ __all__ = [
 ]
 
 #: The counters of the family, in the order :func:`best_counter` breaks ties.
-COUNTERS = ("binary_tree", "binary_tree_online", "binary_tree_consistent", "smooth_binary")
+COUNTERS = (
+    "binary_tree",
+    "binary_tree_online",
+    "binary_tree_consistent",
+    "kary_tree",
+    "smooth_binary",
+)
 #: Counters that need δ > 0.
 _APPROXIMATE = ("smooth_binary",)
 
@@ -99,6 +115,9 @@ def counter_variance(
     if counter == "smooth_binary":
         noise, _, _, _, k = smooth_binary_noise(n, epsilon=eps, delta=dlt, bound=bnd)
         return np.full(n, k * noise.variance)
+    if counter == "kary_tree":
+        k = best_fanout(n)
+        return kary_variance_units(n, k) * kary_noise(n, epsilon=eps, bound=bnd, fanout=k).variance
     v = binary_tree_noise(n, epsilon=eps, bound=bnd).variance
     if counter == "binary_tree":
         return _popcounts(n) * v
@@ -140,8 +159,10 @@ class CounterRelease:
     """Exact noise variance of each prefix sum."""
     tree: TreeRelease | None
     """The BT release (its noisy nodes) for the tree counters; None otherwise."""
-    smooth: SmoothBinaryRelease | None
+    smooth: SmoothBinaryRelease | None = None
     """The smooth-binary release for ``"smooth_binary"``; None otherwise."""
+    kary: KaryTreeRelease | None = None
+    """The k-ary release for ``"kary_tree"``; None otherwise."""
     guarantee: PrivacyGuarantee
     """Event-level guarantee (ε for trees; (ε, δ) from ρ-zCDP for the smooth binary)."""
     n: int = field(init=False)
@@ -161,6 +182,21 @@ class CounterRelease:
 
         if self.counter == "binary_tree":
             return tree_range_variance(i, j, self.tree.noise.variance)
+        if self.counter == "kary_tree":
+            kr = self.kary
+            coef: dict[tuple[int, int], int] = {}
+            for t, sign in ((j + 1, 1), (i, -1)):
+                if t == 0:
+                    continue
+                digits = _digits(np.array([t]), kr.fanout, kr.levels)[:, 0]
+                pos = 0
+                for h in reversed(range(kr.levels)):
+                    d, size = int(digits[h]), kr.fanout**h
+                    lo = pos // size if d >= 0 else pos // size + d
+                    for b in range(lo, lo + abs(d)):
+                        coef[(h, b)] = coef.get((h, b), 0) + sign * (1 if d > 0 else -1)
+                    pos += d * size
+            return float(sum(c * c for c in coef.values())) * kr.noise.variance
         if self.counter == "smooth_binary":
             sm = self.smooth
             b = int(sm.leaves[j])
@@ -193,6 +229,16 @@ def counter_release(
         n = check_stream(values, "values", owner, bound=bnd).size
         counter = best_counter(
             n, epsilon=check_positive(epsilon, "epsilon", owner), bound=bnd, delta=dlt
+        )
+    if counter == "kary_tree":
+        kr = _kary_release(values, epsilon=epsilon, bound=bound, bits=bits, owner=owner)
+        return CounterRelease(
+            counter=counter,
+            prefix_sums=np.array(kr.prefix_sums),
+            variance=np.array(kr.variance),
+            tree=None,
+            kary=kr,
+            guarantee=kr.guarantee,
         )
     if counter == "smooth_binary":
         rel = _smooth_release(

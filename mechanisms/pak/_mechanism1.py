@@ -225,7 +225,8 @@ def pak_release(
         The continual counter of the suffix (:data:`mechanisms.counting.COUNTERS`):
         ``"binary_tree"`` (the paper's BT, default), ``"binary_tree_online"`` /
         ``"binary_tree_consistent"`` (the same noisy nodes, Honaker's / the least-squares
-        estimate), ``"smooth_binary"`` (Gaussian, (ε, δ) from ρ-zCDP; needs δ > 0), or
+        estimate), ``"kary_tree"`` (k-ary tree with negative digits, pure ε),
+        ``"smooth_binary"`` (Gaussian, (ε, δ) from ρ-zCDP; needs δ > 0), or
         ``"auto"``: the one with the smallest exact variance at step n − m for this (ε, δ)
         (public inputs).
 
@@ -257,7 +258,8 @@ def pak_release(
     (parallel composition, adaptively). Overall (ε, δ). With ``counter="smooth_binary"`` the
     suffix is (ε, δ)-DP (ρ-zCDP converted, [BS16] Prop. 1.3) instead of ε-DP; parallel
     composition of two (ε, δ) parts is still (ε, δ). The tree counters' estimates
-    (online, consistent) are post-processing of the same BT nodes.
+    (online, consistent) are post-processing of the same BT nodes; ``"kary_tree"`` is ε-DP
+    ([APT24], :mod:`mechanisms.counting._kary`).
 
     Examples
     --------
@@ -418,7 +420,7 @@ def _suffix_release(
 ) -> CounterRelease:
     """The counter's release (tree counters: the BT nodes of ``_tree_release``, then the
     counter's estimate from them; post-processing)."""
-    if counter == "smooth_binary":
+    if counter in ("smooth_binary", "kary_tree"):
         return counter_release(
             values,
             counter=counter,
