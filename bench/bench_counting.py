@@ -23,7 +23,13 @@ import os
 import numpy as np
 from _timing import best_of
 
-from mechanisms import BinaryTreeCounter, SmoothBinaryCounter, counter_variance, pak_release
+from mechanisms import (
+    BinaryTreeCounter,
+    KaryTreeCounter,
+    SmoothBinaryCounter,
+    counter_variance,
+    pak_release,
+)
 from mechanisms.core import bit_source
 from mechanisms.counting import COUNTERS, counter_release
 
@@ -38,6 +44,11 @@ def _state_floats(counter: str, n: int) -> int:
     if counter == "smooth_binary":
         c = SmoothBinaryCounter(n, epsilon=EPS, delta=DELTA, bound=1.0, seed=0)
         return len(c._end_sum) + len(c._node) + 3  # E[h], node[h], S, S_prev, last leaf
+    if counter == "kary_tree":  # per level: the noise chunks kept (≤ 3 of 2⁸) and a digit
+        c = KaryTreeCounter(n, epsilon=EPS, bound=1.0, seed=0)
+        for v in np.zeros(min(n, 50_000)):
+            c.push(v)
+        return sum(len(ch) for level in c._chunks for ch in level.values()) + c.levels + 1
     if counter == "binary_tree_consistent":
         return 2 * n  # batch only: the top-down pass needs every node
     return 6 * levels + 1  # BinaryTreeCounter: exact, node, z, z_left, slot per level
@@ -45,7 +56,11 @@ def _state_floats(counter: str, n: int) -> int:
 
 def _push_time(counter: str, x: np.ndarray) -> float:
     def run():
-        if counter == "smooth_binary":
+        if counter == "kary_tree":
+            c = KaryTreeCounter(x.size, epsilon=EPS, bound=1.0, seed=1)
+            for v in x:
+                c.push(v)
+        elif counter == "smooth_binary":
             c = SmoothBinaryCounter(x.size, epsilon=EPS, delta=DELTA, bound=1.0, seed=1)
             for v in x:
                 c.push(v)

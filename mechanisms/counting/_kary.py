@@ -33,9 +33,9 @@ block sums and L_t the signed ±1 row of t's blocks, c(σ, t) = L_t R σ.
   L_k²·mean_t Σₕ|dₕ(t)| (evaluated on at most 2¹⁶ evenly spaced steps).
 
 Draw order: level h draws its block noises from its own child bit source
-(``bits.spawn(L)``), in chunks of 2¹² consecutive block indices, chunk after chunk; the batch
-:func:`kary_tree_release` and the streaming :class:`KaryTreeCounter` (O(L) chunks of state)
-therefore release identical values with one seed.
+(``bits.spawn(L)``), in chunks of 2⁸ consecutive block indices, chunk after chunk; the batch
+:func:`kary_tree_release` and the streaming :class:`KaryTreeCounter` (at most 3 chunks of
+2⁸ noises per level) therefore release identical values with one seed.
 
 The least-squares (consistent) estimate over all the tree's noisy blocks is not implemented
 here (open); the estimate released is the unbiased signed cover sum above.
@@ -70,7 +70,7 @@ _PROOF = (
     "[APT24] k-ary tree with negative digits: all block sums have L1 sensitivity L·B (Laplace "
     "mechanism); the prefix sums are the ±1 post-processing L(Rσ + η)"
 )
-_CHUNK = 1 << 12
+_CHUNK = 1 << 8
 _KS = tuple(range(3, 22, 2))
 
 
@@ -259,7 +259,7 @@ def kary_tree_release(
 class KaryTreeCounter:
     """Streaming k-ary (negative digits) counter: ``push`` a value, get c(σ, t).
 
-    State: the exact prefix sum and, per level, the noise chunks in use (O(L) chunks of 2¹²).
+    State: the exact prefix sum and, per level, the noise chunks in use (at most 3 of 2⁸).
     Same draws and integer arithmetic as :func:`kary_tree_release` (identical with one seed).
 
     Examples
