@@ -12,6 +12,8 @@ Counters (names accepted by ``counter=``):
   batch only (the top-down pass needs the whole tree).
 * ``"kary_tree"``: the k-ary tree with negative digits ([APT24], :mod:`._kary`), k chosen
   from n (public); Var = (Σₕ|dₕ(t)|)·v. Pure ε; streaming (:class:`KaryTreeCounter`).
+* ``"kary_tree_consistent"``: the same k-ary blocks, the least-squares (BLUE) leaves over the
+  complete forest (:func:`kary_least_squares_units`); pure ε; batch only.
 * ``"smooth_binary"``: the smooth binary mechanism with discrete Gaussian noise
   (:mod:`._smooth`, [AP23]), ρ-zCDP converted to (ε, δ); needs δ > 0; streaming
   (:class:`SmoothBinaryCounter`); the same variance k·σ² at every step. Its estimate is the
@@ -43,6 +45,7 @@ from ._kary import (
     _digits,
     _kary_release,
     best_fanout,
+    kary_least_squares_units,
     kary_noise,
     kary_variance_units,
 )
@@ -69,6 +72,7 @@ COUNTERS = (
     "binary_tree_online",
     "binary_tree_consistent",
     "kary_tree",
+    "kary_tree_consistent",
     "smooth_binary",
 )
 #: Counters that need δ > 0.
@@ -115,9 +119,10 @@ def counter_variance(
     if counter == "smooth_binary":
         noise, _, _, _, k = smooth_binary_noise(n, epsilon=eps, delta=dlt, bound=bnd)
         return np.full(n, k * noise.variance)
-    if counter == "kary_tree":
+    if counter in ("kary_tree", "kary_tree_consistent"):
         k = best_fanout(n)
-        return kary_variance_units(n, k) * kary_noise(n, epsilon=eps, bound=bnd, fanout=k).variance
+        units = (kary_variance_units if counter == "kary_tree" else kary_least_squares_units)(n, k)
+        return units * kary_noise(n, epsilon=eps, bound=bnd, fanout=k).variance
     v = binary_tree_noise(n, epsilon=eps, bound=bnd).variance
     if counter == "binary_tree":
         return _popcounts(n) * v
@@ -230,8 +235,15 @@ def counter_release(
         counter = best_counter(
             n, epsilon=check_positive(epsilon, "epsilon", owner), bound=bnd, delta=dlt
         )
-    if counter == "kary_tree":
-        kr = _kary_release(values, epsilon=epsilon, bound=bound, bits=bits, owner=owner)
+    if counter in ("kary_tree", "kary_tree_consistent"):
+        kr = _kary_release(
+            values,
+            epsilon=epsilon,
+            bound=bound,
+            bits=bits,
+            owner=owner,
+            least_squares=counter == "kary_tree_consistent",
+        )
         return CounterRelease(
             counter=counter,
             prefix_sums=np.array(kr.prefix_sums),

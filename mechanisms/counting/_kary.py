@@ -37,8 +37,13 @@ Draw order: level h draws its block noises from its own child bit source
 :func:`kary_tree_release` and the streaming :class:`KaryTreeCounter` (at most 3 chunks of
 2⁸ noises per level) therefore release identical values with one seed.
 
-The least-squares (consistent) estimate over all the tree's noisy blocks is not implemented
-here (open); the estimate released is the unbiased signed cover sum above.
+Least squares (batch, ``least_squares=True``): the same noisy blocks, read as the ε-DP
+release Rσ + η of every block of the complete forest over the first M = k^{L−1}·⌈n/k^{L−1}⌉
+leaves (padding leaves are treated as unknown: unbiased, slightly short of the constrained
+optimum), give the best linear unbiased estimate of every leaf by the two passes of [HRMS10]
+§4 with k children (bottom-up inverse-variance, top-down equal split of the surplus); its
+prefix sums have the exact variance of :func:`kary_least_squares_units`. Post-processing of
+the same release: no extra privacy cost.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ __all__ = [
     "kary_levels",
     "kary_noise",
     "kary_tree_release",
+    "kary_least_squares_units",
     "kary_variance_units",
 ]
 
@@ -129,7 +135,10 @@ class KaryTreeRelease:
     """A k-ary (negative digits) release: prefix sums, their exact variances, the parameters."""
 
     prefix_sums: np.ndarray
-    """Noisy c(σ, i) for i = 1..n (index i − 1), exact multiples of γ."""
+    """Noisy c(σ, i) for i = 1..n (index i − 1): the signed cover sums (exact multiples of
+    γ), or the least-squares estimate (``estimate``)."""
+    estimate: str
+    """``"cover"`` (online, the signed blocks of t) or ``"least_squares"`` (batch, BLUE)."""
     fanout: int
     """k (odd)."""
     levels: int
@@ -151,8 +160,14 @@ class KaryTreeRelease:
 
     @property
     def variance(self) -> np.ndarray:
-        """Exact noise variance of each prefix sum: (Σₕ |dₕ(t)|)·v."""
-        out = kary_variance_units(self.n, self.fanout) * self.noise.variance
+        """Exact noise variance of each prefix sum: (Σₕ |dₕ(t)|)·v for the cover sums, the
+        least-squares formula of :func:`kary_least_squares_units` otherwise."""
+        units = (
+            kary_variance_units(self.n, self.fanout)
+            if self.estimate == "cover"
+            else kary_least_squares_units(self.n, self.fanout)
+        )
+        out = units * self.noise.variance
         out.setflags(write=False)
         return out
 
@@ -174,6 +189,7 @@ def _kary_release(
     bits: BitSource,
     fanout: int | None = None,
     owner: str = "kary_tree_release",
+    least_squares: bool = False,
 ) -> KaryTreeRelease:
     eps = check_positive(epsilon, "epsilon", owner)
     bnd = check_positive(bound, "bound", owner)
@@ -189,8 +205,10 @@ def _kary_release(
     children = bits.spawn(levels)
     digits = _digits(np.arange(1, n + 1), k, levels)
     pos = np.zeros(n, dtype=np.int64)
+    etas: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * levels
     for h in reversed(range(levels)):
         eta = _level_noise(noise, children[h], _block_count(n, k, h, levels))
+        etas[h] = eta
         cum = np.concatenate([[0], np.cumsum(eta)])
         d = digits[h]
         j = pos // k**h
@@ -198,8 +216,13 @@ def _kary_release(
         signed = np.sign(d) * (cum[lo + np.abs(d)] - cum[lo])
         out += signed
         pos += d * k**h
+    if least_squares:
+        prefix = _least_squares_prefix(units, etas, k, levels) * g
+    else:
+        prefix = out.astype(np.float64) * g
     return KaryTreeRelease(
-        prefix_sums=out.astype(np.float64) * g,
+        prefix_sums=prefix,
+        estimate="least_squares" if least_squares else "cover",
         fanout=k,
         levels=levels,
         noise=noise,
@@ -207,6 +230,52 @@ def _kary_release(
         bound=bnd,
         guarantee=PrivacyGuarantee(unit=EventLevel(), budget=Budget(eps), proof=_PROOF),
     )
+
+
+def _least_squares_prefix(
+    units: np.ndarray, etas: list[np.ndarray], k: int, levels: int
+) -> np.ndarray:
+    """BLUE prefix sums (in units of γ) from all noisy blocks of the complete forest over the
+    first M = k^{L−1}·⌈n/k^{L−1}⌉ leaves (module notes; [HRMS10] §4 for k children)."""
+    n = units.size
+    top = k ** (levels - 1)
+    m = top * math.ceil(n / top)
+    data = np.zeros(m)
+    data[:n] = units
+    ys, var = [], [1.0]
+    for h in range(levels):
+        if h:
+            data = data.reshape(-1, k).sum(axis=1)
+        ys.append(data + etas[h][: data.size])
+    z = [ys[0]]
+    for h in range(1, levels):  # bottom-up: inverse-variance weights
+        var.append(1.0 / (1.0 + 1.0 / (k * var[h - 1])))
+        kids = z[h - 1].reshape(-1, k).sum(axis=1)
+        z.append(var[h] * ys[h] + var[h] / (k * var[h - 1]) * kids)
+    est = z[levels - 1]
+    for h in reversed(range(levels - 1)):  # top-down: share the parent's surplus equally
+        kids = z[h].reshape(-1, k)
+        est = (kids + ((est - kids.sum(axis=1)) / k)[:, None]).ravel()
+    return np.cumsum(est)[:n]
+
+
+def kary_least_squares_units(n: int, k: int) -> np.ndarray:
+    """Var / v of the least-squares prefix sums, t = 1..n.
+
+    The design stacks the block indicators of every level: AᵀA = Σₕ kʰEₕ with Eₕ the
+    projection onto vectors constant on level-h blocks (all blocks complete up to M). With
+    Dₘ = Eₘ − Eₘ₊₁ (E_L = 0), AᵀA = Σₘ Dₘ(k^{m+1} − 1)/(k − 1), so (AᵀA)⁻¹ = Σₘ cₘEₘ with
+    c₀ = 1, cₘ = (k − 1)/(k^{m+1} − 1) − (k − 1)/(kᵐ − 1), and for p = 1_{[1..t]}:
+    Var = v·Σₘ cₘ·[(t // kᵐ)·kᵐ + (t mod kᵐ)²/kᵐ].
+    """
+    levels = kary_levels(n, k)
+    t = np.arange(1, n + 1, dtype=np.float64)
+    out = t.copy()  # m = 0
+    for m in range(1, levels):
+        size = float(k**m)
+        c = (k - 1) / (k ** (m + 1) - 1) - (k - 1) / (k**m - 1)
+        out += c * (np.floor(t / size) * size + np.mod(t, size) ** 2 / size)
+    return out
 
 
 def kary_tree_release(

@@ -225,7 +225,8 @@ def pak_release(
         The continual counter of the suffix (:data:`mechanisms.counting.COUNTERS`):
         ``"binary_tree"`` (the paper's BT, default), ``"binary_tree_online"`` /
         ``"binary_tree_consistent"`` (the same noisy nodes, Honaker's / the least-squares
-        estimate), ``"kary_tree"`` (k-ary tree with negative digits, pure ε),
+        estimate), ``"kary_tree"`` / ``"kary_tree_consistent"`` (k-ary tree with
+        negative digits, its signed cover sums / least-squares estimate; pure ε),
         ``"smooth_binary"`` (Gaussian, (ε, δ) from ρ-zCDP; needs δ > 0), or
         ``"auto"``: the one with the smallest exact variance at step n − m for this (ε, δ)
         (public inputs).
@@ -420,7 +421,7 @@ def _suffix_release(
 ) -> CounterRelease:
     """The counter's release (tree counters: the BT nodes of ``_tree_release``, then the
     counter's estimate from them; post-processing)."""
-    if counter in ("smooth_binary", "kary_tree"):
+    if counter in ("smooth_binary", "kary_tree", "kary_tree_consistent"):
         return counter_release(
             values,
             counter=counter,

@@ -136,6 +136,25 @@ def test_kary_digits_cover_each_prefix_exactly():
             assert np.array_equal(cover[:t], np.ones(t)) and not cover[t:].any()
 
 
+def test_kary_least_squares_matches_its_variance_and_is_unbiased():
+    n = 200
+    x = np.random.default_rng(8).uniform(0, 1, n)
+    bits = bit_source(8)
+    err = np.array(
+        [
+            counter_release(
+                x, counter="kary_tree_consistent", epsilon=1.0, bound=1.0, bits=bits
+            ).prefix_sums
+            - np.cumsum(x)
+            for _ in range(3000)
+        ]
+    )
+    stated = counter_variance("kary_tree_consistent", n, epsilon=1.0, bound=1.0)
+    ratio = (err**2).mean(axis=0) / stated
+    assert 0.9 < ratio.mean() < 1.1
+    assert np.abs(err.mean(axis=0)).max() < 4.0 * math.sqrt(stated.max() / 3000)
+
+
 def test_kary_fanout_validation():
     with pytest.raises(ParameterError, match="'fanout' parameter of kary_tree_release"):
         kary_tree_release(np.ones(10), epsilon=1.0, bound=1.0, fanout=4)
@@ -167,10 +186,13 @@ def test_best_counter_follows_delta_and_the_variances():
     assert v_sm.max() < v_bt.max()  # smooth: the same error everywhere
     assert np.all(v_sm == v_sm[0])
     # pure ε: the k-ary tree with negative digits on average ([APT24]: ~4x below Honaker's)
-    assert best_counter(4095, epsilon=1.0, bound=1.0, at="mean") == "kary_tree"
+    # and its least-squares estimate below that
+    assert best_counter(4095, epsilon=1.0, bound=1.0, at="mean") == "kary_tree_consistent"
     v_k = counter_variance("kary_tree", 4095, epsilon=1.0, bound=1.0)
     v_on = counter_variance("binary_tree_online", 4095, epsilon=1.0, bound=1.0)
+    v_ls = counter_variance("kary_tree_consistent", 4095, epsilon=1.0, bound=1.0)
     assert v_k.mean() < v_on.mean() / 3.0
+    assert v_ls.mean() < 0.8 * v_k.mean()
     # at a power of two the BT's last prefix is a single node: the LS estimate wins there
     assert best_counter(4096, epsilon=1.0, bound=1.0) == "binary_tree_consistent"
     # only counters valid at δ compete: with δ = 0 the Gaussian one never does
