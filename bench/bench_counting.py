@@ -49,8 +49,8 @@ def _state_floats(counter: str, n: int) -> int:
         for v in np.zeros(min(n, 50_000)):
             c.push(v)
         return sum(len(ch) for level in c._chunks for ch in level.values()) + c.levels + 1
-    if counter == "binary_tree_consistent":
-        return 2 * n  # batch only: the top-down pass needs every node
+    if counter in ("binary_tree_consistent", "kary_tree_consistent"):
+        return 2 * n  # batch only: the top-down pass needs every node (≈ 2n, ≈ n·k/(k − 1))
     return 6 * levels + 1  # BinaryTreeCounter: exact, node, z, z_left, slot per level
 
 
@@ -106,7 +106,7 @@ def counters_table() -> None:
             )
             push = (
                 _push_time(counter, x[:20000]) * 1e6
-                if counter != "binary_tree_consistent"
+                if not counter.endswith("_consistent")
                 else float("nan")
             )
             print(
