@@ -29,6 +29,17 @@ Modelling choices (where the paper is ambiguous; every one is also in :func:`pak
    m + 1 − ⌊k⌋ and m − ⌊k⌋ (exact at integer k). The plan is then evaluated *exactly* at the
    integer rank the release uses (:func:`mechanisms.quantile_rank`) with the mechanism's
    :func:`mechanisms.smooth_sensitivity_quantile`.
+9. *Counter* (``counter=``, issue 14). With ``counter=None`` the suffix term is the paper's
+   tree bound L³/ε² above. With a counter name (:data:`mechanisms.COUNTERS`, or ``"auto"``),
+   L³/ε² is replaced by V/(2τ²) with V the counter's *exact* variance at step n − m
+   (:func:`mechanisms.counter_variance` at bound τ), since a sum of independent Laplace
+   variables of scales bᵢ has variance 2Σbᵢ² (so ν² = Σbᵢ² = V/2 for the trees and their
+   linear estimates, whose weights are absorbed in the scales). For the smooth binary
+   mechanism the noise is Gaussian of variance V, whose tails are lighter than those of the
+   Laplace sum of the same ν (alone, P(|Z| > ν√(8 ln 1/β)) ≤ 2β² ≤ β for β ≤ ½); we use the
+   same bound for its sum with the Laplace prefix term (a modelling choice, not a theorem).
+   The plan and its predicted improvement factor then follow the counter; the baseline
+   stays the paper's BT (Eq. 3).
 8. *Baseline* (Eq. 3 with a concrete constant): α_BT = (1/ε)·B·√(8 ln(1/β))·(log₂ n)^{1.5},
    i.e. the first summand of Eq. 16 with τ = B, r = 1, m = 0 and β_Lap = β.
 """
@@ -204,6 +215,7 @@ class PakObjective:
         beta: float,
         p_max: float,
         noise: str = "laplace",
+        counter: str | None = None,
     ) -> None:
         self.prefix = sorted_prefix
         self.m = m = int(sorted_prefix.size)
@@ -214,6 +226,17 @@ class PakObjective:
         b_min = smoothing_parameters(self.share_bounds[0] * epsilon, delta, noise)[1]
         self.profiles = _Profiles(self.y, p_max=p_max, b_min=b_min)
         self.log_nodes = math.log2(n - m) if n - m > 1 else 0.0
+        self.counter = counter
+        # L³ of Eq. 16 (ε = 1, τ = 1), or the chosen counter's exact V/2 (modelling choice 9)
+        self.suffix_units = self.log_nodes**3
+        self.max_scale_units = self.log_nodes
+        if counter is not None:
+            from mechanisms import counter_variance
+
+            # at the suffix's own ε (a zCDP counter's ρ(ε, δ) is not ∝ ε²), rescaled to ε = 1
+            var = counter_variance(counter, n - m, epsilon=epsilon, bound=1.0, delta=delta)
+            self.suffix_units = float(var[-1]) / 2.0 * epsilon**2
+            self.max_scale_units = min(self.log_nodes, math.sqrt(self.suffix_units))
         self.baseline_error_bound = bt_error(n=n, bound=bound, epsilon=epsilon, beta=beta)
         p_lo = max(p_max / 50.0, min(p_max, 2.0 / m))
         r_max = 1.0 + 2.0 * math.log(n) / -math.log(p_max)
@@ -295,10 +318,9 @@ class PakObjective:
         H = g_lt + g_rt
         tau = x_hat + kappa * ss / a * H  # [PAK19 Eq. 13]
         # first summand (modelling choice 4)
-        L = self.log_nodes
-        nu2 = L**3 / eps**2 + 1.0 / eps2**2
+        nu2 = self.suffix_units / eps**2 + 1.0 / eps2**2
         ln_lap = math.log(1.0 / b_lap)
-        bmax = max(L / eps, 1.0 / eps2)
+        bmax = max(self.max_scale_units / eps, 1.0 / eps2)
         if nu2 >= bmax**2 * ln_lap:
             nu = math.sqrt(nu2)
             C = math.sqrt(8.0 * ln_lap) * nu
@@ -306,7 +328,11 @@ class PakObjective:
             dC_dblap = -math.sqrt(8.0) * nu / (2.0 * b_lap * math.sqrt(ln_lap))
         else:
             C = math.sqrt(8.0) * ln_lap * bmax
-            dC_deps2 = -math.sqrt(8.0) * ln_lap / eps2**2 if 1.0 / eps2 > L / eps else 0.0
+            dC_deps2 = (
+                -math.sqrt(8.0) * ln_lap / eps2**2
+                if 1.0 / eps2 > self.max_scale_units / eps
+                else 0.0
+            )
             dC_dblap = -math.sqrt(8.0) * bmax / b_lap
         alpha_lap = C * r * tau
         # second summand [PAK19 Eq. 16]
@@ -382,10 +408,10 @@ class PakObjective:
             beta_rt=b_rt,
             noise=self.noise,
         )
-        L = self.log_nodes
         ln_lap = math.log(1.0 / b_lap)
         nu = max(
-            math.sqrt(L**3 / eps**2 + 1.0 / eps2**2), max(L / eps, 1 / eps2) * math.sqrt(ln_lap)
+            math.sqrt(self.suffix_units / eps**2 + 1.0 / eps2**2),
+            max(self.max_scale_units / eps, 1 / eps2) * math.sqrt(ln_lap),
         )
         alpha_lap = math.sqrt(8.0 * ln_lap) * nu * r * tau
         S = math.sqrt(p**r * n) + math.sqrt(math.log(1.0 / b_out))

@@ -88,6 +88,9 @@ class PakPlan:
     """Number of starting points of the fixed grid."""
     nfev: int
     """Objective evaluations over all starts."""
+    counter: str | None = None
+    """The continual counter the plan assumes for the suffix (None: the paper's tree bound
+    L³; a name: that counter's exact variance, modelling choice 9 of :mod:`._objective`)."""
     private: bool = False
     """Always False: the plan depends on the data and is not a private release."""
     note: str = ANALYSIS_NOTE
@@ -113,8 +116,9 @@ class PakPlan:
         Use as ``pak_release(values, bound=B, epsilon=ε, delta=δ, time_lag=m,
         **plan.release_parameters())``. With ``use_threshold=False`` it is plain BT.
         """
+        extra = {} if self.counter is None else {"counter": self.counter}
         if not self.use_threshold:
-            return {"threshold": False, "noise": self.noise}
+            return {"threshold": False, "noise": self.noise, **extra}
         return {
             "eps1_share": self.eps1_share,
             "lam": self.lam,
@@ -123,6 +127,7 @@ class PakPlan:
             "r": self.r,
             "noise": self.noise,
             "threshold": True,
+            **extra,
         }
 
     def as_row(self) -> dict:
@@ -226,6 +231,7 @@ def plan_pak(
     p_max: float = 0.005,
     noise: str = "laplace",
     method: str = "TNC",
+    counter: str | None = None,
 ) -> PakPlan:
     """Choose r, λ, p, ε₁/ε and the split of β by minimising [PAK19] Eq. 16 on a prefix.
 
@@ -251,6 +257,11 @@ def plan_pak(
         Noise of the threshold: ``"laplace"`` (default) or ``"gaussian"``.
     method
         ``"TNC"`` (the paper's, default), ``"L-BFGS-B"`` or ``"SLSQP"``.
+    counter
+        None (default): the suffix error is the paper's tree bound (Eq. 16 as printed). A
+        counter name (:data:`mechanisms.COUNTERS`) or ``"auto"`` (the smallest exact variance
+        at step n − m for this ε, δ): Eq. 16 uses that counter's exact variance, so the plan
+        and its improvement factor over the paper's BT follow the counter (modelling choice 9).
 
     Returns
     -------
@@ -295,6 +306,13 @@ def plan_pak(
             f"The time lag m (length of 'prefix') of {owner} must be smaller than n. Got "
             f"m={m} with n={n} instead. Pass only the first m < n values."
         )
+    if counter is not None:
+        from mechanisms import best_counter
+        from mechanisms.counting._counters import check_counter
+
+        counter = check_counter(counter, owner, delta=delta)
+        if counter == "auto":
+            counter = best_counter(n - m, epsilon=epsilon, bound=1.0, delta=delta)
     obj = PakObjective(
         np.sort(values),
         n=n,
@@ -304,6 +322,7 @@ def plan_pak(
         beta=beta,
         p_max=p_max,
         noise=noise,
+        counter=counter,
     )
     terms, nfev = None, 0
     if m * p_max >= 2.0:
@@ -326,8 +345,15 @@ def plan_pak(
         method=method,
         n_starts=len(_START_R) * len(_START_SHARE) * len(_START_SPLITS),
         nfev=nfev,
+        counter=counter,
     )
-    if terms is not None and terms.error_bound < base:
+    plain = base
+    if counter is not None:  # plain release of the whole stream with the counter
+        from mechanisms import counter_variance
+
+        var = counter_variance(counter, n, epsilon=epsilon, bound=bound, delta=delta)
+        plain = math.sqrt(8.0 * math.log(1.0 / beta) * float(var[-1]) / 2.0)
+    if terms is not None and terms.error_bound < plain:
         return PakPlan(
             r=terms.r,
             lam=terms.lam,
@@ -347,8 +373,8 @@ def plan_pak(
         p=p_max,
         eps1_share=0.0,
         beta_shares=shares,
-        error_bound=base,
-        improvement_factor=1.0,
+        error_bound=plain,
+        improvement_factor=base / plain,
         use_threshold=False,
         **common,
     )

@@ -1,11 +1,33 @@
 """Continual counting: the binary-tree mechanism of [CSS11]/[DNPR10] (streaming and batch, online
-and consistent estimates) and the event-level Laplace baseline.
+and consistent estimates), the smooth binary mechanism with discrete Gaussian noise (ρ-zCDP),
+one interface over them (``counter=``, exact variances, the best counter for a budget) and
+the event-level Laplace baseline.
 """
 
 from ._analysis import StreamAnalysis
+from ._counters import (
+    COUNTERS,
+    CounterRelease,
+    best_counter,
+    counter_release,
+    counter_variance,
+)
+from ._kary import (
+    KaryTreeCounter,
+    KaryTreeRelease,
+    kary_tree_release,
+)
 from ._laplace import (
     LaplaceRelease,
     laplace_prefix_sums,
+)
+from ._smooth import (
+    SmoothBinaryCounter,
+    SmoothBinaryRelease,
+    smooth_binary_release,
+    smooth_binary_shape,
+    zcdp_rho,
+    zcdp_to_epsilon,
 )
 from ._tree import (
     BinaryTreeCounter,
@@ -19,6 +41,20 @@ from ._tree import (
 )
 
 __all__ = [
+    "COUNTERS",
+    "CounterRelease",
+    "KaryTreeCounter",
+    "KaryTreeRelease",
+    "SmoothBinaryCounter",
+    "SmoothBinaryRelease",
+    "best_counter",
+    "counter_release",
+    "counter_variance",
+    "kary_tree_release",
+    "smooth_binary_release",
+    "smooth_binary_shape",
+    "zcdp_rho",
+    "zcdp_to_epsilon",
     "BinaryTreeCounter",
     "LaplaceRelease",
     "StreamAnalysis",

@@ -36,6 +36,13 @@ from ..core._validation import (
     check_seed,
     check_stream,
 )
+from ..counting._counters import (
+    CounterRelease,
+    best_counter,
+    check_counter,
+    counter_release,
+    tree_counter_release,
+)
 from ..counting._tree import TreeRelease, _check_tree_range, _tree_release, tree_range_variance
 from ._calibration import _check_beta_lt, _check_r, pak_threshold_calibration
 from ._quantile import _check_noise
@@ -108,8 +115,9 @@ class PakRelease:
     time_lag: int
     """m, the number of withheld steps (the sum of steps 1..m is released at step m); 0 for
     plain BT."""
-    tree: TreeRelease
-    """BT release of the clipped suffix σ(m+1..n) (of the whole stream for plain BT)."""
+    tree: TreeRelease | None
+    """BT release of the clipped suffix σ(m+1..n) (of the whole stream for plain BT); None when
+    the counter is not a tree."""
     prefix_noise: LaplaceNoise | None
     """Noise of the released c(σ, m) (sensitivity τ, ε₂); None for plain BT."""
     parameters: PakParameters
@@ -128,6 +136,8 @@ class PakRelease:
     """Event-level (ε, δ)."""
     seeded: bool = False
     """True when a seed drove the noise: an experiment, not a release."""
+    counter: CounterRelease | None = None
+    """The counter's release of the suffix (its name, estimates and exact variances)."""
     n: int = field(init=False)
     """Stream length."""
 
@@ -171,7 +181,10 @@ class PakRelease:
         m = self.time_lag
         i, j = check_range(i, j, first=m, stop=self.n, owner="PakRelease.range_sum")
         before = self.prefix_sums[i - 1] if i > 0 else 0.0
-        var = tree_range_variance(i - m, j - m, self.tree.noise.variance)
+        if self.counter is not None and self.counter.counter != "binary_tree":
+            var = self.counter.range_variance(i - m, j - m)
+        else:
+            var = tree_range_variance(i - m, j - m, self.tree.noise.variance)
         return RangeSum(float(self.prefix_sums[j] - before), math.sqrt(var))
 
     def to_frame(self, index: object = None):
@@ -224,6 +237,7 @@ def pak_release(
     noise: str = "laplace",
     threshold: bool = True,
     analysis: bool = False,
+    counter: str = "binary_tree",
 ) -> PakRelease | tuple[PakRelease, ThresholdAnalysis | None]:
     """Release every prefix sum after the time lag with PAK's Mechanism 1 ([PAK19] §III-C).
 
@@ -248,6 +262,15 @@ def pak_release(
     analysis
         Also return the threshold's :class:`~mechanisms.pak.ThresholdAnalysis` (x̂_λp, SS,
         the noise scale; None for plain BT): private, for audits and experiments only.
+    counter
+        The continual counter of the suffix (:data:`mechanisms.counting.COUNTERS`):
+        ``"binary_tree"`` (the paper's BT, default), ``"binary_tree_online"`` /
+        ``"binary_tree_consistent"`` (the same noisy nodes, Honaker's / the least-squares
+        estimate), ``"kary_tree"`` / ``"kary_tree_consistent"`` (k-ary tree with
+        negative digits, its signed cover sums / least-squares estimate; pure ε),
+        ``"smooth_binary"`` (Gaussian, (ε, δ) from ρ-zCDP; needs δ > 0), or
+        ``"auto"``: the one with the smallest exact variance at step n − m for this (ε, δ)
+        (public inputs).
 
     Returns
     -------
@@ -275,7 +298,11 @@ def pak_release(
     the suffix mechanism depends on the prefix only through the released τ: for neighbours
     differing in the prefix the BT output has the same distribution given τ (loss (ε, δ));
     differing in the suffix, the prefix outputs are identical in distribution and BT costs ε
-    (parallel composition, adaptively). Overall (ε, δ).
+    (parallel composition, adaptively). Overall (ε, δ). With ``counter="smooth_binary"`` the
+    suffix is (ε, δ)-DP (ρ-zCDP converted, [BS16] Prop. 1.3) instead of ε-DP; parallel
+    composition of two (ε, δ) parts is still (ε, δ). The tree counters' estimates
+    (online, consistent) are post-processing of the same BT nodes; ``"kary_tree"`` is ε-DP
+    ([APT24], :mod:`mechanisms.counting._kary`).
 
     Examples
     --------
@@ -303,28 +330,31 @@ def pak_release(
         threshold,
     )
     n = arr.size
+    cdelta = dlt if counter in ("smooth_binary", "auto") else 0.0  # the suffix counter's δ
+    counter = check_counter(counter, "pak_release", delta=cdelta)
     if not params.threshold:
-        total = Budget(eps, 0.0)
+        if counter == "auto":  # public: n, ε, δ only
+            counter = best_counter(n, epsilon=eps, bound=bnd, delta=cdelta)
+        total = Budget(eps, cdelta if counter == "smooth_binary" else 0.0)
         charge_ledger(ledger, total, "pak_release", EventLevel())
-        tree = _seeded(
-            _tree_release(arr, epsilon=eps, bound=bnd, bits=bits, owner="pak_release"), seeded
-        )
+        crel = _suffix_release(arr, counter, eps, cdelta, bnd, bits)
         rel = PakRelease(
-            prefix_sums=np.array(tree.prefix_sums),
-            variance=np.array(tree.variance),
+            prefix_sums=np.array(crel.prefix_sums),
+            variance=np.array(crel.variance),
             threshold=bnd,
             threshold_release=None,
             time_lag=0,
-            tree=tree,
+            tree=None if crel.tree is None else _seeded(crel.tree, seeded),
             prefix_noise=None,
             parameters=params,
             epsilon=eps,
-            delta=0.0,
+            delta=total.delta,
             epsilon1=0.0,
             epsilon2=0.0,
             bound=bnd,
-            guarantee=PrivacyGuarantee(unit=EventLevel(), budget=total, proof=tree.guarantee.proof),
+            guarantee=PrivacyGuarantee(unit=EventLevel(), budget=total, proof=crel.guarantee.proof),
             seeded=seeded,
+            counter=crel,
         )
         return (rel, None) if want_analysis else rel
 
@@ -342,7 +372,10 @@ def pak_release(
         r=params.r,
         noise=params.noise,
     )
-    total = compose_parallel(compose_sequential(Budget(eps1, dlt), Budget(eps2)), Budget(eps))
+    if counter == "auto":  # public: n, m, ε, δ only
+        counter = best_counter(n - m, epsilon=eps, bound=1.0, delta=cdelta)
+    suffix_budget = Budget(eps, dlt) if counter == "smooth_binary" else Budget(eps)
+    total = compose_parallel(compose_sequential(Budget(eps1, dlt), Budget(eps2)), suffix_budget)
     charge_ledger(ledger, total, "pak_release", EventLevel())
 
     th = _release_threshold(  # [PAK19 Mech. 1 step 1]
@@ -353,16 +386,15 @@ def pak_release(
     c_m = _clipped_lattice_sum(prefix, tau, prefix_noise) + float(
         prefix_noise.sample(1, bits)[0]
     )  # [PAK19 Mech. 1 step 2]
-    tree = _tree_release(  # [PAK19 Mech. 1 steps 3-6]
-        np.minimum(suffix, tau), epsilon=eps, bound=tau, bits=bits, owner="pak_release"
-    )
-    tree = _seeded(tree, seeded)
+    # [PAK19 Mech. 1 steps 3-6], BT or a better counter
+    crel = _suffix_release(np.minimum(suffix, tau), counter, eps, cdelta, tau, bits)
+    tree = None if crel.tree is None else _seeded(crel.tree, seeded)
     sums = np.full(n, np.nan)
     var = np.full(n, np.nan)
     sums[m - 1] = c_m
     var[m - 1] = prefix_noise.variance
-    sums[m:] = c_m + tree.prefix_sums
-    var[m:] = prefix_noise.variance + tree.variance
+    sums[m:] = c_m + crel.prefix_sums
+    var[m:] = prefix_noise.variance + crel.variance
     rel = PakRelease(
         prefix_sums=sums,
         variance=var,
@@ -377,8 +409,13 @@ def pak_release(
         epsilon1=eps1,
         epsilon2=eps2,
         bound=bnd,
-        guarantee=PrivacyGuarantee(unit=EventLevel(), budget=total, proof=_PROOF),
+        guarantee=PrivacyGuarantee(
+            unit=EventLevel(),
+            budget=total,
+            proof=_PROOF if crel.tree is not None else f"{_PROOF}; suffix: {crel.guarantee.proof}",
+        ),
         seeded=seeded,
+        counter=crel,
     )
     return (rel, threshold_analysis(cal, None)) if want_analysis else rel
 
@@ -445,6 +482,25 @@ def _validate(
             smallest_prefix_noise_scale=bnd * _MIN_THRESHOLD / eps2,
         )
     return bits, params, arr, bnd, eps, dlt, m
+
+
+def _suffix_release(
+    values: np.ndarray, counter: str, eps: float, delta: float, bound: float, bits: BitSource
+) -> CounterRelease:
+    """The counter's release (tree counters: the BT nodes of ``_tree_release``, then the
+    counter's estimate from them; post-processing)."""
+    if counter in ("smooth_binary", "kary_tree", "kary_tree_consistent"):
+        return counter_release(
+            values,
+            counter=counter,
+            epsilon=eps,
+            delta=delta,
+            bound=bound,
+            bits=bits,
+            owner="pak_release",
+        )
+    tree = _tree_release(values, epsilon=eps, bound=bound, bits=bits, owner="pak_release")
+    return tree_counter_release(tree, counter)
 
 
 def _clipped_lattice_sum(values: np.ndarray, tau: float, noise: LaplaceNoise) -> float:

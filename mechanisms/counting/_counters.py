@@ -1,0 +1,286 @@
+"""One interface over the continual counters: release, exact variance, and the best for a unit.
+
+Counters (names accepted by ``counter=``):
+
+* ``"binary_tree"``: the paper's BT ([PAK19] §II-D), prefix sums from the popcount(i) raw nodes;
+  Var = popcount(i)·v (:mod:`._tree`). Pure ε; streaming (:class:`BinaryTreeCounter`).
+* ``"binary_tree_online"``: the same noisy nodes, bottom-up inverse-variance estimates
+  (Honaker 2015; [HRMS10] §4 first pass); Var = Σ_{h ∈ bits(i)} vₕ. Pure ε; streaming
+  (:meth:`BinaryTreeCounter.online_estimate`).
+* ``"binary_tree_consistent"``: the same noisy nodes, the least-squares (BLUE) leaves
+  ([HRMS10] §4): the best linear unbiased estimate of every prefix from the nodes. Pure ε;
+  batch only (the top-down pass needs the whole tree).
+* ``"kary_tree"``: the k-ary tree with negative digits ([APT24], :mod:`._kary`), k chosen
+  from n (public); Var = (Σₕ|dₕ(t)|)·v. Pure ε; streaming (:class:`KaryTreeCounter`).
+* ``"kary_tree_consistent"``: the same k-ary blocks, the least-squares (BLUE) leaves over the
+  complete forest (:func:`kary_least_squares_units`); pure ε; batch only.
+* ``"smooth_binary"``: the smooth binary mechanism with discrete Gaussian noise
+  (:mod:`._smooth`, [AP23]), ρ-zCDP converted to (ε, δ); needs δ > 0; streaming
+  (:class:`SmoothBinaryCounter`); the same variance k·σ² at every step. Its estimate is the
+  plain sum of the k cover nodes (unbiased; a least-squares pass over its nodes is not done).
+
+All post-processing of one set of noisy values: choosing an estimate costs no privacy. The
+variances are exact functions of public inputs (n, ε, δ, B), so :func:`best_counter` may use
+them before any data is seen.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core._errors import ParameterError
+from ..core._random import BitSource
+from ..core._units import PrivacyGuarantee
+from ..core._validation import (
+    check_integer,
+    check_positive,
+    check_probability,
+    check_stream,
+)
+from ._kary import (
+    KaryTreeRelease,
+    _digits,
+    _kary_release,
+    best_fanout,
+    kary_least_squares_units,
+    kary_noise,
+    kary_variance_units,
+)
+from ._smooth import SmoothBinaryRelease, _smooth_release, smooth_binary_noise
+from ._tree import TreeRelease, _levels, _tree_release, binary_tree_noise
+from ._tree_estimates import (
+    _consistent_variance_units,
+    _online_level_variances,
+    _popcounts,
+)
+
+__all__ = [
+    "COUNTERS",
+    "CounterRelease",
+    "best_counter",
+    "counter_release",
+    "counter_variance",
+    "tree_counter_release",
+]
+
+#: The counters of the family, in the order :func:`best_counter` breaks ties.
+COUNTERS = (
+    "binary_tree",
+    "binary_tree_online",
+    "binary_tree_consistent",
+    "kary_tree",
+    "kary_tree_consistent",
+    "smooth_binary",
+)
+#: Counters that need δ > 0.
+_APPROXIMATE = ("smooth_binary",)
+
+
+def check_counter(counter: object, owner: str, *, delta: float = 0.0) -> str:
+    """Return ``counter`` if it names a counter usable at this δ (``"auto"`` allowed)."""
+    if counter != "auto" and counter not in COUNTERS:
+        raise ParameterError(
+            f"The 'counter' parameter of {owner} must be one of {('auto', *COUNTERS)}. Got "
+            f"{counter!r} instead."
+        )
+    if counter in _APPROXIMATE and not delta > 0.0:
+        raise ParameterError(
+            f"The 'counter' parameter of {owner} is {counter!r}, which needs a 'delta' in "
+            "(0, 1) (Gaussian noise, zCDP). Got delta=0. Pass a δ such as 1/n², or a tree "
+            "counter for pure ε-DP."
+        )
+    return str(counter)
+
+
+def _online_units(n: int) -> np.ndarray:
+    levels = _levels(n)
+    var = _online_level_variances(levels, 1.0)
+    out = np.zeros(1 << levels, dtype=np.float64)
+    for h in range(levels):
+        out.reshape(-1, 2, 1 << h)[:, 1, :] += var[h]
+    return out[1 : n + 1]
+
+
+def counter_variance(
+    counter: str, n: int, *, epsilon: float, bound: float, delta: float = 0.0
+) -> np.ndarray:
+    """Exact noise variance of every prefix sum i = 1..n of ``counter`` (public inputs only)."""
+    owner = "counter_variance"
+    n = check_integer(n, "n", owner)
+    eps = check_positive(epsilon, "epsilon", owner)
+    bnd = check_positive(bound, "bound", owner)
+    dlt = check_probability(delta, "delta", owner)
+    counter = check_counter(counter, owner, delta=dlt)
+    if counter == "auto":
+        counter = best_counter(n, epsilon=eps, bound=bnd, delta=dlt)
+    if counter == "smooth_binary":
+        noise, _, _, _, k = smooth_binary_noise(n, epsilon=eps, delta=dlt, bound=bnd)
+        return np.full(n, k * noise.variance)
+    if counter in ("kary_tree", "kary_tree_consistent"):
+        k = best_fanout(n)
+        units = (kary_variance_units if counter == "kary_tree" else kary_least_squares_units)(n, k)
+        return units * kary_noise(n, epsilon=eps, bound=bnd, fanout=k).variance
+    v = binary_tree_noise(n, epsilon=eps, bound=bnd).variance
+    if counter == "binary_tree":
+        return _popcounts(n) * v
+    if counter == "binary_tree_online":
+        return _online_units(n) * v
+    return _consistent_variance_units(n, _levels(n)) * v
+
+
+def best_counter(
+    n: int, *, epsilon: float, bound: float, delta: float = 0.0, at: str = "end"
+) -> str:
+    """The counter with the smallest exact variance: at step n (``at="end"``, what Mechanism 1's
+    final error depends on) or on average over the steps (``at="mean"``). Only counters valid
+    at this δ compete (pure ε when δ = 0). Public: no data involved."""
+    if at not in ("end", "mean"):
+        raise ParameterError(
+            f"The 'at' parameter of best_counter must be 'end' or 'mean'. Got {at!r} instead."
+        )
+    best, best_v = "binary_tree", math.inf
+    for name in COUNTERS:
+        if name in _APPROXIMATE and not delta > 0.0:
+            continue
+        var = counter_variance(name, n, epsilon=epsilon, bound=bound, delta=delta)
+        value = float(var[-1] if at == "end" else var.mean())
+        if value < best_v:
+            best, best_v = name, value
+    return best
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CounterRelease:
+    """Prefix sums released by one counter, their exact variances, and the guarantee."""
+
+    counter: str
+    """The counter's name (one of :data:`COUNTERS`)."""
+    prefix_sums: np.ndarray
+    """The estimate of c(σ, i) for i = 1..n (index i − 1)."""
+    variance: np.ndarray
+    """Exact noise variance of each prefix sum."""
+    tree: TreeRelease | None
+    """The BT release (its noisy nodes) for the tree counters; None otherwise."""
+    smooth: SmoothBinaryRelease | None = None
+    """The smooth-binary release for ``"smooth_binary"``; None otherwise."""
+    kary: KaryTreeRelease | None = None
+    """The k-ary release for ``"kary_tree"``; None otherwise."""
+    guarantee: PrivacyGuarantee
+    """Event-level guarantee (ε for trees; (ε, δ) from ρ-zCDP for the smooth binary)."""
+    n: int = field(init=False)
+    """Stream length."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n", int(self.prefix_sums.size))
+        self.prefix_sums.setflags(write=False)
+        self.variance.setflags(write=False)
+
+    def range_variance(self, i: int, j: int) -> float:
+        """Noise variance of c(σ, j + 1) − c(σ, i) (steps i..j, 0-based): exact for the raw BT
+        and the smooth binary (the nodes shared by the two covers cancel, the others are
+        independent: |cover Δ cover|·v); for the online/consistent estimates the upper bound
+        (√Var(c(i)) + √Var(c(j + 1)))² (Cauchy–Schwarz)."""
+        from ._tree_estimates import tree_range_variance
+
+        if self.counter == "binary_tree":
+            return tree_range_variance(i, j, self.tree.noise.variance)
+        if self.counter == "kary_tree":
+            kr = self.kary
+            coef: dict[tuple[int, int], int] = {}
+            for t, sign in ((j + 1, 1), (i, -1)):
+                if t == 0:
+                    continue
+                digits = _digits(np.array([t]), kr.fanout, kr.levels)[:, 0]
+                pos = 0
+                for h in reversed(range(kr.levels)):
+                    d, size = int(digits[h]), kr.fanout**h
+                    lo = pos // size if d >= 0 else pos // size + d
+                    for b in range(lo, lo + abs(d)):
+                        coef[(h, b)] = coef.get((h, b), 0) + sign * (1 if d > 0 else -1)
+                    pos += d * size
+            return float(sum(c * c for c in coef.values())) * kr.noise.variance
+        if self.counter == "smooth_binary":
+            sm = self.smooth
+            b = int(sm.leaves[j])
+            a = int(sm.leaves[i - 1]) if i > 0 else 0
+            shared = sum(1 for h in range(sm.height) if (a >> h) & 1 and (a >> h) == (b >> h))
+            return (a.bit_count() + b.bit_count() - 2 * shared) * sm.noise.variance
+        vi = float(self.variance[i - 1]) if i > 0 else 0.0
+        return (math.sqrt(vi) + math.sqrt(float(self.variance[j]))) ** 2
+
+
+def counter_release(
+    values: object,
+    *,
+    counter: str,
+    epsilon: float,
+    bound: float,
+    bits: BitSource,
+    delta: float = 0.0,
+    owner: str = "counter_release",
+) -> CounterRelease:
+    """Release every prefix sum of ``values`` with ``counter`` (validated; draws from ``bits``).
+
+    The tree counters draw exactly the BT's nodes (same bits, same order as
+    :func:`binary_tree_release`) and differ only in the estimate read from them.
+    """
+    dlt = check_probability(delta, "delta", owner)
+    counter = check_counter(counter, owner, delta=dlt)
+    if counter == "auto":  # n is public (the stream's length); validate before choosing
+        bnd = check_positive(bound, "bound", owner)
+        n = check_stream(values, "values", owner, bound=bnd).size
+        counter = best_counter(
+            n, epsilon=check_positive(epsilon, "epsilon", owner), bound=bnd, delta=dlt
+        )
+    if counter in ("kary_tree", "kary_tree_consistent"):
+        kr = _kary_release(
+            values,
+            epsilon=epsilon,
+            bound=bound,
+            bits=bits,
+            owner=owner,
+            least_squares=counter == "kary_tree_consistent",
+        )
+        return CounterRelease(
+            counter=counter,
+            prefix_sums=np.array(kr.prefix_sums),
+            variance=np.array(kr.variance),
+            tree=None,
+            kary=kr,
+            guarantee=kr.guarantee,
+        )
+    if counter == "smooth_binary":
+        rel = _smooth_release(
+            values, epsilon=epsilon, delta=dlt, bound=bound, bits=bits, owner=owner
+        )
+        return CounterRelease(
+            counter=counter,
+            prefix_sums=np.array(rel.prefix_sums),
+            variance=np.array(rel.variance),
+            tree=None,
+            smooth=rel,
+            guarantee=rel.guarantee,
+        )
+    tree = _tree_release(values, epsilon=epsilon, bound=bound, bits=bits, owner=owner)
+    return tree_counter_release(tree, counter)
+
+
+def tree_counter_release(tree: TreeRelease, counter: str) -> CounterRelease:
+    """The estimate ``counter`` (a tree counter) read from the noisy nodes of ``tree``."""
+    if counter == "binary_tree":
+        sums, var = tree.prefix_sums, tree.variance
+    elif counter == "binary_tree_online":
+        sums, var = tree.online_prefix_sums(), tree.online_variance()
+    else:
+        sums, var = tree.consistent_prefix_sums(), tree.consistent_variance()
+    return CounterRelease(
+        counter=counter,
+        prefix_sums=np.array(sums),
+        variance=np.array(var),
+        tree=tree,
+        smooth=None,
+        guarantee=tree.guarantee,
+    )
