@@ -5,6 +5,7 @@ the event-level Laplace baseline.
 """
 
 from ._analysis import StreamAnalysis
+from ._counter import BinaryTreeCounter
 from ._counters import (
     COUNTERS,
     CounterRelease,
@@ -30,7 +31,6 @@ from ._smooth import (
     zcdp_to_epsilon,
 )
 from ._tree import (
-    BinaryTreeCounter,
     TreeRelease,
     binary_tree_final_sums,
     binary_tree_noise,
