@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from mechanisms import ParameterError
 from mechanisms.core._results import summary_text, table_frame
@@ -107,6 +107,16 @@ class ConsistentRelease:
             ("leaf-steps at 0 (all periods)", int(np.sum(self.n_active))),
         ]
         return summary_text("Consistent release [FV19] Alg. 4", rows, result=self)
+
+
+@functools.cache
+def _blas_controller() -> object:
+    """threadpoolctl's view of the loaded BLAS libraries, built once: building it scans every
+    loaded shared library (milliseconds), too slow to repeat for each of thousands of small
+    projections; limiting threads through it afterwards is cheap."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def project_consistent(
@@ -234,7 +244,7 @@ def project_consistent(
     # The solves are many small dense factorisations (w x w blocks): BLAS threads only
     # contend for them (1.8x slower idle, up to 25x under load, issue 16), so the library
     # itself limits BLAS to one thread here, whatever the environment says (threadpoolctl).
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _blas_controller().limit(limits=1, user_api="blas"):
         if method == "fast":
             out = solve_tree(problem, max_iter=max_iter)
             status = ("optimal",) * problem.n_periods
