@@ -262,7 +262,8 @@ def _tree_release(
     eps = check_positive(epsilon, "epsilon", owner)
     bnd = check_positive(bound, "bound", owner)
     ledger = check_ledger(ledger, owner)
-    vals = check_stream(values, "values", owner, bound=bnd)
+    # Read block by block and not kept: no copy of a float64 input (peak memory, issue 16).
+    vals = check_stream(values, "values", owner, bound=bnd, copy=False)
     n = vals.size
     _check_tree_range(n, eps, bnd, owner)
     noise = LaplaceNoise(sensitivity=_levels(n) * bnd, epsilon=eps, magnitude=n * bnd)

@@ -52,3 +52,17 @@ def test_checked_stream_is_a_read_only_copy():
     out = check_stream(src, "values", "f", bound=10.0)
     src[0] = 5.0
     assert out[0] == 1.0 and not out.flags.writeable
+
+
+def test_check_stream_without_copy_reads_a_float64_array_in_place():
+    import numpy as np
+
+    from mechanisms.core._validation import check_stream
+
+    xs = np.array([1.0, 2.0, 3.0])
+    same = check_stream(xs, "values", "f", bound=5.0, copy=False)
+    assert same is xs and xs.flags.writeable  # the caller's array, flags untouched
+    ints = np.array([1, 2, 3])
+    assert check_stream(ints, "values", "f", copy=False).dtype == np.float64  # converted
+    copied = check_stream(xs, "values", "f")
+    assert copied is not xs and not copied.flags.writeable
