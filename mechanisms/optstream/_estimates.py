@@ -58,12 +58,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core._budget import Budget
+from ..core._budget import Budget, BudgetLedger
 from ..core._errors import ParameterError
 from ..core._noise import LaplaceNoise, lattice_granularity
 from ..core._random import BitSource, bit_source
 from ..core._units import PrivacyGuarantee, WAlphaIndistinguishability
-from ..core._validation import check_integer, check_positive
+from ..core._validation import charge_ledger, check_integer, check_ledger, check_positive
 from ._sampling import (
     interpolation_weights,
     null_rate_threshold,
@@ -278,6 +278,7 @@ def optstream_estimates(
     windows: str = "any",
     shares: Sequence[float] | None = None,
     seed: object = None,
+    ledger: BudgetLedger | None = None,
 ) -> OptStreamEstimates:
     """Run Sample, Perturb, Reconstruct and the feature queries on every period and node.
 
@@ -310,6 +311,9 @@ def optstream_estimates(
         See :func:`optstream_split`.
     seed
         ``None`` (secure source) or an int (reproducible, not for release).
+    ledger
+        Optional :class:`~mechanisms.BudgetLedger`, charged the guarantee (ε, unit
+        (w, α)-indistinguishability) once, after validation and before any draw.
 
     Returns
     -------
@@ -326,6 +330,7 @@ def optstream_estimates(
     costs at most ε/h per level with ``windows="any"``; levels compose sequentially: ε
     ([FV19] Theorem 13). Unit: (w, α)-indistinguishability, [FV19] Def. 3.
     """
+    ledger = check_ledger(ledger, _OWNER)
     bits = bit_source(seed)
     return _estimates(
         values,
@@ -340,6 +345,7 @@ def optstream_estimates(
         windows=windows,
         shares=shares,
         bits=bits,
+        ledger=ledger,
     )
 
 
@@ -357,6 +363,7 @@ def _estimates(
     windows: str,
     shares: Sequence[float] | None,
     bits: BitSource,
+    ledger: BudgetLedger | None = None,
 ) -> OptStreamEstimates:
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 3 or 0 in x.shape:
@@ -406,6 +413,36 @@ def _estimates(
     est = np.empty((n_b, n_nodes, n_parts))
     var = np.empty((n_b, n_nodes, n_parts))
     masks = np.empty((n_b, len(lv), r), dtype=bool)
+    # Every noise is built (and its range checked) before the charge; the charge comes before
+    # the first draw (DESIGN: budgets are charged before anything is drawn).
+    pnoises = [
+        perturb_noise(k=k, alpha=alpha, epsilon=split.perturb, n_nodes=len(nodes)) for nodes in lv
+    ]
+    fnoises = [
+        [
+            feature_noise(
+                window=w,
+                alpha=alpha,
+                epsilon=split.features / len(queries),
+                n_coords=len(feature) * len(nodes),
+            )
+            for feature in queries
+        ]
+        for nodes in lv
+    ]
+    proof = (
+        "[FV19] Lemma 1 + Thm. 7 (SVT, ΔL = 2α(w−k)), Thm. 8 (Δ = kα), Thm. 9 with the "
+        "corrected sensitivity wα per feature, Thm. 13 (ε/h per level); "
+        + (
+            "every window of w steps"
+            if windows == "any" or sampling == "equal"
+            else "windows aligned with the periods only"
+        )
+    )
+    guarantee = PrivacyGuarantee(
+        unit=WAlphaIndistinguishability(w=w, alpha=alpha), budget=Budget(split.epsilon), proof=proof
+    )
+    charge_ledger(ledger, guarantee.budget, _OWNER, guarantee.unit)
     thetas = []
     for li, nodes in enumerate(lv):
         xl = x[:, nodes, :]
@@ -424,35 +461,17 @@ def _estimates(
             mask[:, sample_equal_window(r, k, w)] = True  # the full pattern, cut (tail leak)
         thetas.append(float(th))
         masks[:, li] = mask
-        noise = perturb_noise(k=k, alpha=alpha, epsilon=split.perturb, n_nodes=len(nodes))
+        noise = pnoises[li]
         taken = xl.transpose(0, 2, 1)[mask].reshape(n_b, -1, len(nodes)).transpose(0, 2, 1)
         noisy = noise.release(taken, bits)  # [FV19 §3.2]
         est[:, nodes, :r] = reconstruct(mask, noisy)  # [FV19 §3.3]
         var[:, nodes, :r] = (interpolation_weights(mask) * noise.variance)[:, None, :]
         col = r
-        for feature in queries:  # [FV19 Alg. 4 l. 1]
-            fnoise = feature_noise(
-                window=w,
-                alpha=alpha,
-                epsilon=split.features / len(queries),
-                n_coords=len(feature) * len(nodes),
-            )
+        for feature, fnoise in zip(queries, fnoises[li], strict=True):  # [FV19 Alg. 4 l. 1]
             m = len(feature)
             est[:, nodes, col : col + m] = fnoise.release(feature_answers(xl, feature), bits)
             var[:, nodes, col : col + m] = fnoise.variance
             col += m
-    proof = (
-        "[FV19] Lemma 1 + Thm. 7 (SVT, ΔL = 2α(w−k)), Thm. 8 (Δ = kα), Thm. 9 with the "
-        "corrected sensitivity wα per feature, Thm. 13 (ε/h per level); "
-        + (
-            "every window of w steps"
-            if windows == "any" or sampling == "equal"
-            else "windows aligned with the periods only"
-        )
-    )
-    guarantee = PrivacyGuarantee(
-        unit=WAlphaIndistinguishability(w=w, alpha=alpha), budget=Budget(split.epsilon), proof=proof
-    )
     for arr in (est, var, masks):
         arr.setflags(write=False)
     return OptStreamEstimates(

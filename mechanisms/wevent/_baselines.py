@@ -45,12 +45,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core._budget import Budget
+from ..core._budget import Budget, BudgetLedger
 from ..core._errors import ParameterError
 from ..core._noise import LaplaceNoise, lattice_granularity
 from ..core._random import BitSource
 from ..core._units import PrivacyGuarantee, WAlphaIndistinguishability, WEvent
-from ..core._validation import check_fraction, check_integer, check_positive
+from ..core._validation import (
+    charge_ledger,
+    check_fraction,
+    check_integer,
+    check_ledger,
+    check_positive,
+)
 
 __all__ = ["WEventDFT", "WEventLaplace", "WEventPegasus", "dft_coefficient_count"]
 
@@ -69,6 +75,11 @@ def _periods(values: np.ndarray, w: int, owner: str) -> tuple[np.ndarray, tuple[
             f"Got shape {arr.shape}."
         )
     return arr.reshape(-1, arr.shape[-1]), arr.shape
+
+
+def _charge(ledger: BudgetLedger | None, guarantee: PrivacyGuarantee, owner: str) -> None:
+    """Charge a validated release's guarantee before its first draw."""
+    charge_ledger(ledger, guarantee.budget, owner, guarantee.unit)
 
 
 def _laplace(sensitivity: float, epsilon: float, coords: int, magnitude: float) -> LaplaceNoise:
@@ -130,9 +141,18 @@ class WEventLaplace:
             proof="[FV19] §2.3: Laplace with sensitivity w·Δ on every value",
         )
 
-    def release(self, periods: np.ndarray, bits: BitSource) -> np.ndarray:
-        """Noisy copy of ``periods`` (..., L), L ≤ w (may be negative: clip downstream)."""
-        arr, shape = _periods(periods, self.w, "WEventLaplace.release")
+    def release(
+        self, periods: np.ndarray, bits: BitSource, *, ledger: BudgetLedger | None = None
+    ) -> np.ndarray:
+        """Noisy copy of ``periods`` (..., L), L ≤ w (may be negative: clip downstream).
+
+        ``ledger`` (optional) is charged :attr:`guarantee` once, after validation and before
+        any draw: one call releases every period of the streams it is given.
+        """
+        owner = "WEventLaplace.release"
+        ledger = check_ledger(ledger, owner)
+        arr, shape = _periods(periods, self.w, owner)
+        _charge(ledger, self.guarantee, owner)
         return self.noise.release(arr, bits).reshape(shape)
 
 
@@ -230,14 +250,20 @@ class WEventDFT:
             ),
         )
 
-    def release(self, periods: np.ndarray, bits: BitSource) -> np.ndarray:
+    def release(
+        self, periods: np.ndarray, bits: BitSource, *, ledger: BudgetLedger | None = None
+    ) -> np.ndarray:
         """Reconstruction from noisy low frequencies of each period (..., L), L ≤ w.
 
         ``L < w`` is the last, partial period of each stream: at most ``streams`` rows. Its
         k'' = min(k, L//2 + 1) <= k' coefficients keep the full period's noise, and a window
         straddling the last full period and it is two pieces of one stream (Parseval on each).
+        ``ledger`` (optional) is charged :attr:`guarantee` once, after validation and before
+        any draw.
         """
-        arr, shape = _periods(periods, self.w, "WEventDFT.release")
+        owner = "WEventDFT.release"
+        ledger = check_ledger(ledger, owner)
+        arr, shape = _periods(periods, self.w, owner)
         length = arr.shape[1]
         if length < self.w and arr.shape[0] > self.streams:
             # Short periods are the last period of a stream: one per stream. Consecutive short
@@ -248,6 +274,7 @@ class WEventDFT:
                 f"(L = {length} < w = {self.w}) only as the last period of each of its "
                 f"streams = {self.streams} streams. Got {arr.shape[0]} short periods."
             )
+        _charge(ledger, self.guarantee, owner)
         kk = dft_coefficient_count(self.k, length)
         coef = np.fft.rfft(arr, axis=1, norm="ortho")[:, :kk]
         noisy = self.noise.release(_pack(coef, length), bits)
@@ -386,9 +413,18 @@ class WEventPegasus:
             out[:, t] = start
         return out
 
-    def release(self, periods: np.ndarray, bits: BitSource) -> np.ndarray:
-        """Smoothed perturbed values of each period (..., L), L ≤ w."""
-        arr, shape = _periods(periods, self.w, "WEventPegasus.release")
+    def release(
+        self, periods: np.ndarray, bits: BitSource, *, ledger: BudgetLedger | None = None
+    ) -> np.ndarray:
+        """Smoothed perturbed values of each period (..., L), L ≤ w.
+
+        ``ledger`` (optional) is charged :attr:`guarantee` once, after validation and before
+        any draw.
+        """
+        owner = "WEventPegasus.release"
+        ledger = check_ledger(ledger, owner)
+        arr, shape = _periods(periods, self.w, owner)
+        _charge(ledger, self.guarantee, owner)
         noisy = self.perturber.release(arr, bits)
         start = self._group(arr, bits)
         rows, length = arr.shape
