@@ -323,6 +323,10 @@ class TopsRelease:
     """Event-level max(ε_θ, ε_r)."""
     seeded: bool = False
     """True when a seed drove the noise: an experiment, not a release."""
+    shape_release: object = None
+    """The smoothing rule's :class:`~mechanisms.tops._shape.TopsShape` (None for another rule)."""
+    shape_rule: str = "paper"
+    """How g and L were chosen: ``"smoothing"``, ``"paper"`` or ``"given"``."""
     n: int = field(init=False)
     """Number of released steps (n − m)."""
 
@@ -337,6 +341,11 @@ class TopsRelease:
         from ._stream import _record  # _stream imports this module
 
         return _record(self.guarantee, self, self.seeded)
+
+    @property
+    def shape_rule_used(self) -> str:
+        """Alias of :attr:`shape_rule` (the stream's attribute name, read by the record)."""
+        return self.shape_rule
 
     @property
     def blocks(self) -> np.ndarray:
