@@ -48,7 +48,14 @@ from mechanisms.tops._shape import partial_errors
 from mechanisms.tops._tree import max_levels
 from mechanisms.tops._variance import QUERIES, mean_query_units, public_queries, variance_units
 
-__all__ = ["TopsError", "TopsPlan", "TopsShapePlan", "plan_tops", "plan_tops_shape", "tops_range_error"]
+__all__ = [
+    "TopsError",
+    "TopsPlan",
+    "TopsShapePlan",
+    "plan_tops",
+    "plan_tops_shape",
+    "tops_range_error",
+]
 
 #: Number of public random queries the noise and length terms are averaged over.
 DEFAULT_QUERIES = QUERIES

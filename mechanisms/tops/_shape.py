@@ -215,6 +215,21 @@ class TopsShape:
             arr.setflags(write=False)
 
 
+def release_deviation(
+    prefix: np.ndarray, threshold: float, sizes: np.ndarray, epsilon: float, bits: BitSource
+) -> tuple[np.ndarray, LaplaceNoise]:
+    """The ε-DP release of (A(g))_g on the prefix clipped to θ (module notes): Laplace noise
+    of the vector's L1 sensitivity. Internal (validated inputs)."""
+    m = int(prefix.size)
+    exact, _ = partial_errors(np.minimum(prefix, threshold), sizes)
+    noise = LaplaceNoise(
+        sensitivity=deviation_sensitivity(sizes, m, threshold),
+        epsilon=epsilon,
+        magnitude=float(sizes[-1]) * threshold,
+    )
+    return noise.release(exact, bits), noise
+
+
 def choose_shape(
     prefix: np.ndarray,
     *,
@@ -230,16 +245,8 @@ def choose_shape(
 
     Internal (validated inputs, at least two candidate sizes); module notes.
     """
-    m = int(prefix.size)
-    sizes = leaf_candidates(m, horizon)
-    clipped = np.minimum(prefix, threshold)
-    exact, _ = partial_errors(clipped, sizes)
-    noise = LaplaceNoise(
-        sensitivity=deviation_sensitivity(sizes, m, threshold),
-        epsilon=epsilon,
-        magnitude=float(sizes[-1]) * threshold,
-    )
-    released = noise.release(exact, bits)
+    sizes = leaf_candidates(int(prefix.size), horizon)
+    released, noise = release_deviation(prefix, threshold, sizes, epsilon, bits)
     released[sizes == 1] = 0.0  # public: a leaf of one step has no partial leaf
     square = posterior_square(released, noise.scale)  # post-processing
     square[sizes == 1] = 0.0

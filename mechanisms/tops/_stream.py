@@ -23,16 +23,17 @@ from ..core._renamed import UNSET, renamed_attribute, renamed_keyword
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import (
     charge_ledger,
+    check_choice,
     check_integer,
     check_ledger,
     check_noise_range,
-    check_choice,
     check_positive,
     check_probability,
     check_seed,
     clamp_stream,
 )
 from ..counting._analysis import StreamAnalysis
+from ._shape import DEFAULT_SHAPE_SHARE, SHAPE_RULES, TopsShape, choose_shape, leaf_candidates
 from ._smoothers import DEFAULT_SMOOTHING, Smoother, _check_smoother, block_values
 from ._threshold import (
     CORRECTIONS,
@@ -43,7 +44,6 @@ from ._threshold import (
     tops_candidates,
     tops_kappa,
 )
-from ._shape import DEFAULT_SHAPE_SHARE, SHAPE_RULES, TopsShape, choose_shape, leaf_candidates
 from ._tree import Hierarchy, TopsRelease, _max_levels, max_levels, tops_leaf_size, tops_levels
 
 __all__ = ["ToPSStream", "TopsUpdate"]
