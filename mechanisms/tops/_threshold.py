@@ -40,12 +40,20 @@ are: the selection is θ* plus a one-sided, roughly exponential overshoot of mea
 the selection given a peak θ_t as the exponential mechanism on q(θ) = q(θ_t) − κ(θ − θ_t) for
 θ ≥ θ_t (the flat side; the steep side is ignored), whose mean is
 μ(t) = Σ_{k ≥ t} θ_k e^{−εκθ_k} / Σ_{k ≥ t} e^{−εκθ_k} (public: grid, ε, κ), and release θ_t
-with μ(t) nearest the selected θ (moment matching). The correction is applied only when it is
-identifiable, εκ·(θ_G − θ_t) ≥ ``GATE`` = 4 (the overshoot's tail fits below the largest
-candidate, so μ(t) − θ_t ≈ 1/(εκ) and μ is invertible with slope ≈ 1). When εκ·(B − θ) is small
-the selection is nearly uniform over [θ*, B] and no post-processing can locate θ* without
-releasing thresholds near 0 (whose truncation bias is catastrophic), so the selected θ is
-released as is; there only a larger ε_θ helps. ``correction="none"`` releases the selection.
+with μ(t) nearest the selected θ (moment matching: the mean released θ then sits at θ*). Two
+public guards, because the loss is not symmetric (a θ in the bulk of the data truncates every
+value, a θ too high only adds noise ∝ θ²):
+
+* identifiability: only when εκ·(θ_G − θ_t) ≥ ``GATE`` = 4 (the overshoot's tail fits below the
+  largest candidate, so μ(t) − θ_t ≈ 1/(εκ) and μ is invertible with slope ≈ 1). Otherwise the
+  selection is nearly uniform over [θ*, B] and moment matching would release thresholds near 0;
+* spread: never below 2/(εκ) (the correction, and its spread 1/(εκ), stay within half of θ);
+  a correction that would go below is stopped there.
+
+Where neither applies the selected θ is released as is and the drift stays: the score cannot
+tell the candidates apart there, and only a larger ε_θ (or a steeper score) helps. Measured on
+the household minutes (``docs/results/tops_rule.md``). ``correction="none"`` releases the
+selection.
 """
 
 from __future__ import annotations
@@ -245,7 +253,8 @@ def overshoot_index(grid: np.ndarray, kappa: float, epsilon: float, selected: in
     """The released index of the overshoot correction (module notes; public inputs only).
 
     Moment matching: the t whose model mean μ(t) is nearest θ_selected, if εκ·(θ_G − θ_t) ≥
-    :data:`GATE`, else ``selected``. Log-sums keep μ exact where e^{−εκθ} underflows.
+    :data:`GATE`, else ``selected``; never below the first candidate ≥ 2/(εκ). Log-sums keep
+    μ exact where e^{−εκθ} underflows.
     """
     theta = np.asarray(grid, dtype=np.float64)
     lam = epsilon * kappa
@@ -254,9 +263,9 @@ def overshoot_index(grid: np.ndarray, kappa: float, epsilon: float, selected: in
     log1 = np.logaddexp.accumulate((a + np.log(theta))[::-1])[::-1]
     mean = np.exp(log1 - log0)  # μ(t), non-decreasing in t
     t = int(np.argmin(np.abs(mean - theta[selected])))
-    if t < selected and lam * (theta[-1] - theta[t]) >= GATE:
-        return t
-    return selected
+    if t >= selected or lam * (theta[-1] - theta[t]) < GATE:
+        return selected
+    return min(max(t, int(np.searchsorted(theta, 2.0 / lam))), selected)
 
 
 def _select(

@@ -185,6 +185,9 @@ def test_overshoot_correction_is_monotone_and_vanishes_at_large_epsilon():
     released = [overshoot_index(grid, kappa, 0.05, j) for j in range(1024)]
     assert all(a <= b for a, b in itertools.pairwise(released))  # post-processing keeps order
     assert all(r <= j for j, r in enumerate(released))  # it only ever lowers θ
+    # ... and never below 2/(εκ) (the spread guard)
+    assert all(r == j or grid[r] >= 2 / (0.05 * kappa) for j, r in enumerate(released))
+    assert released[50] == 50  # θ = 1.76 < 2/(εκ) = 4.5: left alone
     # identifiable: a shift of about 1/(εκ) = 2.27 kW; not identifiable: no change
     assert grid[300] - grid[released[300]] == pytest.approx(1 / (0.05 * kappa), abs=0.1)
     lam = 0.01 * kappa
