@@ -145,10 +145,12 @@ class ToPSStream:
     released, consistent, when their interval completes (``_tops_tree.py``).
 
     *Privacy*: event-level max(ε_θ, ε_r)-DP for a stream fixed in advance, of any length. The
-    threshold reads steps 1..m (ε_θ-DP, :func:`tops_threshold`); the trees read disjoint later
-    steps, each an ε_r-DP Laplace mechanism given θ (L1 sensitivity L·θ); a replaced value lies
-    in one part only and the later parts depend on the earlier ones only through the released θ
-    (parallel composition, as in [PAK19] Mechanism 1). Smoothing and range sums are
+    threshold reads steps 1..m (ε_θ-DP, :func:`tops_threshold`; with the smoothing shape rule
+    it gets (1 − s)·ε_θ and the shape statistic, given θ, s·ε_θ: sequential composition on the
+    prefix, ε_θ in all); the trees read disjoint later steps, each an ε_r-DP Laplace mechanism
+    given θ and the shape (L1 sensitivity L·θ); a replaced value lies in one part only and the
+    later parts depend on the earlier ones only through the released θ, g and L (parallel
+    composition, as in [PAK19] Mechanism 1). Smoothing and range sums are
     post-processing. The analysis is for a stream fixed in advance (non-adaptive), as in
     [ToPS21]: a node released early carries projected noise that mixes in the noise of nodes
     that complete later.

@@ -1,9 +1,11 @@
 """ToPS perturber: a pruned F-ary hierarchy made consistent online ([ToPS21] §3; tops-notes §2).
 
-Shape (fixed before any data, from public inputs only)
-------------------------------------------------------
-Leaves are blocks of g consecutive (clipped) steps; a level-ℓ node covers g·Fˡ steps. g is the
-power of F minimising the pruning objective of [ToPS21] (:func:`tops_leaf_size`)
+Shape (fixed before the perturber reads any value)
+--------------------------------------------------
+Leaves are blocks of g consecutive (clipped) steps; a level-ℓ node covers g·Fˡ steps. By
+default g and L are chosen by the predicted range-query MSE with the smoother's error
+(``_shape.py``, from a private statistic of the prefix). [ToPS21]'s rule (``shape_rule="paper"``):
+g is the power of F minimising the pruning objective (:func:`tops_leaf_size`)
 
     2·(F − 1)·(log_F(r/x))³/ε_r² + x²/36
 
@@ -394,6 +396,7 @@ class TopsRelease:
             ("epsilon θ (threshold)", self.epsilon_threshold),
             ("epsilon r (perturber)", self.epsilon_perturb),
             ("fan-out F, leaf size g, levels L", f"{self.fanout}, {self.leaf_size}, {self.levels}"),
+            ("shape rule", self.shape_rule),
             ("Laplace scale b per node", self.noise.scale),
             ("smoother", self.smoother),
             ("released total", float(self.values.sum())),
