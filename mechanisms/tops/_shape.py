@@ -57,7 +57,7 @@ from ..core._budget import Budget
 from ..core._noise import LaplaceNoise
 from ..core._random import BitSource
 from ..core._units import EventLevel, PrivacyGuarantee
-from ._tree import _max_levels, max_levels, tops_noise
+from ._tree import _max_levels, max_levels, tops_leaf_size, tops_levels, tops_noise
 from ._variance import leaf_variance_units, mean_query_units
 
 __all__ = [
@@ -213,6 +213,35 @@ class TopsShape:
     def __post_init__(self) -> None:
         for arr in (self.sizes, self.deviation):
             arr.setflags(write=False)
+
+
+def initial_shape(
+    *,
+    deferred: bool,
+    horizon: int,
+    epsilon_perturb: float,
+    fanout: int,
+    sizes: np.ndarray,
+    leaf_size: int | None,
+    levels: int | None,
+) -> tuple[int | None, int | None, int, int]:
+    """(g, L, most levels, largest tree size) of a stream before θ (validated inputs).
+
+    While the smoothing rule waits for θ (``deferred``), g is None and L is None unless given,
+    and the bounds cover every candidate shape (for the noise-range checks); otherwise g and L
+    are the given ones or [ToPS21]'s rule (:func:`tops_leaf_size`, :func:`tops_levels`).
+    """
+    if deferred:
+        shapes = []
+        for g in np.asarray(sizes).tolist():
+            top = min(_max_levels(horizon, g, fanout), max_levels(fanout))
+            shapes.append((top if levels is None else int(levels), g))
+        most = max(lv for lv, _ in shapes)
+        tree = max(g * fanout ** (lv - 1) for lv, g in shapes)
+        return None, None if levels is None else int(levels), most, tree
+    g = tops_leaf_size(horizon, epsilon_perturb, fanout) if leaf_size is None else int(leaf_size)
+    lv = tops_levels(horizon, g, fanout) if levels is None else int(levels)
+    return g, lv, lv, g * fanout ** (lv - 1)
 
 
 def release_deviation(

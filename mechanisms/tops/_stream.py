@@ -33,7 +33,14 @@ from ..core._validation import (
     clamp_stream,
 )
 from ..counting._analysis import StreamAnalysis
-from ._shape import DEFAULT_SHAPE_SHARE, SHAPE_RULES, TopsShape, choose_shape, leaf_candidates
+from ._shape import (
+    DEFAULT_SHAPE_SHARE,
+    SHAPE_RULES,
+    TopsShape,
+    choose_shape,
+    initial_shape,
+    leaf_candidates,
+)
 from ._smoothers import DEFAULT_SMOOTHING, Smoother, _check_smoother, block_values
 from ._threshold import (
     CORRECTIONS,
@@ -44,7 +51,7 @@ from ._threshold import (
     tops_candidates,
     tops_kappa,
 )
-from ._tree import Hierarchy, TopsRelease, _max_levels, max_levels, tops_leaf_size, tops_levels
+from ._tree import Hierarchy, TopsRelease, max_levels
 
 __all__ = ["ToPSStream", "TopsUpdate"]
 
@@ -264,27 +271,15 @@ class ToPSStream:
             "smoothing" if self._deferred else ("given" if leaf_size is not None else "paper")
         )
         self.epsilon_shape = share * self.epsilon_threshold if self._deferred else 0.0
-        if self._deferred:
-            self.leaf_size, self.levels = None, None if levels is None else int(levels)
-            shapes = []
-            for g in sizes.tolist():
-                top = min(_max_levels(self.horizon, g, self.fanout), max_levels(self.fanout))
-                shapes.append((top if levels is None else int(levels), g))
-            most_levels = max(lv for lv, _ in shapes)
-            tree_size = max(g * self.fanout ** (lv - 1) for lv, g in shapes)
-        else:
-            self.leaf_size = (
-                tops_leaf_size(self.horizon, self.epsilon_perturb, self.fanout)
-                if leaf_size is None
-                else int(leaf_size)
-            )
-            self.levels = (
-                tops_levels(self.horizon, self.leaf_size, self.fanout)
-                if levels is None
-                else int(levels)
-            )
-            most_levels = self.levels
-            tree_size = self.leaf_size * self.fanout ** (self.levels - 1)
+        self.leaf_size, self.levels, most_levels, tree_size = initial_shape(
+            deferred=self._deferred,
+            horizon=self.horizon,
+            epsilon_perturb=self.epsilon_perturb,
+            fanout=self.fanout,
+            sizes=sizes,
+            leaf_size=leaf_size,
+            levels=levels,
+        )
         theta_min = float(self.candidates[0])
         check_noise_range(
             owner,

@@ -219,6 +219,7 @@ class TopsThresholdRelease:
                 "candidates": int(self.candidates.size),
                 "largest_candidate": float(self.candidates[-1]),
                 "kappa": self.kappa,
+                "correction": self.correction,
             },
             seeded=self.seeded,
         )
