@@ -31,7 +31,14 @@ from ._time_lag import (
     quantile_failure_probability,
     time_lag_heuristic,
 )
-from ._tops_plan import TopsError, TopsPlan, plan_tops, tops_range_error
+from ._tops_plan import (
+    TopsError,
+    TopsPlan,
+    TopsShapePlan,
+    plan_tops,
+    plan_tops_shape,
+    tops_range_error,
+)
 
 __all__ = [
     # _stream_plan, _roughness (in-stream planning from released periods, issue 13)
@@ -49,8 +56,10 @@ __all__ = [
     "plan_optstream",
     # _tops_plan (ToPS, issue 6)
     "TopsError",
+    "TopsShapePlan",
     "TopsPlan",
     "plan_tops",
+    "plan_tops_shape",
     "tops_range_error",
     "BETA_KEYS",
     "METHODS",

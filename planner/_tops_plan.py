@@ -12,7 +12,9 @@ r released steps, i and j uniform and sorted)
   Qₖ = Σ over level-k blocks β of |β ∩ [a, b)|²/Fᵏ (leaf units), Q_L = 0 (the inverse of
   AᵀA = Σₗ Fˡ Eₗ on the nested block averages Eₗ; cf. ``mechanisms.tops._tree``).
 * **partial**: the error of the smoothed values inside the partial leaves at the two ends:
-  θ²·g²/36 for the signal (the second term of [ToPS21]'s pruning objective, tops-notes §2) plus
+  2·D(g) for the signal, D(g) = E[H_k(p)²] the smoother's error over a partial leaf measured on
+  the prefix clipped to θ (``mechanisms.tops._shape``; [ToPS21]'s pruning objective charges
+  θ²g²/36 instead, which we keep only when the prefix holds fewer than two leaves), plus
   (5/3)·v_leaf for their noise (with the recent smoother the head of a query is eₖ − p·eₖ₋₁/g
   and its tail q·eₖ₋₁/g, p, q uniform in [0, g): (1 + 1/3) + 1/3 consistent leaf variances,
   covariances neglected). An approximation; the tests check it within a factor 1.5.
@@ -42,9 +44,18 @@ from mechanisms import (
 )
 from mechanisms.core._results import summary_text, table_frame
 from mechanisms.core._validation import check_integer, check_positive, check_stream
+from mechanisms.tops._shape import partial_errors
+from mechanisms.tops._tree import max_levels
 from mechanisms.tops._variance import QUERIES, mean_query_units, public_queries, variance_units
 
-__all__ = ["TopsError", "TopsPlan", "plan_tops", "tops_range_error"]
+__all__ = [
+    "TopsError",
+    "TopsPlan",
+    "TopsShapePlan",
+    "plan_tops",
+    "plan_tops_shape",
+    "tops_range_error",
+]
 
 #: Number of public random queries the noise and length terms are averaged over.
 DEFAULT_QUERIES = QUERIES
@@ -63,7 +74,7 @@ class TopsError:
     noise: float
     """Noise variance of the consistent hierarchy's answer (complete leaves)."""
     partial: float
-    """Partial-leaf term θ²g²/36 + (5/3)·v_leaf."""
+    """Partial-leaf term 2·D(g) + (5/3)·v_leaf (θ²g²/36 for 2·D when the prefix is short)."""
     bias: float
     """Root mean square truncation bias √(E[ℓ²])·μ_θ (≥ 0; the answer is low by about this)."""
     mse: float
@@ -83,16 +94,27 @@ def _per_step_excess(prefix: np.ndarray, thetas: np.ndarray) -> np.ndarray:
 _MAX_STEPS, _MAX_FANOUT, _MAX_QUERIES = 1 << 52, 1 << 20, 1 << 22
 
 
-def _validate(prefix, horizon, epsilon_perturb, fanout, leaf_size, queries, owner, bound=None):
+def _validate(
+    prefix, horizon, epsilon_perturb, fanout, leaf_size, queries, owner, bound=None, levels=None
+):
     r = check_integer(horizon, "horizon", owner, maximum=_MAX_STEPS)
     eps = check_positive(epsilon_perturb, "epsilon_perturb", owner)
     f = check_integer(fanout, "fanout", owner, minimum=2, maximum=_MAX_FANOUT)
     if leaf_size is not None:
         check_integer(leaf_size, "leaf_size", owner, maximum=_MAX_STEPS)
+    if levels is not None:
+        check_integer(levels, "levels", owner, maximum=max_levels(f))
     nq = check_integer(queries, "queries", owner, maximum=_MAX_QUERIES)
     arr = check_stream(prefix, "prefix", owner, bound=bound)
     g = tops_leaf_size(r, eps, f) if leaf_size is None else int(leaf_size)
-    return arr, r, eps, f, g, tops_levels(r, g, f), nq
+    lv = tops_levels(r, g, f) if levels is None else int(levels)
+    return arr, r, eps, f, g, lv, nq
+
+
+def _smoothing_error(arr: np.ndarray, theta: float, g: int) -> float:
+    """2·D(g) on the prefix clipped to θ (θ²g²/36 when it holds fewer than two leaves)."""
+    d = float(partial_errors(np.minimum(arr, theta), np.array([g]))[1][0])
+    return theta**2 * g**2 / 36.0 if np.isnan(d) else 2.0 * d
 
 
 def _errors(thetas, arr, r, eps, f, g, levels, nq) -> list[TopsError]:
@@ -105,7 +127,7 @@ def _errors(thetas, arr, r, eps, f, g, levels, nq) -> list[TopsError]:
     for theta, mu_t in zip(thetas.tolist(), mu.tolist(), strict=True):
         v = tops_noise(threshold=theta, epsilon=eps, levels=levels, tree_size=g * f ** (levels - 1))
         noise = v.variance * units
-        partial = theta**2 * g**2 / 36.0 + 5.0 / 3.0 * v.variance * leaf
+        partial = _smoothing_error(arr, theta, g) + 5.0 / 3.0 * v.variance * leaf
         bias = float(np.sqrt(mean_len2)) * mu_t
         out.append(
             TopsError(
@@ -130,6 +152,7 @@ def tops_range_error(
     fanout: int = 16,
     leaf_size: int | None = None,
     queries: int = DEFAULT_QUERIES,
+    levels: int | None = None,
 ) -> TopsError:
     """Predicted MSE of a uniform random range query of ToPS with threshold θ (module notes).
 
@@ -144,8 +167,10 @@ def tops_range_error(
         r, the number of released steps the queries range over.
     epsilon_perturb
         ε_r of the perturber.
-    fanout, leaf_size
-        F, and g (None: the pruning rule, ``mechanisms.tops_leaf_size``).
+    fanout, leaf_size, levels
+        F, g (None: the pruning rule, ``mechanisms.tops_leaf_size``) and L (None:
+        ``mechanisms.tops_levels``). Pass a release's ``leaf_size`` and ``levels`` to predict
+        its error.
     queries
         Number of public random queries averaged over.
 
@@ -159,7 +184,9 @@ def tops_range_error(
     """
     owner = "tops_range_error"
     theta = check_positive(threshold, "threshold", owner)
-    args = _validate(prefix, horizon, epsilon_perturb, fanout, leaf_size, queries, owner)
+    args = _validate(
+        prefix, horizon, epsilon_perturb, fanout, leaf_size, queries, owner, levels=levels
+    )
     return _errors(np.array([theta]), *args)[0]
 
 
@@ -251,3 +278,90 @@ def plan_tops(
         leaf_size=g,
         levels=levels,
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopsShapePlan:
+    """Predicted MSE of every tree shape (g, F, L) at one θ (an analysis: reads the prefix)."""
+
+    threshold: float
+    """θ the shapes are evaluated at."""
+    table: object
+    """pandas DataFrame, one row per (leaf_size, fanout, levels): noise, partial_noise,
+    smoothing (2·D(g) exact on the clipped prefix), bias² and mse, sorted by mse."""
+    best: tuple[int, int, int]
+    """(g, F, L) of the least predicted MSE."""
+    private: bool = False
+    """Always False: the smoothing term reads the prefix."""
+
+    def summary(self) -> str:
+        """The five best shapes."""
+        head = self.table.head(5)
+        rows = [
+            (f"g={r.leaf_size}, F={r.fanout}, L={r.levels}", f"{r.mse:.4g}")
+            for r in head.itertuples()
+        ]
+        return summary_text("ToPS shapes by predicted range-query MSE", rows, result=self)
+
+
+def plan_tops_shape(
+    prefix: object,
+    *,
+    threshold: float,
+    horizon: int,
+    epsilon_perturb: float,
+    fanouts: tuple[int, ...] = (16,),
+    leaf_sizes: object = None,
+    queries: int = DEFAULT_QUERIES,
+) -> TopsShapePlan:
+    """Predicted range-query MSE of every (leaf size g, fan-out F, levels L) at θ.
+
+    The terms of :func:`tops_range_error` with the smoother's D(g) measured exactly on the
+    prefix clipped to θ (the non-private counterpart of the mechanism's smoothing rule,
+    ``mechanisms.tops._shape``). ``leaf_sizes`` defaults to the powers of two up to 1/16 of the
+    prefix
+    and r (at least 16 blocks of the prefix each, as the mechanism); L runs from 1 to one
+    tree covering r.
+    """
+    import pandas as pd
+
+    from mechanisms.tops._shape import shape_errors
+
+    owner = "plan_tops_shape"
+    theta = check_positive(threshold, "threshold", owner)
+    args = _validate(prefix, horizon, epsilon_perturb, 16, None, queries, owner)
+    arr, r, eps = args[0], args[1], args[2]
+    fans = [check_integer(f, "fanouts", owner, minimum=2, maximum=_MAX_FANOUT) for f in fanouts]
+    if leaf_sizes is None:
+        top = max(1, min(r, arr.size // 16))
+        sizes = 2 ** np.arange(int(np.log2(top)) + 1, dtype=np.int64)
+    else:
+        sizes = np.array(
+            [check_integer(g, "leaf_sizes", owner, maximum=_MAX_STEPS) for g in leaf_sizes]
+        )
+    d = partial_errors(np.minimum(arr, theta), sizes)[1]
+    i, j = public_queries(r, queries)
+    bias2 = float(((j - i + 1.0) ** 2).mean()) * float(
+        _per_step_excess(arr, np.array([theta]))[0] ** 2
+    )
+    rows = []
+    for f in fans:
+        for e in shape_errors(
+            horizon=r, epsilon=eps, threshold=theta, fanout=f, sizes=sizes, smoothing=d
+        ):
+            rows.append(
+                {
+                    "leaf_size": e.leaf_size,
+                    "fanout": f,
+                    "levels": e.levels,
+                    "noise": e.noise,
+                    "partial_noise": e.partial_noise,
+                    "smoothing": e.smoothing,
+                    "bias2": bias2,
+                    "mse": e.mse + bias2,
+                }
+            )
+    table = pd.DataFrame(rows).sort_values("mse", kind="stable").reset_index(drop=True)
+    top_row = table.iloc[0]
+    best = (int(top_row.leaf_size), int(top_row.fanout), int(top_row.levels))
+    return TopsShapePlan(threshold=theta, table=table, best=best)

@@ -108,7 +108,12 @@ def run_tops_stage(
         thetas.append(tops.threshold)
         predicted.append(
             tops_range_error(
-                tops.threshold, prefix=values[:TIME_LAG], horizon=r, epsilon_perturb=eps
+                tops.threshold,
+                prefix=values[:TIME_LAG],
+                horizon=r,
+                epsilon_perturb=eps,
+                leaf_size=tops.leaf_size,
+                levels=tops.levels,
             ).mse
         )
         for i, j in _queries(rng, r):  # released steps i..j = input steps m + i..m + j

@@ -17,6 +17,7 @@ import numpy as np
 from ..core._budget import BudgetLedger
 from ..core._renamed import UNSET, renamed_keyword
 from ..core._validation import check_integer, check_positive, check_stream
+from ._shape import DEFAULT_SHAPE_SHARE
 from ._stream import ToPSStream
 from ._threshold import DEFAULT_C
 from ._tree import TopsRelease
@@ -51,6 +52,9 @@ def tops_release(
     smoothing: float = UNSET,
     ledger: BudgetLedger | None = None,
     alpha: float = UNSET,
+    shape_rule: str = "smoothing",
+    shape_share: float = DEFAULT_SHAPE_SHARE,
+    threshold_correction: str = "overshoot",
 ) -> TopsRelease:
     """Release a stream with ToPS: private θ, consistent hierarchy, smoothed steps ([ToPS21]).
 
@@ -72,6 +76,12 @@ def tops_release(
         None (OS secure source), or an int / bit source (tests and experiments only).
     smoother, leaf_size, levels, candidates, c, threshold_method, smoothing, ledger
         See :class:`ToPSStream` (horizon r = n − m).
+    shape_rule, shape_share
+        How g and L are chosen (default ``"smoothing"``: least predicted range-query MSE, the
+        smoother's error estimated privately from the prefix with ``shape_share``·ε_θ;
+        ``"paper"``: [ToPS21]'s pruning rule). See :class:`ToPSStream`.
+    threshold_correction
+        ``"overshoot"`` (default) or ``"none"`` (:func:`~mechanisms.tops_threshold`).
 
     Returns
     -------
@@ -91,8 +101,8 @@ def tops_release(
     >>> x = np.random.default_rng(0).exponential(1.0, 5000).clip(0, 50)
     >>> rel = tops_release(x, bound=50.0, epsilon_threshold=1.0, epsilon_perturb=1.0,
     ...                    time_lag=1000, seed=1)
-    >>> rel.values.size, rel.threshold < 50.0, rel.leaf_size
-    (4000, True, 16)
+    >>> rel.values.size, rel.threshold < 50.0, rel.leaf_size, rel.shape_rule
+    (4000, True, 32, 'smoothing')
     """
     owner = "tops_release"
     arr, bnd, m = _validated_values(values, bound, time_lag, owner)
@@ -112,6 +122,9 @@ def tops_release(
         candidates=candidates,
         c=c,
         threshold_method=threshold_method,
+        shape_rule=shape_rule,
+        shape_share=shape_share,
+        threshold_correction=threshold_correction,
         seed=seed,
         ledger=ledger,
     )

@@ -23,6 +23,7 @@ from ..core._renamed import UNSET, renamed_attribute, renamed_keyword
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import (
     charge_ledger,
+    check_choice,
     check_integer,
     check_ledger,
     check_noise_range,
@@ -32,8 +33,17 @@ from ..core._validation import (
     clamp_stream,
 )
 from ..counting._analysis import StreamAnalysis
+from ._shape import (
+    DEFAULT_SHAPE_SHARE,
+    SHAPE_RULES,
+    TopsShape,
+    choose_shape,
+    initial_shape,
+    leaf_candidates,
+)
 from ._smoothers import DEFAULT_SMOOTHING, Smoother, _check_smoother, block_values
 from ._threshold import (
+    CORRECTIONS,
     DEFAULT_C,
     TopsThresholdRelease,
     _check_method,
@@ -41,7 +51,7 @@ from ._threshold import (
     tops_candidates,
     tops_kappa,
 )
-from ._tree import Hierarchy, TopsRelease, max_levels, tops_leaf_size, tops_levels
+from ._tree import Hierarchy, TopsRelease, max_levels
 
 __all__ = ["ToPSStream", "TopsUpdate"]
 
@@ -106,8 +116,19 @@ class ToPSStream:
         ``"recent"`` (the paper's), ``"mean"``, ``"median"`` or ``"exponential"``.
     threshold, leaf_size, levels
         Public overrides: a fixed θ in (0, B] (then ``time_lag`` may be 0 and ε_θ is unused),
-        a leaf size g and a number of levels L; None uses the optimizer, the pruning rule and
-        :func:`tops_levels`.
+        a leaf size g and a number of levels L; None uses the optimizer and ``shape_rule``.
+    shape_rule
+        How g and L are chosen when ``leaf_size`` is None. ``"smoothing"`` (default): the
+        shape of least predicted range-query MSE, the smoother's error included, from a
+        private statistic of the prefix that costs ``shape_share``·ε_θ
+        (:mod:`mechanisms.tops._shape`); it needs θ from the optimizer and at least 32 prefix
+        values, otherwise the paper's rule applies. ``"paper"``: [ToPS21]'s pruning rule
+        (:func:`tops_leaf_size`) and :func:`tops_levels`, no budget spent.
+    shape_share
+        Share of ε_θ spent on the shape by the smoothing rule (the threshold gets the rest).
+    threshold_correction
+        ``"overshoot"`` (default) or ``"none"``: the optimizer's drift correction
+        (:func:`tops_threshold`).
     candidates, c, threshold_method
         The optimizer's grid, constant c and selection (:func:`tops_threshold`).
     smoothing
@@ -131,10 +152,12 @@ class ToPSStream:
     released, consistent, when their interval completes (``_tops_tree.py``).
 
     *Privacy*: event-level max(ε_θ, ε_r)-DP for a stream fixed in advance, of any length. The
-    threshold reads steps 1..m (ε_θ-DP, :func:`tops_threshold`); the trees read disjoint later
-    steps, each an ε_r-DP Laplace mechanism given θ (L1 sensitivity L·θ); a replaced value lies
-    in one part only and the later parts depend on the earlier ones only through the released θ
-    (parallel composition, as in [PAK19] Mechanism 1). Smoothing and range sums are
+    threshold reads steps 1..m (ε_θ-DP, :func:`tops_threshold`; with the smoothing shape rule
+    it gets (1 − s)·ε_θ and the shape statistic, given θ, s·ε_θ: sequential composition on the
+    prefix, ε_θ in all); the trees read disjoint later steps, each an ε_r-DP Laplace mechanism
+    given θ and the shape (L1 sensitivity L·θ); a replaced value lies in one part only and the
+    later parts depend on the earlier ones only through the released θ, g and L (parallel
+    composition, as in [PAK19] Mechanism 1). Smoothing and range sums are
     post-processing. The analysis is for a stream fixed in advance (non-adaptive), as in
     [ToPS21]: a node released early carries projected noise that mixes in the noise of nodes
     that complete later.
@@ -167,6 +190,9 @@ class ToPSStream:
         c: float = DEFAULT_C,
         threshold_method: str = "laplace",
         smoothing: float = UNSET,
+        shape_rule: str = "smoothing",
+        shape_share: float = DEFAULT_SHAPE_SHARE,
+        threshold_correction: str = "overshoot",
         seed: object = None,
         ledger: BudgetLedger | None = None,
         alpha: float = UNSET,
@@ -200,6 +226,9 @@ class ToPSStream:
                 owner, "'epsilon_threshold'", score_noise_scale=1.0 / self.epsilon_threshold
             )
             self.method = _check_method(threshold_method, owner)
+            self.correction = check_choice(
+                threshold_correction, "threshold_correction", owner, CORRECTIONS
+            )
             self.kappa = tops_kappa(
                 time_lag=self.time_lag,
                 horizon=self.horizon,
@@ -220,27 +249,53 @@ class ToPSStream:
             self.epsilon_threshold, self.method, self.kappa = 0.0, "fixed", math.nan
             self.candidates = np.array([theta])
             budget = Budget(self.epsilon_perturb)
-        self.leaf_size = (
-            tops_leaf_size(self.horizon, self.epsilon_perturb, self.fanout)
-            if leaf_size is None
-            else check_integer(leaf_size, "leaf_size", owner, maximum=1 << 52)
+        self.shape_rule = check_choice(shape_rule, "shape_rule", owner, SHAPE_RULES)
+        share = check_probability(
+            shape_share, "shape_share", owner, closed_low=False, closed_high=False
         )
-        self.levels = (
-            tops_levels(self.horizon, self.leaf_size, self.fanout)
-            if levels is None
-            else check_integer(levels, "levels", owner, maximum=max_levels(self.fanout))
+        if leaf_size is not None:
+            check_integer(leaf_size, "leaf_size", owner, maximum=1 << 52)
+        if levels is not None:
+            check_integer(levels, "levels", owner, maximum=max_levels(self.fanout))
+        sizes = leaf_candidates(self.time_lag, self.horizon)
+        #: True when g and L wait for θ and the prefix (the smoothing rule).
+        self._deferred = (
+            threshold is None
+            and leaf_size is None
+            and self.shape_rule == "smoothing"
+            and sizes.size >= 2
         )
-        tree_size = self.leaf_size * self.fanout ** (self.levels - 1)
+        self.shape_release: TopsShape | None = None
+        #: How g and L were (or will be) chosen: "smoothing", "paper" or "given".
+        self.shape_rule_used = (
+            "smoothing" if self._deferred else ("given" if leaf_size is not None else "paper")
+        )
+        self.epsilon_shape = share * self.epsilon_threshold if self._deferred else 0.0
+        self.leaf_size, self.levels, most_levels, tree_size = initial_shape(
+            deferred=self._deferred,
+            horizon=self.horizon,
+            epsilon_perturb=self.epsilon_perturb,
+            fanout=self.fanout,
+            sizes=sizes,
+            leaf_size=leaf_size,
+            levels=levels,
+        )
         theta_min = float(self.candidates[0])
         check_noise_range(
             owner,
             "'bound', 'epsilon_perturb' and the tree shape",
-            noise_scale=self.levels * self.bound / self.epsilon_perturb,
-            smallest_noise_scale=self.levels * theta_min / self.epsilon_perturb,
+            noise_scale=most_levels * self.bound / self.epsilon_perturb,
+            smallest_noise_scale=most_levels * theta_min / self.epsilon_perturb,
             released_magnitude=tree_size
             * self.bound
-            * (1.0 + 64.0 * self.levels / self.epsilon_perturb),
+            * (1.0 + 64.0 * most_levels / self.epsilon_perturb),
         )
+        if self._deferred:
+            check_noise_range(
+                owner,
+                "'epsilon_threshold' and 'shape_share'",
+                shape_noise_scale=1.0 / self.epsilon_shape,
+            )
         self.guarantee = PrivacyGuarantee(
             unit=EventLevel(), budget=budget, proof=_PROOF if threshold is None else _PROOF_PERTURB
         )
@@ -253,7 +308,7 @@ class ToPSStream:
         self._hier: Hierarchy | None = None
         self._smoother: Smoother | None = None
         self._values: list[np.ndarray] = []
-        self._nodes: list[list[np.ndarray]] = [[] for _ in range(self.levels)]
+        self._nodes: list[list[np.ndarray]] = []
         if self.threshold is not None:
             self._start_perturber()
 
@@ -283,6 +338,7 @@ class ToPSStream:
         return None if self._smoother is None else self._smoother.prediction
 
     def _start_perturber(self) -> None:
+        self._nodes = [[] for _ in range(self.levels)]
         self._hier = Hierarchy(
             threshold=self.threshold,
             epsilon=self.epsilon_perturb,
@@ -327,12 +383,26 @@ class ToPSStream:
                 prefix,
                 self.candidates,
                 self.kappa,
-                self.epsilon_threshold,
+                self.epsilon_threshold - self.epsilon_shape,
                 self.method,
                 self._bits,
                 seeded=self.seeded,
+                correction=self.correction,
             )
             self.threshold = chosen = self.threshold_release.threshold
+            if self._deferred:  # sequential on the prefix: θ, then the shape given θ
+                self.shape_release = choose_shape(
+                    prefix,
+                    threshold=self.threshold,
+                    horizon=self.horizon,
+                    epsilon_perturb=self.epsilon_perturb,
+                    fanout=self.fanout,
+                    epsilon=self.epsilon_shape,
+                    bits=self._bits,
+                    levels=self.levels,
+                )
+                self.leaf_size = self.shape_release.leaf_size
+                self.levels = self.shape_release.levels
             self._start_perturber()
         if arr.size == 0:
             return _empty_update(start, chosen)
@@ -378,6 +448,8 @@ class ToPSStream:
             nodes=tuple(a.copy() for a in nodes),
             threshold=float(self.threshold),
             threshold_release=self.threshold_release,
+            shape_release=self.shape_release,
+            shape_rule=self.shape_rule_used,
             time_lag=self.time_lag,
             leaf_size=self.leaf_size,
             fanout=self.fanout,
@@ -403,6 +475,7 @@ def _record(guarantee: PrivacyGuarantee, src: object, seeded: bool) -> PrivacyRe
             "fanout": src.fanout,
             "leaf_size": src.leaf_size,
             "levels": src.levels,
+            "shape_rule": src.shape_rule_used,
             "epsilon_threshold": src.epsilon_threshold,
             "epsilon_perturb": src.epsilon_perturb,
         },

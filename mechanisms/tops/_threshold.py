@@ -24,6 +24,36 @@ Selection.
   CDF at one 53-bit uniform of the secure source (:func:`~mechanisms.uniform_open`); the
   probabilities are computed in double precision (relative error ≈ 2⁻⁵², which we document
   rather than hide, as for the noise module).
+
+Why the selection drifts upwards, and the correction (issue 14)
+----------------------------------------------------------------
+Neither the grid nor tie-breaking is the cause (ties have probability ~0 under lattice noise
+over G distinct scores; the grid only bounds the drift at B). The cause is the shape of q
+around its peak θ*: below θ*, m_θ climbs into the bulk of the data and q falls by m·f(θ) − κ
+per unit θ (hundreds per kW on the household minutes); above θ*, m_θ is nearly flat and q
+falls by at most κ per unit θ (8.8 per kW at ε_r = 0.05, 0.44 at ε_r = 1). Against score noise
+of scale 1/ε every candidate within ~1/(ε·κ) above θ* is about as likely as θ*, few below it
+are: the selection is θ* plus a one-sided, roughly exponential overshoot of mean ≈ 1/(εκ)
+(2.3 kW at ε = ε_r = 0.05; measured 2.0), truncated at B.
+
+``correction="overshoot"`` (default) removes it by post-processing the released index: model
+the selection given a peak θ_t as the exponential mechanism on q(θ) = q(θ_t) − κ(θ − θ_t) for
+θ ≥ θ_t (the flat side; the steep side is ignored), whose mean is
+μ(t) = Σ_{k ≥ t} θ_k e^{−εκθ_k} / Σ_{k ≥ t} e^{−εκθ_k} (public: grid, ε, κ), and release θ_t
+with μ(t) nearest the selected θ (moment matching: the mean released θ then sits at θ*). Two
+public guards, because the loss is not symmetric (a θ in the bulk of the data truncates every
+value, a θ too high only adds noise ∝ θ²):
+
+* identifiability: only when εκ·(θ_G − θ_t) ≥ ``GATE`` = 4 (the overshoot's tail fits below the
+  largest candidate, so μ(t) − θ_t ≈ 1/(εκ) and μ is invertible with slope ≈ 1). Otherwise the
+  selection is nearly uniform over [θ*, B] and moment matching would release thresholds near 0;
+* spread: never below 2/(εκ) (the correction, and its spread 1/(εκ), stay within half of θ);
+  a correction that would go below is stopped there.
+
+Where neither applies the selected θ is released as is and the drift stays: the score cannot
+tell the candidates apart there, and only a larger ε_θ (or a steeper score) helps. Measured on
+the household minutes (``docs/results/tops_rule.md``). ``correction="none"`` releases the
+selection.
 """
 
 from __future__ import annotations
@@ -52,6 +82,7 @@ from ..core._validation import (
 )
 
 __all__ = [
+    "CORRECTIONS",
     "THRESHOLD_METHODS",
     "TopsThresholdRelease",
     "tops_candidates",
@@ -62,6 +93,10 @@ __all__ = [
 
 #: Selection mechanisms of the threshold optimizer.
 THRESHOLD_METHODS = ("laplace", "exponential")
+#: Post-processing of the selected index (module notes).
+CORRECTIONS = ("overshoot", "none")
+#: Smallest εκ·(θ_G − θ_t) at which the overshoot correction is applied (module notes).
+GATE = 4.0
 #: Default number of grid candidates B·j/G.
 DEFAULT_GRID = 1024
 #: [ToPS21]'s constant c in κ.
@@ -149,9 +184,13 @@ class TopsThresholdRelease:
     """The threshold θ chosen by the ToPS optimizer, with what it was chosen from."""
 
     threshold: float
-    """θ, the chosen candidate (released)."""
+    """θ, the released candidate (the selection after ``correction``)."""
     index: int
     """Position of θ in ``candidates``."""
+    selected: int
+    """Position of the candidate the private selection returned (before ``correction``)."""
+    correction: str
+    """``"overshoot"`` or ``"none"`` (module notes)."""
     candidates: np.ndarray
     """The public candidate grid (read-only)."""
     kappa: float
@@ -180,6 +219,7 @@ class TopsThresholdRelease:
                 "candidates": int(self.candidates.size),
                 "largest_candidate": float(self.candidates[-1]),
                 "kappa": self.kappa,
+                "correction": self.correction,
             },
             seeded=self.seeded,
         )
@@ -195,6 +235,8 @@ class TopsThresholdRelease:
         """A short text table (released values and public parameters)."""
         rows = [
             ("threshold θ (released)", self.threshold),
+            ("selected candidate θ", float(self.candidates[self.selected])),
+            ("correction", self.correction),
             ("candidates", self.candidates.size),
             ("selection", self.method),
             ("kappa κ (public)", self.kappa),
@@ -208,6 +250,25 @@ def _check_method(method: object, owner: str) -> str:
     return check_choice(method, "method", owner, THRESHOLD_METHODS)
 
 
+def overshoot_index(grid: np.ndarray, kappa: float, epsilon: float, selected: int) -> int:
+    """The released index of the overshoot correction (module notes; public inputs only).
+
+    Moment matching: the t whose model mean μ(t) is nearest θ_selected, if εκ·(θ_G − θ_t) ≥
+    :data:`GATE`, else ``selected``; never below the first candidate ≥ 2/(εκ). Log-sums keep
+    μ exact where e^{−εκθ} underflows.
+    """
+    theta = np.asarray(grid, dtype=np.float64)
+    lam = epsilon * kappa
+    a = -lam * theta
+    log0 = np.logaddexp.accumulate(a[::-1])[::-1]
+    log1 = np.logaddexp.accumulate((a + np.log(theta))[::-1])[::-1]
+    mean = np.exp(log1 - log0)  # μ(t), non-decreasing in t
+    t = int(np.argmin(np.abs(mean - theta[selected])))
+    if t >= selected or lam * (theta[-1] - theta[t]) < GATE:
+        return selected
+    return min(max(t, int(np.searchsorted(theta, 2.0 / lam))), selected)
+
+
 def _select(
     prefix: np.ndarray,
     grid: np.ndarray,
@@ -216,8 +277,9 @@ def _select(
     method: str,
     bits: BitSource,
     seeded: bool = False,
+    correction: str = "overshoot",
 ) -> TopsThresholdRelease:
-    """Run the selection on validated inputs (draws from ``bits``)."""
+    """Run the selection on validated inputs (draws from ``bits``), then the correction."""
     scores = tops_scores(prefix, grid, kappa)
     noise = None
     if method == "laplace":
@@ -228,9 +290,12 @@ def _select(
         cdf = np.cumsum(weights)
         u = float(uniform_open(bits, 1)[0]) * cdf[-1]
         index = min(int(np.searchsorted(cdf, u, side="right")), grid.size - 1)
+    released = index if correction == "none" else overshoot_index(grid, kappa, epsilon, index)
     return TopsThresholdRelease(
-        threshold=float(grid[index]),
-        index=index,
+        threshold=float(grid[released]),
+        index=released,
+        selected=index,
+        correction=correction,
         candidates=grid,
         kappa=kappa,
         epsilon=epsilon,
@@ -255,6 +320,7 @@ def tops_threshold(
     method: str = "laplace",
     seed: object = None,
     ledger: BudgetLedger | None = None,
+    correction: str = "overshoot",
 ) -> TopsThresholdRelease:
     """Choose the clipping threshold θ privately from the first m values ([ToPS21] §4).
 
@@ -283,6 +349,9 @@ def tops_threshold(
     ledger
         Optional :class:`BudgetLedger` charged ε (event-level unit) after validation, before
         any draw.
+    correction
+        ``"overshoot"`` (default): remove the selection's upward drift when it is
+        identifiable; ``"none"``: release the selection (module notes).
 
     Returns
     -------
@@ -290,7 +359,8 @@ def tops_threshold(
 
     Notes
     -----
-    Maximises q(θ) = −m_θ − κθ over the grid with noise (module notes).
+    Maximises q(θ) = −m_θ − κθ over the grid with noise (module notes), then corrects the
+    overshoot (post-processing of the released index and public inputs).
 
     *Privacy*: event-level ε-DP on the prefix. Replacing one value v by v' changes m_θ by
     1{v' > θ} − 1{v > θ}: by at most 1, and with the same sign for every θ (if v' > v every m_θ
@@ -314,6 +384,7 @@ def tops_threshold(
     bnd = check_positive(bound, "bound", owner)
     eps = check_positive(epsilon, "epsilon", owner)
     meth = _check_method(method, owner)
+    corr = check_choice(correction, "correction", owner, CORRECTIONS)
     bits = check_seed(seed, owner)
     ledger = check_ledger(ledger, owner)
     check_noise_range(owner, "'bound' and 'epsilon'", score_noise_scale=1.0 / eps, bound=bnd)
@@ -324,4 +395,4 @@ def tops_threshold(
         time_lag=arr.size, horizon=horizon, epsilon_perturb=epsilon_perturb, fanout=fanout, c=c
     )
     charge_ledger(ledger, Budget(eps), owner, EventLevel())
-    return _select(arr, grid, kappa, eps, meth, bits, seeded=seed is not None)
+    return _select(arr, grid, kappa, eps, meth, bits, seeded=seed is not None, correction=corr)

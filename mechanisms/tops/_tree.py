@@ -1,9 +1,11 @@
 """ToPS perturber: a pruned F-ary hierarchy made consistent online ([ToPS21] §3; tops-notes §2).
 
-Shape (fixed before any data, from public inputs only)
-------------------------------------------------------
-Leaves are blocks of g consecutive (clipped) steps; a level-ℓ node covers g·Fˡ steps. g is the
-power of F minimising the pruning objective of [ToPS21] (:func:`tops_leaf_size`)
+Shape (fixed before the perturber reads any value)
+--------------------------------------------------
+Leaves are blocks of g consecutive (clipped) steps; a level-ℓ node covers g·Fˡ steps. By
+default g and L are chosen by the predicted range-query MSE with the smoother's error
+(``_shape.py``, from a private statistic of the prefix). [ToPS21]'s rule (``shape_rule="paper"``):
+g is the power of F minimising the pruning objective (:func:`tops_leaf_size`)
 
     2·(F − 1)·(log_F(r/x))³/ε_r² + x²/36
 
@@ -323,6 +325,10 @@ class TopsRelease:
     """Event-level max(ε_θ, ε_r)."""
     seeded: bool = False
     """True when a seed drove the noise: an experiment, not a release."""
+    shape_release: object = None
+    """The smoothing rule's :class:`~mechanisms.tops._shape.TopsShape` (None for another rule)."""
+    shape_rule: str = "paper"
+    """How g and L were chosen: ``"smoothing"``, ``"paper"`` or ``"given"``."""
     n: int = field(init=False)
     """Number of released steps (n − m)."""
 
@@ -337,6 +343,11 @@ class TopsRelease:
         from ._stream import _record  # _stream imports this module
 
         return _record(self.guarantee, self, self.seeded)
+
+    @property
+    def shape_rule_used(self) -> str:
+        """Alias of :attr:`shape_rule` (the stream's attribute name, read by the record)."""
+        return self.shape_rule
 
     @property
     def blocks(self) -> np.ndarray:
@@ -385,6 +396,7 @@ class TopsRelease:
             ("epsilon θ (threshold)", self.epsilon_threshold),
             ("epsilon r (perturber)", self.epsilon_perturb),
             ("fan-out F, leaf size g, levels L", f"{self.fanout}, {self.leaf_size}, {self.levels}"),
+            ("shape rule", self.shape_rule),
             ("Laplace scale b per node", self.noise.scale),
             ("smoother", self.smoother),
             ("released total", float(self.values.sum())),

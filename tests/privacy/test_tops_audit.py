@@ -148,3 +148,54 @@ def test_perturber_audit_fails_without_splitting_epsilon_over_levels():
         tree_statistics(True, 14, epsilon=levels * EPSILON),
     )
     assert not result.passes(EPSILON), result
+
+
+# -- shape rule (the smoother's variation statistic) -------------------------------------------
+#
+# ``release_deviation`` releases (A(g))_g of the prefix clipped to θ with Laplace noise of its L1
+# sensitivity (mechanisms.tops._shape). m = 32, θ = 1: candidates g ∈ {1, 2}, A(1) ≡ 0, so the
+# whole sensitivity Δ = 1.5·(2 − 1)/(2·15) = 0.05 sits on A(2). D: zeros; D': a 1 at the first
+# step of block 1, which moves A(2) by exactly Δ (tight: test_tops_shape). Statistic: the
+# released A(2). Twin: the noise of 3ε while ε is claimed.
+
+
+def deviations(changed: bool, n: int, seed: int, *, epsilon: float) -> np.ndarray:
+    from mechanisms.tops._shape import leaf_candidates, release_deviation
+
+    x = np.zeros(32)
+    if changed:
+        x[2] = 1.0
+    sizes = leaf_candidates(32, 10**6)
+    bits = bit_source(seed)
+    return np.array([release_deviation(x, 1.0, sizes, epsilon, bits)[0][1] for _ in range(n)])
+
+
+def test_shape_statistic_without_noise_moves_by_the_sensitivity():
+    from mechanisms.tops._shape import leaf_candidates, partial_errors, release_deviation
+
+    sizes = leaf_candidates(32, 10**6)
+    x = np.zeros(32)
+    y = x.copy()
+    y[2] = 1.0
+    shift = np.abs(partial_errors(y, sizes)[0] - partial_errors(x, sizes)[0]).sum()
+    noise = release_deviation(x, 1.0, sizes, 1.0, bit_source(0))[1]
+    assert shift == pytest.approx(noise.sensitivity) and noise.sensitivity == pytest.approx(0.05)
+
+
+@pytest.mark.statistical
+def test_shape_audit_passes_at_claimed_epsilon():
+    result = audit_samples(
+        deviations(False, N_THRESHOLD, 21, epsilon=EPSILON),
+        deviations(True, N_THRESHOLD, 22, epsilon=EPSILON),
+    )
+    assert result.passes(EPSILON), result
+    assert result.epsilon_lb > 0.4, result
+
+
+@pytest.mark.statistical
+def test_shape_audit_fails_when_under_noised():
+    result = audit_samples(
+        deviations(False, N_THRESHOLD, 23, epsilon=3 * EPSILON),
+        deviations(True, N_THRESHOLD, 24, epsilon=3 * EPSILON),
+    )
+    assert not result.passes(EPSILON), result
