@@ -94,7 +94,9 @@ def _geometric_into(words: np.ndarray, t: float, out: np.ndarray) -> np.ndarray:
     bits (as :func:`~mechanisms.core._random.uniform_open`): P(G ≥ g) = q^g, q = exp(−1/t), by
     CDF inversion. The words are consumed in place."""
     np.right_shift(words, np.uint64(11), out=words)
-    np.add(words, 0.5, out=out)  # exact: an integer below 2⁵³ plus one half
+    # exact: an integer below 2⁵³ plus one half (read as int64: the same values, and numpy
+    # converts int64 to float64 about 1.5x faster than uint64)
+    np.add(words.view(np.int64), 0.5, out=out)
     out *= _TWO_POW_MINUS_53  # exact: a power of two
     np.log(out, out=out)
     out *= -t
@@ -161,9 +163,9 @@ _PREFIX_BITS = 22
 _LOW_MASK = np.uint64((1 << (_PREFIX_BITS // 2)) - 1)
 #: Candidates per pass of the Gaussian sampler (two words each: 512 KiB of words per pass).
 _GAUSS_CHUNK = 1 << 15
-#: Lower bound on CKS Alg. 3's acceptance rate with t = ⌊σ⌋ + 1 (0.54 at σ → 0, e^{−1/2}·√(π/2)
-#: = 0.760 as σ → ∞): sizes the last pass so that it rarely needs another one.
-_MIN_RATE = 0.5
+#: Lower bounds on CKS Alg. 3's acceptance rate with t = ⌊σ⌋ + 1, for σ < 4 and σ >= 4 (about
+#: 0.54 at σ = 1, tending to e^{−1/2}·√(π/2) = 0.760): they size the last pass.
+_RATE_SMALL, _RATE_LARGE = 0.5, 0.74
 
 
 def _acceptance_prefix(w1: np.ndarray, w2: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -173,8 +175,20 @@ def _acceptance_prefix(w1: np.ndarray, w2: np.ndarray, out: np.ndarray) -> np.nd
     lo = np.bitwise_and(w1, _LOW_MASK)
     lo <<= np.uint64(_PREFIX_BITS // 2)
     lo |= np.bitwise_and(w2, _LOW_MASK)
-    out[...] = lo  # exact: below 2²²
+    out[...] = lo.view(np.int64)  # exact: below 2²²
     return out
+
+
+def _acceptance_scaled(k: np.ndarray, mu: float, c: float, out: np.ndarray) -> np.ndarray:
+    """P = p̂·2²² into ``out``, p̂ = exp(c·(|k| − μ)²) the float acceptance probability of
+    [CKS20] Alg. 3 (c = −1/(2σ²), μ = σ²/t); the ×2²² is exact (a power of two)."""
+    x = np.abs(k, out=out)
+    x -= mu
+    x *= x
+    x *= c
+    np.exp(x, out=x)  # p̂, in (0, 1]
+    x *= float(1 << _PREFIX_BITS)
+    return x
 
 
 def _gaussian_accept(
@@ -189,12 +203,7 @@ def _gaussian_accept(
     float p̂ up to 2⁻⁷⁶ (docs/privacy.md) and costs no word beyond the proposal's two.
     ``work`` (same size as ``k``) receives P.
     """
-    x = np.abs(k, out=work)
-    x -= mu
-    x *= x
-    x *= c
-    np.exp(x, out=x)  # p̂, in (0, 1]
-    x *= float(1 << _PREFIX_BITS)  # P = p̂·2²², exact (a power of two)
+    x = _acceptance_scaled(k, mu, c, work)
     whole = np.floor(x)
     keep = b < whole
     tie = np.flatnonzero(b == whole)
@@ -222,12 +231,13 @@ def discrete_gaussian(bits: BitSource, size: int, sigma: float) -> np.ndarray:
     size = int(size)
     mu = sigma * sigma / t
     c = -0.5 / (sigma * sigma)
+    rate = _RATE_SMALL if sigma < 4.0 else _RATE_LARGE
     out = np.empty(size, dtype=np.float64)
-    chunk = min(_GAUSS_CHUNK, math.ceil(size / _MIN_RATE) + 16)
+    chunk = min(_GAUSS_CHUNK, math.ceil(size / rate) + 16)
     k, second, b = (np.empty(chunk, dtype=np.float64) for _ in range(3))
     filled = 0
     while filled < size:
-        m = min(chunk, math.ceil((size - filled) / _MIN_RATE) + 16)
+        m = min(chunk, math.ceil((size - filled) / rate) + 16)
         raw = bits.random_raw(2 * m)
         _acceptance_prefix(raw[:m], raw[m:], b[:m])
         y = _geometric_into(raw[:m], t, k[:m])
