@@ -47,8 +47,17 @@ QUICK: dict[str, tuple[list[str], dict[str, str]]] = {
     # sizes 10³ and 10⁴ leaves, a week; the year at 10³ leaves over 30 days.
     "bench_hierarchy": (
         [
-            "--sizes", "1000", "10000", "--days", "7", "--year-size", "1000",
-            "--year-days", "30", "--compare-days", "2",
+            "--sizes",
+            "1000",
+            "10000",
+            "--days",
+            "7",
+            "--year-size",
+            "1000",
+            "--year-days",
+            "30",
+            "--compare-days",
+            "2",
         ],
         {},
     ),  # fmt: skip
@@ -138,7 +147,9 @@ def table(runs: list[Run], trees: list[str], scripts: list[str], full: bool) -> 
         for t in trees:
             r = by[(s, t)]
             state = "" if r.returncode == 0 else " (n/a)"
-            cells.append(f"{r.load[0]:.2f}/{r.load[1]:.2f}/{r.load[2]:.2f}, {r.seconds:.0f} s{state}")
+            cells.append(
+                f"{r.load[0]:.2f}/{r.load[1]:.2f}/{r.load[2]:.2f}, {r.seconds:.0f} s{state}"
+            )
         out.append(f"| {s} | " + " | ".join(cells) + " |")
     for s in scripts:
         out += ["", f"### {s}", "", "| measurement | " + " | ".join(trees) + " |"]
@@ -175,11 +186,15 @@ def main() -> None:
     runs = []
     for script in scripts:
         for name, path in trees.items():
-            print(f"[run_all] {script.stem} on {name} ({path}); load average "
-                  f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}", file=sys.stderr, flush=True)  # fmt: skip
+            load = " ".join(f"{v:.2f}" for v in os.getloadavg())
+            print(
+                f"[run_all] {script.stem} on {name} ({path}); load average {load}", file=sys.stderr
+            )
             r = run(name, path, script, args.full, args.timeout)
             runs.append(r)
-            print(f"[run_all]   {r.seconds:.0f} s, exit {r.returncode}", file=sys.stderr, flush=True)
+            print(
+                f"[run_all]   {r.seconds:.0f} s, exit {r.returncode}", file=sys.stderr, flush=True
+            )
             if args.log_dir:
                 args.log_dir.mkdir(parents=True, exist_ok=True)
                 log = args.log_dir / f"{script.stem}.{name}.log"

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._errors import ParameterError
-from ._random import _TWO_POW_MINUS_53, BitSource, uniform_open
+from ._random import _TWO_POW_MINUS_53, BitSource
 from ._validation import check_positive
 
 __all__ = [
@@ -94,8 +94,9 @@ def _geometric_into(words: np.ndarray, t: float, out: np.ndarray) -> np.ndarray:
     bits (as :func:`~mechanisms.core._random.uniform_open`): P(G ≥ g) = q^g, q = exp(−1/t), by
     CDF inversion. The words are consumed in place."""
     np.right_shift(words, np.uint64(11), out=words)
-    # exact: an integer below 2⁵³ plus one half (read as int64: the same values, and numpy
-    # converts int64 to float64 about 1.5x faster than uint64)
+    # k + ½ for the 53-bit integer k: exact below 2⁵², rounded to even above (U's grid is then
+    # 2⁻⁵² on [½, 1], and U = 1 for the last k: G = 0); test_sampler_gap.py measures the real
+    # map. Read as int64: the same values, converted to float64 about 1.5x faster than uint64.
     np.add(words.view(np.int64), 0.5, out=out)
     out *= _TWO_POW_MINUS_53  # exact: a power of two
     np.log(out, out=out)
@@ -199,17 +200,20 @@ def _gaussian_accept(
     The acceptance uniform V is compared lazily with p̂ = exp(c·(|k| − μ)²) (c = −1/(2σ²)):
     its first 22 bits are ``b`` (:func:`_acceptance_prefix`); with P = p̂·2²², V < p̂ is
     decided by b < ⌊P⌋ (accept) or b > ⌊P⌋ (reject), and only on a tie (probability 2⁻²² per
-    candidate) by a fresh word's 53-bit uniform against P − ⌊P⌋. The test is then exact for the
-    float p̂ up to 2⁻⁷⁶ (docs/privacy.md) and costs no word beyond the proposal's two.
+    candidate) by a fresh word's top 53 bits against P − ⌊P⌋. The test is then exact for the
+    float p̂ up to 2⁻⁷⁵ (docs/privacy.md) and costs no word beyond the proposal's two.
     ``work`` (same size as ``k``) receives P.
     """
     x = _acceptance_scaled(k, mu, c, work)
     whole = np.floor(x)
     keep = b < whole
     tie = np.flatnonzero(b == whole)
-    if tie.size:  # rare: V's remaining bits from one fresh word per tie, in order
+    if tie.size:  # rare: V's next 53 bits from one fresh word per tie, in order
         frac = x[tie] - whole[tie]  # exact (Sterbenz, or ⌊P⌋ = 0)
-        keep[tie] = uniform_open(bits, tie.size) < frac
+        j = bits.random_raw(tie.size) >> np.uint64(11)
+        # j < frac·2⁵³ compares integers below 2⁵³ with an exact product: P(accept | tie) =
+        # ⌈frac·2⁵³⌉/2⁵³, no rounding (unlike (j + ½)·2⁻⁵³, which rounds to even above 2⁵²)
+        keep[tie] = j.view(np.int64) < frac * 2.0**53
     return keep
 
 
