@@ -1,8 +1,9 @@
 """Run every ``bench/bench_*.py`` against one or more source trees and print a markdown table.
 
 Each benchmark prints ratios against a baseline measured in its own process; this driver runs
-the *same* benchmark scripts (those next to this file, or ``--scripts``) with
-``PYTHONPATH=<tree>`` for every ``--tree``, script by script and tree after tree (so that every
+the *same* benchmark scripts (those next to this file, or ``--scripts``) with the tree's code
+on PYTHONPATH (``<tree>/src`` for a src layout, as before issue 16; checked by importing
+``mechanisms`` first) for every ``--tree``, script by script and tree after tree (so that every
 tree sees the same machine load, and the load average is printed before each run), then
 collects every printed ratio (a number followed by ``x``, or after the word ``ratio``) into one
 table: one row per output line, one column per tree. A script that fails against a tree (it
@@ -44,7 +45,8 @@ QUICK: dict[str, tuple[list[str], dict[str, str]]] = {
         [],
         {"BENCH_COUNTING_N": "100000", "BENCH_COUNTING_RUNS": "5", "BENCH_COUNTING_PAK_RUNS": "5"},
     ),
-    # sizes 10³ and 10⁴ leaves, a week; the year at 10³ leaves over 30 days.
+    # sizes 10³ and 10⁴ leaves, a week; the year at 10³ leaves over 30 days; the old dense path
+    # compared at 100 and 300 leaves (at 1,000 it takes a minute and 2.4 GB).
     "bench_hierarchy": (
         [
             "--sizes",
@@ -67,7 +69,7 @@ QUICK: dict[str, tuple[list[str], dict[str, str]]] = {
 
 _NUMBER = r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?"
 _RATIO = re.compile(rf"({_NUMBER})\s*x\b|\bratio[^\d\n]*?({_NUMBER})", re.IGNORECASE)
-_ANY_NUMBER = re.compile(_NUMBER)
+_ANY_NUMBER = re.compile(rf"{_NUMBER}|\bnan\b")
 
 
 @dataclass
@@ -90,24 +92,69 @@ class Run:
 
 
 def ratios_of(text: str) -> dict[str, str]:
-    """Every output line that carries a ratio: its label (numbers replaced by #) -> its ratios."""
+    """The ratios a benchmark printed, by output line.
+
+    A line with ``<number>x`` or ``ratio ... <number>`` gives its ratios; a row of a printed
+    table whose header names a ratio column (a ``/`` in the header, e.g. ``batch/cumsum``)
+    gives its other cells, labelled by its first cell, under the header. The row label is the line with its numbers
+    replaced by ``#`` (the same script prints the same labels against every tree).
+    """
     found: dict[str, str] = {}
-    for line in text.splitlines():
-        values = [a or b for a, b in _RATIO.findall(line)]
-        if not values:
-            continue
-        label = " ".join(_ANY_NUMBER.sub("#", line).split())
+
+    def put(label: str, value: str) -> None:
         key, i = label, 2
-        while key in found:  # the same line printed twice (e.g. per size): keep both
+        while key in found:  # the same label twice (e.g. per size): keep both, in order
             key, i = f"{label} ({i})", i + 1
-        found[key] = " / ".join(f"{v}x" for v in values)
+        found[key] = value
+
+    header = ""
+    for line in text.splitlines():
+        if not line.strip():
+            header = ""
+            continue
+        values = [a or b for a, b in _RATIO.findall(line)]
+        label = " ".join(_ANY_NUMBER.sub("#", line).split())
+        if values:
+            put(label, " / ".join(f"{v}x" for v in values))
+        elif not _ANY_NUMBER.search(line):
+            header = line if "/" in line else ""
+            if header:
+                put(" ".join(header.split()), "(columns)")
+        elif header:
+            cells, numbers = line.split(), _ANY_NUMBER.findall(line)
+            if 2 * len(numbers) >= len(cells):  # a table row: labelled by its first cell
+                first = header.split()[0]
+                tail = numbers[1:] if _ANY_NUMBER.fullmatch(cells[0]) else numbers
+                put(f"{first} = {cells[0]}", " · ".join(tail))
+            else:  # a sentence after the table
+                put(label, " · ".join(numbers))
     return found
 
 
+def code_path(path: Path) -> Path:
+    """The folder to put on PYTHONPATH: ``path/src`` for a src layout (the tree before issue 16
+    kept its packages there), else ``path``. PYTHONPATH pointing at a src-layout root would
+    silently import the editable install instead."""
+    return path / "src" if (path / "src" / "mechanisms").is_dir() else path
+
+
+def check_imports(path: Path) -> str:
+    """Fail loudly unless ``mechanisms`` is imported from ``path`` under its environment."""
+    code = code_path(path)
+    env = dict(os.environ, PYTHONPATH=str(code))
+    where = subprocess.run(
+        [sys.executable, "-c", "import mechanisms; print(mechanisms.__file__)"],
+        cwd=path, env=env, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    if not Path(where).resolve().is_relative_to(code.resolve()):
+        raise SystemExit(f"run_all: with PYTHONPATH={code}, mechanisms comes from {where}")
+    return where
+
+
 def run(tree: str, path: Path, script: Path, full: bool, timeout: float) -> Run:
-    """Run ``script`` with ``PYTHONPATH=path`` (cwd ``path``), one BLAS thread."""
+    """Run ``script`` with the tree's code on PYTHONPATH (cwd ``path``), one BLAS thread."""
     args, extra_env = ([], {}) if full else QUICK.get(script.stem, ([], {}))
-    env = dict(os.environ, PYTHONPATH=str(path), OPENBLAS_NUM_THREADS="1", **extra_env)
+    env = dict(os.environ, PYTHONPATH=str(code_path(path)), OPENBLAS_NUM_THREADS="1", **extra_env)
     result = Run(tree=tree, script=script.stem, load=os.getloadavg())
     start = time.perf_counter()
     try:
@@ -183,6 +230,8 @@ def main() -> None:
         trees[name if path else Path(name).name] = Path(path or name).resolve()
     only = {f"bench_{s.strip().removeprefix('bench_')}" for s in args.only.split(",") if s.strip()}
     scripts = sorted(p for p in args.scripts.glob("bench_*.py") if not only or p.stem in only)
+    for name, path in trees.items():
+        print(f"[run_all] {name}: mechanisms from {check_imports(path)}", file=sys.stderr)
     runs = []
     for script in scripts:
         for name, path in trees.items():
