@@ -96,8 +96,8 @@ def ratios_of(text: str) -> dict[str, str]:
 
     A line with ``<number>x`` or ``ratio ... <number>`` gives its ratios; a row of a printed
     table whose header names a ratio column (a ``/`` in the header, e.g. ``batch/cumsum``)
-    gives its other cells, labelled by its first cell, under the header. The row label is the line with its numbers
-    replaced by ``#`` (the same script prints the same labels against every tree).
+    gives its other cells, labelled by its first cell, under the header. Other labels are the
+    line with its numbers replaced by ``#`` (a script prints the same labels on every tree).
     """
     found: dict[str, str] = {}
 
