@@ -7,7 +7,10 @@ on PYTHONPATH (``<tree>/src`` for a src layout, as before issue 16; checked by i
 tree sees the same machine load, and the load average is printed before each run), then
 collects every printed ratio (a number followed by ``x``, or after the word ``ratio``) into one
 table: one row per output line, one column per tree. A script that fails against a tree (it
-imports a name the tree does not have) gives "n/a" with the last line of its error.
+imports a name the tree does not have) is replaced by the tree's own version of it if the tree
+has one (its rows then carry that version's labels, marked "own script"), else gives "n/a"
+with the last line of its error. The editable install's import hooks are removed in each run,
+so a module the tree lacks fails instead of being taken from the installed checkout.
 
 Usage::
 
@@ -84,6 +87,7 @@ class Run:
     stdout: str = ""
     stderr: str = ""
     ratios: dict[str, str] = field(default_factory=dict)
+    own_script: str = ""
 
     @property
     def error(self) -> str:
@@ -151,30 +155,52 @@ def check_imports(path: Path) -> str:
     return where
 
 
+#: Runs a script as ``__main__`` with the editable install's finders removed: a module the
+#: tree lacks must fail to import, not be taken silently from the installed checkout.
+_RUNNER = (
+    "import runpy, sys\n"
+    "sys.meta_path[:] = [f for f in sys.meta_path if 'Editable' not in str(f)]\n"
+    "sys.path_hooks[:] = [h for h in sys.path_hooks if 'Editable' not in repr(h)]\n"
+    "sys.path_importer_cache.clear()\n"
+    "script = sys.argv[1]; sys.argv = sys.argv[1:]\n"
+    "sys.path.insert(0, script.rsplit('/', 1)[0])\n"
+    "runpy.run_path(script, run_name='__main__')\n"
+)
+
+
 def run(tree: str, path: Path, script: Path, full: bool, timeout: float) -> Run:
-    """Run ``script`` with the tree's code on PYTHONPATH (cwd ``path``), one BLAS thread."""
+    """Run ``script`` with the tree's code on PYTHONPATH (cwd ``path``), one BLAS thread.
+
+    If it fails against the tree and the tree has its own, different version of the script
+    (an API it measured has changed since), that version runs instead, at its own defaults;
+    its rows then carry that version's labels and the report says so.
+    """
     args, extra_env = ([], {}) if full else QUICK.get(script.stem, ([], {}))
     env = dict(os.environ, PYTHONPATH=str(code_path(path)), OPENBLAS_NUM_THREADS="1", **extra_env)
     result = Run(tree=tree, script=script.stem, load=os.getloadavg())
     start = time.perf_counter()
+    _execute(result, [sys.executable, "-c", _RUNNER, str(script), *args], path, env, timeout)
+    own = path / "bench" / script.name
+    if result.returncode != 0 and own.is_file() and own.read_bytes() != script.read_bytes():
+        first_error = result.error
+        _execute(result, [sys.executable, "-c", _RUNNER, str(own)], path, env, timeout)
+        result.own_script = f"this script failed ({first_error[:100]}); the tree's own ran"
+    result.seconds = time.perf_counter() - start
+    if result.returncode == 0:
+        result.ratios = ratios_of(result.stdout)
+    return result
+
+
+def _execute(result: Run, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> None:
     try:
         proc = subprocess.run(
-            [sys.executable, str(script), *args],
-            cwd=path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
+            cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
         )
         result.returncode, result.stdout, result.stderr = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as exc:
         result.returncode = -1
         result.stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
         result.stderr = f"timed out after {timeout:.0f} s"
-    result.seconds = time.perf_counter() - start
-    if result.returncode == 0:
-        result.ratios = ratios_of(result.stdout)
-    return result
 
 
 def table(runs: list[Run], trees: list[str], scripts: list[str], full: bool) -> str:
@@ -193,7 +219,7 @@ def table(runs: list[Run], trees: list[str], scripts: list[str], full: bool) -> 
         cells = []
         for t in trees:
             r = by[(s, t)]
-            state = "" if r.returncode == 0 else " (n/a)"
+            state = " (n/a)" if r.returncode else " (own script)" if r.own_script else ""
             cells.append(
                 f"{r.load[0]:.2f}/{r.load[1]:.2f}/{r.load[2]:.2f}, {r.seconds:.0f} s{state}"
             )
@@ -209,6 +235,12 @@ def table(runs: list[Run], trees: list[str], scripts: list[str], full: bool) -> 
             out.append(f"| {label.replace('|', '/')} | " + " | ".join(cells) + " |")
         for t in trees:
             r = by[(s, t)]
+            if r.own_script:
+                out.append(
+                    f"| *{t}: {r.own_script.replace('|', '/')}* | "
+                    + " | ".join("" for _ in trees)
+                    + " |"
+                )
             if r.returncode != 0:
                 out.append(f"| *{t}: n/a* — {r.error.replace('|', '/')[:160]} | "
                            + " | ".join("" for _ in trees) + " |")  # fmt: skip
