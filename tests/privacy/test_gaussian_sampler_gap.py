@@ -1,6 +1,6 @@
 """The gap between the discrete Gaussian sampler and the exact distribution (docs/privacy.md).
 
-``mechanisms.core._noise.discrete_gaussian`` is [CKS20] Alg. 3 on the lattice Laplace of
+``mechanisms.core._samplers.discrete_gaussian`` is [CKS20] Alg. 3 on the lattice Laplace of
 ``test_sampler_gap.py``: a proposal Y = G₁ − G₂ from the top 53 bits of two words, accepted when
 a uniform V is below p̂(Y) = exp(c·(|Y| − μ)²), V's first 22 bits being the low 11 bits of each
 word and, on a tie with ⌊p̂·2²²⌋, a fresh word's 53-bit uniform. The bound of the docs,
@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 from test_sampler_gap import _sampled_tail
 
-from mechanisms.core._noise import (
+from mechanisms.core._samplers import (
     _acceptance_prefix,
     _acceptance_scaled,
     _gaussian_accept,
