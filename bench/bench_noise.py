@@ -37,9 +37,7 @@ def main() -> None:
     print(f"  lattice Laplace, OS secure source       {t_sec:7.3f} s   {t_sec / t_np_lap:5.2f}x")
     print(f"  lattice Laplace, seeded PCG64           {t_seed:7.3f} s   {t_seed / t_np_lap:5.2f}x")
     t_urd = best_of(lambda: os.urandom(8 * n), args.repeat)
-    print(
-        f"  os.urandom of the same bytes            {t_urd:7.3f} s   {t_urd / t_np_lap:5.2f}x"
-    )
+    print(f"  os.urandom of the same bytes            {t_urd:7.3f} s   {t_urd / t_np_lap:5.2f}x")
     print(f"  secure words alone (ChaCha20 keystream) {t_raw:7.3f} s   {t_raw / t_np_lap:5.2f}x")
     print(f"  numpy Generator.normal (baseline)       {t_np_nor:7.3f} s   1.00x")
     print(f"  lattice Gaussian, OS secure source      {t_gau:7.3f} s   {t_gau / t_np_nor:5.2f}x")

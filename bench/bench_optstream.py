@@ -31,7 +31,11 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import dpstream  # noqa: E402
-from dpstream.pipelines._optstream_pipeline import _weights  # noqa: E402
+
+try:  # the pipeline's weights moved to the per-period module with the release store
+    from dpstream.pipelines._period import _weights  # noqa: E402
+except ImportError:  # trees before the store
+    from dpstream.pipelines._optstream_pipeline import _weights  # noqa: E402
 from mechanisms.optstream._estimates import optstream_estimates  # noqa: E402
 from postproc import FeatureSet, Hierarchy, project_consistent  # noqa: E402
 

@@ -12,7 +12,8 @@ Prints, each against a numpy baseline measured in the same run:
    n = 25,000,000 and empirical over repeated runs at a smaller n.
 
 The data are synthetic commute times (minutes, exponential with mean 30, clipped to
-B = 1440 as in [PAK19]), not the paper's train-trips data set. Run: ``python bench/bench_tree.py``.
+B = 1440 as in [PAK19]), not the paper's train-trips data set. Run: ``python bench/bench_tree.py``
+(``BENCH_TREE_N=2500000`` for a quick run).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from mechanisms import (
     laplace_prefix_sums,
 )
 
-N = 25_000_000
+#: n of [PAK19] §VII-A; ``BENCH_TREE_N`` sets a smaller one (``bench/run_all.py``'s quick size).
+N = int(os.environ.get("BENCH_TREE_N", "25000000"))
 REPS = 20_000
 BOUND = 1440.0
 EPS = 1.0

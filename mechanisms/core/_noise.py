@@ -23,8 +23,9 @@ each drawn by inverting its CDF from the 53-bit uniform in the top bits of one 6
 the secure source. The discrete
 Gaussian uses the rejection sampler of Canonne, Kamath and Steinke (NeurIPS 2020, Algorithm 3)
 on top of the same discrete Laplace. Acceptance tests and inversions use double precision;
-their relative error (≈2⁻⁵²) only perturbs probabilities already below 2⁻⁵⁰, a deviation we
-document rather than hide.
+the total variation this costs per draw is bounded in ``docs/privacy.md`` (Laplace ≤ 3.3·10⁻¹³,
+Gaussian ≤ 8.9·10⁻¹³), a deviation we document rather than hide.
+The samplers themselves live in :mod:`mechanisms.core._samplers`.
 
 Why not a library: numpy's samplers are float-valued (the attack above) and seeded from a
 non-cryptographic generator; OpenDP's exact samplers are scalar Python/Rust calls, orders of
@@ -39,7 +40,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._errors import ParameterError
-from ._random import _TWO_POW_MINUS_53, BitSource
+from ._random import BitSource
+from ._samplers import discrete_gaussian, discrete_laplace
 from ._validation import check_positive
 
 __all__ = [
@@ -55,8 +57,6 @@ __all__ = [
 LATTICE_BITS = 24
 #: Integers on the lattice stay below 2**_MAX_LATTICE_BITS so that k·γ is an exact double.
 _MAX_LATTICE_BITS = 50
-#: Words processed per pass of the vectorised samplers (fits in a core's L2 cache).
-_CHUNK = 1 << 15
 
 
 def lattice_granularity(scale: float, magnitude: float = 0.0) -> float:
@@ -87,100 +87,6 @@ def _check_power_of_two(value: object, owner: str) -> float:
 def snap_to_lattice(values: np.ndarray, granularity: float) -> np.ndarray:
     """Round ``values`` to the nearest multiple of ``granularity`` (ties to even)."""
     return np.rint(np.asarray(values, dtype=np.float64) / granularity) * granularity
-
-
-def _geometric_into(words: np.ndarray, t: float, out: np.ndarray) -> np.ndarray:
-    """G = ⌊−t·ln U⌋ into ``out``, U = (⌊w/2¹¹⌋ + ½)·2⁻⁵³ the 53-bit uniform of each word's top
-    bits (as :func:`~mechanisms.core._random.uniform_open`): P(G ≥ g) = q^g, q = exp(−1/t), by
-    CDF inversion. The words are consumed in place."""
-    np.right_shift(words, np.uint64(11), out=words)
-    np.add(words, 0.5, out=out)  # exact: an integer below 2⁵³ plus one half
-    out *= _TWO_POW_MINUS_53  # exact: a power of two
-    np.log(out, out=out)
-    out *= -t
-    np.floor(out, out=out)
-    return out
-
-
-def _geometric(bits: BitSource, size: int, t: float) -> np.ndarray:
-    """``size`` geometric integers with P(G = k) = (1 − q) q^k, q = exp(−1/t) (one word each)."""
-    size = int(size)
-    return _geometric_into(bits.random_raw(size), t, np.empty(size, dtype=np.float64))
-
-
-def _laplace_chunks(
-    raw: np.ndarray, size: int, t: float, gauss: tuple[float, float] | None = None
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """K = G₁ − G₂ for ``size`` draws from ``raw`` (G₁ from words [0, size), G₂ from
-    [size, 2·size)), and, with ``gauss = (μ, c)``, the Bernoulli acceptance of the discrete
-    Gaussian: keep K when the uniform of word 2·size + i is below exp(c·(|K| − μ)²).
-
-    Hand-fused in cache-sized chunks: the dozen numpy passes over 2¹⁵ words stay in a core's
-    cache instead of streaming whole arrays through memory once per pass (about 2x faster for
-    10⁷ draws). The arithmetic is that of two :func:`_geometric` calls, value for value.
-    """
-    out = np.empty(size, dtype=np.float64)
-    keep = None if gauss is None else np.empty(size, dtype=bool)
-    chunk = min(size, _CHUNK)
-    second = np.empty(chunk, dtype=np.float64)
-    for i in range(0, size, chunk):
-        m = min(chunk, size - i)
-        k = _geometric_into(raw[i : i + m], t, out[i : i + m])
-        k -= _geometric_into(raw[size + i : size + i + m], t, second[:m])
-        if gauss is not None:
-            mu, c = gauss
-            x = np.abs(k, out=second[:m])
-            x -= mu
-            x *= x
-            x *= c
-            np.exp(x, out=x)
-            u = raw[2 * size + i : 2 * size + i + m]
-            np.right_shift(u, np.uint64(11), out=u)
-            uf = np.add(u, 0.5)
-            uf *= _TWO_POW_MINUS_53
-            np.less(uf, x, out=keep[i : i + m])  # type: ignore[index]
-    return out, keep
-
-
-def discrete_laplace(bits: BitSource, size: int, t: float) -> np.ndarray:
-    """Integers K with P(K = k) ∝ exp(−|k| / t), as float64 (exact integers below 2⁵³).
-
-    The difference of two i.i.d. geometric variables with ratio exp(−1/t) is discrete Laplace
-    with the same ratio (Inusah and Kozubowski 2006, Prop. 2.1). Two words per draw: G₁ from
-    the first ``size`` words, G₂ from the next ``size`` (the exactness analysis of
-    ``docs/privacy.md`` is for this construction: the two geometrics' rounding errors average
-    out in the difference).
-    """
-    size = int(size)
-    out, _ = _laplace_chunks(bits.random_raw(2 * size), size, t)
-    return out
-
-
-def discrete_gaussian(bits: BitSource, size: int, sigma: float) -> np.ndarray:
-    """Integers K with P(K = k) ∝ exp(−k² / (2σ²)), as float64.
-
-    Canonne, Kamath and Steinke, "The Discrete Gaussian for Differential Privacy" (2020),
-    Algorithm 3: draw Y from the discrete Laplace with t = ⌊σ⌋ + 1 and accept it with
-    probability exp(−(|Y| − σ²/t)² / (2σ²)). Vectorised: three words per candidate (the two
-    geometrics of Y and the acceptance uniform), candidates drawn in batches sized for the
-    acceptance rate (≥ 0.54 at σ = 1, 0.76 for large σ) and the accepted ones kept in draw
-    order until enough (a fixed function of the bits).
-    """
-    t = math.floor(sigma) + 1.0
-    size = int(size)
-    mu = sigma * sigma / t
-    c = -0.5 / (sigma * sigma)
-    rate = 0.5 if sigma < 4.0 else 0.74
-    parts: list[np.ndarray] = []
-    need = size
-    while need > 0:
-        m = math.ceil(need / rate) + 16
-        y, keep = _laplace_chunks(bits.random_raw(3 * m), m, t, (mu, c))
-        acc = y[keep]
-        parts.append(acc[:need])
-        need -= min(need, acc.size)
-    out = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    return out[:size]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -133,3 +133,34 @@ def test_bit_source_passes_sources_through_and_spawns():
     children = src.spawn(2)
     assert not np.array_equal(children[0].random_raw(3), children[1].random_raw(3))
     assert len(SecureBits().spawn(3)) == 3
+
+
+def _discrete_gaussian_bins(sigma: float, edges: np.ndarray) -> np.ndarray:
+    """Exact probabilities of the discrete Gaussian N_ℤ(0, σ²) on [edges[i], edges[i+1])."""
+    k = np.arange(-math.ceil(40 * sigma), math.ceil(40 * sigma) + 1)
+    pmf = np.exp(-(k.astype(np.float64) ** 2) / (2 * sigma * sigma))
+    pmf /= pmf.sum()
+    return np.histogram(k, bins=edges, weights=pmf)[0]
+
+
+@pytest.mark.parametrize(("sigma", "width"), [(1.5, 1), (40.7, 8), (2.0**24 + 0.5, 2**21)])
+def test_discrete_gaussian_pmf_chi_square_rejects_a_wrong_sigma(sigma, width):
+    # [CKS20] Alg. 3 must give exactly N_ℤ(0, σ²): a chi-square test against the exact pmf
+    # (bins of ``width`` integers out to ±4σ, two open tails) accepts σ and rejects σ·(1 ± 0.05).
+    draws = discrete_gaussian(bit_source(21), 400_000, sigma)
+    inner = np.arange(
+        -math.ceil(4 * sigma / width) * width, math.ceil(4 * sigma / width) * width + 1, width
+    )
+    edges = np.concatenate([[-np.inf], inner - 0.5, [np.inf]])
+    observed = np.histogram(draws, bins=edges)[0]
+
+    def pvalue(s: float) -> float:
+        if s > 1e6:  # the pmf's bins at lattice σ: the normal's, to a relative 1e-12
+            expected = np.diff(stats.norm(scale=s).cdf(edges))
+        else:
+            expected = _discrete_gaussian_bins(s, edges)
+        return stats.chisquare(observed, expected / expected.sum() * draws.size).pvalue
+
+    assert pvalue(sigma) > 1e-4
+    for wrong in (0.95, 1.05):
+        assert pvalue(sigma * wrong) < 1e-6

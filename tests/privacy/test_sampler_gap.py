@@ -1,6 +1,6 @@
 """The gap between the discrete Laplace sampler and the exact distribution (docs/privacy.md).
 
-``mechanisms.core._noise`` draws G = ⌊−t·ln U⌋ from 53-bit uniforms U = (k + ½)/2⁵³ and
+``mechanisms.core._samplers`` draws G = ⌊−t·ln U⌋ from 53-bit uniforms U = (k + ½)/2⁵³ and
 releases K = G₁ − G₂. These tests evaluate the *real* sampler on every k it can receive (by
 bisection over k: G is non-increasing in k), so P̂(G ≥ g) is known exactly, and check the
 facts the accounting in ``docs/privacy.md`` rests on, at scales small enough to enumerate:
@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pytest
 
-from mechanisms.core._noise import _geometric
+from mechanisms.core._samplers import _geometric
 
 N = 2.0**53
 
