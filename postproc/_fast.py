@@ -125,9 +125,18 @@ class _DenseFactor:
 
 
 def _pivot(
-    factor: _KronFactor | _DenseFactor, x0: np.ndarray, g_scale: float, max_iter: int
-) -> tuple[np.ndarray, int]:
-    """Block principal pivoting for one period; ``x0`` is the flat unconstrained optimum."""
+    factor: _KronFactor | _DenseFactor,
+    x0: np.ndarray,
+    g_scale: float,
+    max_iter: int,
+    max_zero: int | None = None,
+) -> tuple[np.ndarray, int] | None:
+    """Block principal pivoting for one period; ``x0`` is the flat unconstrained optimum.
+
+    Each iteration factors the block of the variables held at 0, a cost cubic in their number:
+    with ``max_zero``, None is returned as soon as more than ``max_zero`` are held (the caller
+    then solves the period another way).
+    """
     x_tol = _REL_TOL * max(float(np.max(np.abs(x0))), np.finfo(float).tiny)
     mu_tol = _REL_TOL * g_scale
     zero = x0 < -x_tol
@@ -135,6 +144,8 @@ def _pivot(
     x = x0
     for it in range(1, max_iter + 1):
         idx = np.flatnonzero(zero)
+        if max_zero is not None and idx.size > max_zero:
+            return None
         mu = np.zeros(0)
         if idx.size:
             s = factor.block(idx)
@@ -203,7 +214,9 @@ def solve_fast(problem: Problem, *, max_iter: int = 1000) -> dict[str, object]:
         negative = (x0.reshape(len(periods), -1) < -tol[:, None]).any(axis=1)
         for b in np.flatnonzero(negative):
             period = periods[b]
-            flat, its = _pivot(factor, x0[b].reshape(-1), float(g_scale[period]), max_iter)
+            flat, its = _pivot(  # type: ignore[misc]  (no max_zero: never None)
+                factor, x0[b].reshape(-1), float(g_scale[period]), max_iter
+            )
             x[period] = flat.reshape(leaves, w)
             iterations[period] = its
     # Entries of X0 within rounding of 0 from below are set to 0 (consistency is unaffected:

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from postproc import FeatureSet, Hierarchy, project_consistent
-from postproc._nonneg import _Period, _project
+from postproc._nonneg import _Period, _project, solve_tree
 from postproc._problem import build_problem
 from postproc._tree import FeatureTree, HierarchyLayout, TreeFactor
 
@@ -127,6 +127,12 @@ def test_active_set_is_optimal_on_zero_heavy_leaves(params):
     leaf_rows = [h.index(leaf) for leaf in h.leaves]
     scale = max(np.abs(ref).max(), 1e-3 * np.abs(c).max(), 1e-12)
     np.testing.assert_allclose(r.values[0, leaf_rows], ref, rtol=0, atol=1e-8 * scale)
+    # the tree's own active set, also where a small separable problem pivots densely by default
+    problem = build_problem(c, hierarchy=h, features=fs, weights=weights)
+    x = solve_tree(problem, dense_small=False)["x"]
+    kkt = problem.kkt(x)
+    assert kkt["stationarity"] <= 1e-9 and kkt["dual"] <= 1e-9 and kkt["primal"] == 0.0
+    np.testing.assert_allclose(problem.steps(x)[0, leaf_rows], ref, rtol=0, atol=1e-8 * scale)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
