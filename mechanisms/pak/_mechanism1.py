@@ -163,6 +163,7 @@ class PakRelease:
                 "r": params.r,
                 "noise": params.noise,
                 "threshold": params.threshold,
+                "counter": "binary_tree" if self.counter is None else self.counter.counter,
             },
             bound=self.bound,
             seeded=self.seeded,
@@ -237,7 +238,7 @@ def pak_release(
     noise: str = "laplace",
     threshold: bool = True,
     analysis: bool = False,
-    counter: str = "binary_tree",
+    counter: str = "auto",
 ) -> PakRelease | tuple[PakRelease, ThresholdAnalysis | None]:
     """Release every prefix sum after the time lag with PAK's Mechanism 1 ([PAK19] §III-C).
 
@@ -264,13 +265,15 @@ def pak_release(
         the noise scale; None for plain BT): private, for audits and experiments only.
     counter
         The continual counter of the suffix (:data:`mechanisms.counting.COUNTERS`):
-        ``"binary_tree"`` (the paper's BT, default), ``"binary_tree_online"`` /
+        ``"auto"`` (default): the one with the smallest exact variance at step n − m for this
+        (ε, δ) (:func:`~mechanisms.best_counter`, public inputs only; under pure ε it is the
+        k-ary tree with negative digits and its least-squares estimate), or
+        ``"binary_tree"`` (the paper's BT, [PAK19]'s protocol), ``"binary_tree_online"`` /
         ``"binary_tree_consistent"`` (the same noisy nodes, Honaker's / the least-squares
         estimate), ``"kary_tree"`` / ``"kary_tree_consistent"`` (k-ary tree with
         negative digits, its signed cover sums / least-squares estimate; pure ε),
-        ``"smooth_binary"`` (Gaussian, (ε, δ) from ρ-zCDP; needs δ > 0), or
-        ``"auto"``: the one with the smallest exact variance at step n − m for this (ε, δ)
-        (public inputs).
+        ``"smooth_binary"`` (Gaussian, (ε, δ) from ρ-zCDP; needs δ > 0). The record's
+        ``parameters["counter"]`` names the counter used.
 
     Returns
     -------
