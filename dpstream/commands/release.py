@@ -11,6 +11,7 @@ import click
 import pandas as pd
 
 from mechanisms import (
+    COUNTERS,
     SMOOTHERS,
     Budget,
     DomainError,
@@ -173,6 +174,14 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
     show_default=True,
     help="tops: smoother of the per-step values.",
 )
+@click.option(
+    "--counter",
+    type=click.Choice(("auto", *COUNTERS)),
+    default="auto",
+    show_default=True,
+    help="pak/bt: continual counter of the released sums; auto = the smallest exact variance "
+    "for the budget (public), binary_tree = the paper's BT.",
+)
 @click.option("--column", help="tops/topl/pak/bt: INPUT's value column (default: the only one).")
 @click.option("--seed", type=int, help="Seed for experiments. Seeded output is NOT private.")
 @click.option(
@@ -214,6 +223,7 @@ def release(
     delta: float,
     fanout: int,
     smoother: str,
+    counter: str,
     column: str | None,
     seed: int | None,
     store_path: str | None,
@@ -286,6 +296,7 @@ def release(
             "delta": delta,
             "fanout": fanout,
             "smoother": smoother,
+            "counter": counter,
             "seed": seed,
         }
         from ._stream import release_stream

@@ -90,12 +90,38 @@ def test_bt_releases_every_step(stream, tmp_path):
     path, x = stream
     out = tmp_path / "bt.csv"
     args = ["release", "bt", str(path), "--bound", str(B), "--epsilon", "1", "--seed", "5"]
-    _run([*args, "--out", str(out)])
+    _run([*args, "--counter", "binary_tree", "--out", str(out)])  # the paper's BT
     rel = mechanisms.binary_tree_release(x, epsilon=1.0, bound=B, seed=5)
     frame, meta = read_release(out)
-    assert len(frame) == N and meta["time_lag"] == 0
+    assert len(frame) == N and meta["time_lag"] == 0 and meta["counter"] == "binary_tree"
     got = _query(out, [(0, N - 1), (10, 20)])
     assert np.allclose(got, [rel.range_sum(0, N - 1), rel.range_sum(10, 20)], rtol=1e-9)
+
+
+def test_bt_and_pak_use_the_best_counter_by_default(stream, tmp_path):
+    path, x = stream
+    out = tmp_path / "bt.csv"
+    args = ["release", "bt", str(path), "--bound", str(B), "--epsilon", "1", "--seed", "5"]
+    _run([*args, "--out", str(out)])
+    rel = mechanisms.pak_release(
+        x, bound=B, epsilon=1.0, delta=0.0, time_lag=1, threshold=False, seed=5
+    )
+    best = mechanisms.best_counter(N, epsilon=1.0, bound=B)
+    assert rel.counter.counter == best != "binary_tree"
+    frame, meta = read_release(out)
+    assert meta["counter"] == best and meta["privacy"]["parameters"]["counter"] == best
+    assert meta["delta"] == 0.0
+    got = _query(out, [(0, N - 1), (10, 20)])
+    assert np.allclose(got, [rel.range_sum(0, N - 1).estimate, rel.range_sum(10, 20).estimate])
+    out = tmp_path / "pak.csv"
+    args = ["release", "pak", str(path), "--bound", str(B), "--epsilon", "1", "--seed", "4"]
+    _run([*args, "--time-lag", str(M), "--delta", "1e-6", "--out", str(out)])
+    meta = read_release(out)[1]
+    assert meta["counter"] == mechanisms.best_counter(N - M, epsilon=1.0, bound=1.0, delta=1e-6)
+    out = tmp_path / "pak_bt.csv"
+    _run([*args, "--time-lag", str(M), "--delta", "1e-6", "--counter", "binary_tree"]
+         + ["--out", str(out)])  # fmt: skip
+    assert read_release(out)[1]["privacy"]["parameters"]["counter"] == "binary_tree"
 
 
 def test_topl_release_and_query(stream, tmp_path):
