@@ -48,6 +48,7 @@ EMPIRICAL_MAX_N = int(os.environ.get("BENCH_COUNTING_EMPIRICAL_MAX_N", "1000000"
 
 def _pipe_table(frame, digits: int = 4) -> str:
     """A pipe table (pandas' to_markdown needs tabulate, not a dependency)."""
+
     def cell(v):
         if isinstance(v, float):
             return "" if v != v else f"{v:.{digits}g}"

@@ -15,7 +15,16 @@ References: see :mod:`mechanisms` ([PAK19], [NRS07], [CSS11]).
 
 from ._objective import BETA_KEYS, ErrorTerms, PakObjective, bt_error
 from ._optstream_plan import OptStreamPlan, plan_optstream
-from ._pak_defaults import PAPER_DEFAULTS, PakDefaults, model_prefix, pak_defaults
+from ._pak_defaults import (
+    OBJECTIVES,
+    PAPER_DEFAULTS,
+    R_GRID,
+    SHARE_GRID,
+    PakDefaults,
+    model_prefix,
+    pak_defaults,
+    pak_mean_square_error,
+)
 from ._pak_plan import METHODS, PakPlan, plan_pak, solve_pak
 from ._roughness import RoughnessStats, kriging_bias, period_roughness, variogram
 from ._stream_plan import PeriodPlan, plan_period, rule_k, share_grid, window_budget
@@ -56,10 +65,14 @@ __all__ = [
     "plan_tops",
     "tops_range_error",
     # _pak_defaults (Mechanism 1's local parameters from public inputs, issue 14)
+    "OBJECTIVES",
+    "R_GRID",
+    "SHARE_GRID",
     "PAPER_DEFAULTS",
     "PakDefaults",
     "model_prefix",
     "pak_defaults",
+    "pak_mean_square_error",
     "BETA_KEYS",
     "METHODS",
     "ErrorTerms",

@@ -105,7 +105,13 @@ def sweep_epsilon(
     rows = []
     for eps in np.atleast_1d(np.asarray(epsilons, dtype=np.float64)):
         plan = plan_pak(
-            arr[:m], n=n, bound=bound, epsilon=float(eps), delta=delta, beta=beta, p_max=p_max,
+            arr[:m],
+            n=n,
+            bound=bound,
+            epsilon=float(eps),
+            delta=delta,
+            beta=beta,
+            p_max=p_max,
             counter=counter,
         )
         rows.append({"epsilon": float(eps), **plan.as_row()})

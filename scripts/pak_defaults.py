@@ -7,13 +7,16 @@ Mechanism 1's (r, λ, p, ε₁/ε, β_lt) are compared, each with the paper's BT
 
 * ``paper``: [PAK19] Table I / §VI-B, r = 1.5, λ = 0.85, p = 0.005, ε₁/ε = 0.85, β_lt = 0.004
   (the defaults of ``mechanisms.pak_release``);
-* ``planned``: :func:`planner.pak_defaults`, Eq. 16 minimised on a public model prefix (public
-  inputs only: publishable, usable for a release);
+* ``planned eq16`` / ``planned mse``: :func:`planner.pak_defaults` with ``objective="eq16"``
+  (Eq. 16 minimised on a public model prefix) and ``"mse"`` (the default: λ, p, β_lt from
+  Eq. 16, r and ε₁/ε minimising its mean-square form under the model); public inputs only;
 * ``data-optimal``: :func:`planner.plan_pak` on the real prefix (an analysis: reads the data).
 
 Columns: the parameters; ``predicted``: Eq. 16's 98% bound at step n evaluated *on the real
 prefix* at that setting (``PakObjective.exact``, β split equal for the paper's row, whose β_lt
-= 0.2β); the realised errors |ĉ(σ, n) − c(σ, n)| over ``--runs`` seeded releases (RMS, 98%
+= 0.2β); ``predicted_rmse``: √E[error²] of
+:func:`planner.pak_mean_square_error` on the real prefix with the data's own clipping loss (an
+analysis); the realised errors |ĉ(σ, n) − c(σ, n)| over ``--runs`` seeded releases (RMS, 98%
 quantile), the mean released τ, and the improvement factor over the paper's BT with B (RMS of
 ``binary_tree_final_sums`` over the same number of runs / RMS of the setting), predicted
 (α_BT of Eq. 3 / predicted) and realised. A second table sets the threshold τ of each setting
@@ -43,8 +46,15 @@ from dpstream.datasets import (
 )
 from mechanisms import binary_tree_final_sums, pak_release, tops_threshold
 from mechanisms.core import bit_source
-from planner import PAPER_DEFAULTS, BETA_KEYS, PakObjective, pak_defaults, plan_pak
-from planner import time_lag_heuristic
+from planner import (
+    BETA_KEYS,
+    PAPER_DEFAULTS,
+    PakObjective,
+    pak_defaults,
+    pak_mean_square_error,
+    plan_pak,
+    time_lag_heuristic,
+)
 
 DELTA, BETA, P_MAX = 2.0**-20, 0.02, 0.005
 OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
@@ -52,6 +62,7 @@ OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 def _pipe_table(frame, digits: int = 4) -> str:
     """A pipe table (pandas' to_markdown needs tabulate, not a dependency)."""
+
     def cell(v):
         if isinstance(v, float):
             return "" if v != v else f"{v:.{digits}g}"
@@ -68,12 +79,16 @@ def _settings(x: np.ndarray, bound: float, eps: float, m: int, counter: str | No
     n = x.size
     paper = {**PAPER_DEFAULTS, "noise": "laplace", "counter": counter or "binary_tree"}
     out = {"paper": (paper, np.full(5, 0.2 * BETA))}
-    d = pak_defaults(n=n, bound=bound, epsilon=eps, delta=DELTA, time_lag=m, counter=counter)
-    shares = d.model_plan.terms.beta_shares
-    out["planned"] = (d.release_parameters(), np.array([shares[k] * BETA for k in BETA_KEYS]))
-    plan = plan_pak(
-        x[:m], n=n, bound=bound, epsilon=eps, delta=DELTA, beta=BETA, counter=counter
-    )
+    for objective in ("eq16", "mse"):
+        d = pak_defaults(
+            n=n, bound=bound, epsilon=eps, delta=DELTA, time_lag=m, counter=counter,
+            objective=objective,
+        )  # fmt: skip
+        shares = d.model_plan.terms.beta_shares
+        out[f"planned {objective}"] = (
+            d.release_parameters(), np.array([shares[k] * BETA for k in BETA_KEYS])
+        )  # fmt: skip
+    plan = plan_pak(x[:m], n=n, bound=bound, epsilon=eps, delta=DELTA, beta=BETA, counter=counter)
     params = plan.release_parameters()
     if not params.get("threshold", True):  # the plan prefers plain counting: use its best τ
         t = plan.terms
@@ -92,6 +107,14 @@ def _rows(name: str, x: np.ndarray, bound: float, eps: float, runs: int) -> list
     truth = math.fsum(x)
     bt = binary_tree_final_sums(x, epsilon=eps, bound=bound, repetitions=runs, seed=99) - truth
     bt_rms = float(np.sqrt(np.mean(bt**2)))
+    ordered = np.sort(x)
+    above = np.concatenate([np.cumsum(ordered[::-1])[::-1], [0.0]])  # Σ of ordered[k:]
+
+    def loss(tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The data's clipping loss Σ(σ(i) − τ)⁺ (an analysis: reads the data)."""
+        cut = np.searchsorted(ordered, tau, side="right")
+        return above[cut] - tau * (n - cut), np.zeros_like(tau)
+
     rows = []
     for counter in ("binary_tree", "auto"):
         plan_counter = None if counter == "binary_tree" else counter
@@ -104,6 +127,11 @@ def _rows(name: str, x: np.ndarray, bound: float, eps: float, runs: int) -> list
                 r=params["r"], lam=params["lam"], p=params["p"], share=params["eps1_share"],
                 betas=betas,
             )  # fmt: skip
+            mse = pak_mean_square_error(
+                x[:m], n=n, bound=bound, epsilon=eps, delta=DELTA, r=params["r"],
+                eps1_share=params["eps1_share"], lam=params["lam"], p=params["p"],
+                beta_lt=params["beta_lt"], counter=params["counter"], loss=loss,
+            )[0]  # fmt: skip
             bits = bit_source(1234)
             err, tau = np.empty(runs), np.empty(runs)
             for i in range(runs):
@@ -119,17 +147,20 @@ def _rows(name: str, x: np.ndarray, bound: float, eps: float, runs: int) -> list
                 "eps1_share": params["eps1_share"], "beta_lt": params["beta_lt"],
                 "mean_tau": float(tau.mean()),
                 "predicted_98": pred.error_bound,
+                "predicted_rmse": math.sqrt(mse),
                 "realised_98": float(np.quantile(np.abs(err), 1 - BETA)),
                 "realised_rms": rms,
                 "predicted_IF": obj.baseline_error_bound / pred.error_bound,
                 "realised_IF": bt_rms / rms,
                 "runs": runs,
             })  # fmt: skip
+            row = rows[-1]
             print(
-                f"{name:9s} eps={eps:g} m={m:,} {params['counter']:22s} {label:12s} "
+                f"{name:9s} eps={eps:g} m={m:,} {params['counter']:22s} {label:13s} "
                 f"r={params['r']:.3f} lam={params['lam']:.3f} share={params['eps1_share']:.3f} "
-                f"tau={tau.mean():.3f} pred={pred.error_bound:.0f} real98={rows[-1]['realised_98']:.0f} "
-                f"rms={rms:.0f} IF pred {rows[-1]['predicted_IF']:.2f} real {bt_rms / rms:.2f}",
+                f"tau={tau.mean():.3f} pred98={pred.error_bound:.0f} "
+                f"real98={row['realised_98']:.0f} pred_rmse={row['predicted_rmse']:.0f} "
+                f"rms={rms:.0f} IF pred {row['predicted_IF']:.2f} real {bt_rms / rms:.2f}",
                 flush=True,
             )
     return rows
@@ -157,9 +188,9 @@ def _tops_rows(x: np.ndarray, bound: float, eps: float, runs: int, frame: pd.Dat
 
 
 def _markdown(frame: pd.DataFrame, tops: pd.DataFrame, runs: int, seconds: float) -> str:
-    cols = ["stream", "epsilon", "m", "counter", "setting", "r", "lambda", "p", "eps1_share",
-            "mean_tau", "predicted_98", "realised_98", "realised_rms", "predicted_IF",
-            "realised_IF"]  # fmt: skip
+    cols = ["stream", "epsilon", "m", "counter", "setting", "r", "lambda", "eps1_share",
+            "mean_tau", "predicted_98", "realised_98", "predicted_rmse", "realised_rms",
+            "predicted_IF", "realised_IF"]  # fmt: skip
     lines = [
         "# PAK's local parameters from public inputs against the paper's Table I choices",
         "",
@@ -167,9 +198,11 @@ def _markdown(frame: pd.DataFrame, tops: pd.DataFrame, runs: int, seconds: float
         f"{runs}` ({seconds:.0f} s). Mechanism 1 on the bundled light-tailed streams with the",
         "private time lag of `time_lag_heuristic` (δ = 2⁻²⁰, β = 0.02, p_max = 0.005).",
         "`paper` = Table I (r = 1.5, λ = 0.85, ε₁/ε = 0.85, p = 0.005, β_lt = 0.004);",
-        "`planned` = `planner.pak_defaults` (Eq. 16 on a public model prefix: public inputs",
-        "only); `data-optimal` = `plan_pak` on the real prefix (an analysis, reads the data).",
-        "`predicted_98` = Eq. 16 on the real prefix at that setting; `realised_*` over "
+        "`planned eq16` / `planned mse` = `planner.pak_defaults(objective=...)` (public inputs",
+        "only; `mse` is the default); `data-optimal` = `plan_pak` on the real prefix (an",
+        "analysis, reads the data). `predicted_98` = Eq. 16 on the real prefix at that setting;",
+        "`predicted_rmse` = `pak_mean_square_error` on the real prefix and the data's clipping",
+        "loss (an analysis); `realised_*` over "
         f"{runs} seeded releases; IF = paper BT with B over the setting (RMS for realised).",
         "",
         _pipe_table(frame[cols]),
