@@ -205,6 +205,14 @@ def _release_one(
         )
         values, cumulative, m = rel.values, np.cumsum(rel.values), rel.time_lag
     elif method == "pak":
+        local = {"counter": counter}
+        if options.get("pak_parameters", "planned") == "planned":  # public inputs only
+            from planner import pak_defaults
+
+            local = pak_defaults(
+                n=x.size, bound=bound, epsilon=eps, delta=options["delta"], time_lag=lag,
+                counter=counter,
+            ).release_parameters()  # fmt: skip
         rel = mechanisms.pak_release(
             x,
             bound=bound,
@@ -213,8 +221,12 @@ def _release_one(
             time_lag=lag,
             seed=seed,
             ledger=ledger,
-            counter=counter,
+            **local,
         )
+        parameters.update(
+            {k: getattr(rel.parameters, k) for k in ("r", "lam", "p", "eps1_share", "beta_lt")}
+        )
+        parameters["parameters"] = options.get("pak_parameters", "planned")
         m = rel.time_lag
         cumulative = rel.prefix_sums[m:] - rel.prefix_sums[m - 1]
         values = np.diff(cumulative, prepend=0.0)

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 import mechanisms
 from dpstream.cli import cli, main
 from dpstream.commands.query import read_release, sidecar_path
+from planner import pak_defaults
 
 B = 20.0
 N, M = 3000, 1000
@@ -79,11 +80,24 @@ def test_pak_release_and_query_match_pak_range_sum(stream, tmp_path):
     out = tmp_path / "pak.parquet"
     args = ["release", "pak", str(path), "--bound", str(B), "--epsilon", "1"]
     _run([*args, "--time-lag", str(M), "--delta", "1e-6", "--seed", "4", "--out", str(out)])
-    rel = mechanisms.pak_release(x, bound=B, epsilon=1.0, delta=1e-6, time_lag=M, seed=4)
+    planned = pak_defaults(n=N, bound=B, epsilon=1.0, delta=1e-6, time_lag=M)
+    rel = mechanisms.pak_release(
+        x, bound=B, epsilon=1.0, delta=1e-6, time_lag=M, seed=4, **planned.release_parameters()
+    )
     got = _query(out, RANGES)
     assert np.allclose(got, [rel.range_sum(i, j) for i, j in RANGES], rtol=1e-9, atol=1e-6)
     meta = json.loads(sidecar_path(out).read_text())
     assert meta["delta"] == 1e-6 and meta["pak"]["prefix_sum_at_lag"] == rel.prefix_sums[M - 1]
+    recorded = meta["privacy"]["parameters"]
+    assert recorded["r"] == planned.r and recorded["eps1_share"] == planned.eps1_share
+    assert recorded["parameters"] == "planned"
+    # the paper's Table I choices stay reachable
+    paper = tmp_path / "paper.csv"
+    _run([*args, "--time-lag", str(M), "--delta", "1e-6", "--seed", "4", "--parameters", "paper",
+          "--out", str(paper)])  # fmt: skip
+    rel = mechanisms.pak_release(x, bound=B, epsilon=1.0, delta=1e-6, time_lag=M, seed=4)
+    assert np.allclose(_query(paper, RANGES), [rel.range_sum(i, j) for i, j in RANGES])
+    assert read_release(paper)[1]["privacy"]["parameters"]["r"] == 1.5
 
 
 def test_bt_releases_every_step(stream, tmp_path):
@@ -120,7 +134,7 @@ def test_bt_and_pak_use_the_best_counter_by_default(stream, tmp_path):
     assert meta["counter"] == mechanisms.best_counter(N - M, epsilon=1.0, bound=1.0, delta=1e-6)
     out = tmp_path / "pak_bt.csv"
     _run([*args, "--time-lag", str(M), "--delta", "1e-6", "--counter", "binary_tree"]
-         + ["--out", str(out)])  # fmt: skip
+         + ["--parameters", "paper", "--out", str(out)])  # fmt: skip
     assert read_release(out)[1]["privacy"]["parameters"]["counter"] == "binary_tree"
 
 
