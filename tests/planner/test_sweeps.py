@@ -35,9 +35,7 @@ def test_table_refuses_time_lags_beyond_the_prefix(trips):
 
 def test_sweeps_and_plot(trips, tmp_path):
     # Fig. 7 with the paper's protocol (tree bound)
-    eps = sweep_epsilon(
-        trips, [0.5, 2.0], time_lag=50_000, n=N_TRIPS, bound=BOUND, counter=None
-    )
+    eps = sweep_epsilon(trips, [0.5, 2.0], time_lag=50_000, n=N_TRIPS, bound=BOUND, counter=None)
     lags = sweep_time_lag(trips, [10_000, 50_000], n=N_TRIPS, bound=BOUND, counter=None)
     assert eps["epsilon"].tolist() == [0.5, 2.0] and (eps["IF"] >= 1.0).all()
     assert lags["IF"].is_monotonic_increasing
