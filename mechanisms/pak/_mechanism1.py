@@ -7,6 +7,12 @@ Steps (Mechanism 1, with the threshold of §IV and r of §V-B):
 2. release c(σ, m) = Σ_{i ≤ m} min(σ(i), τ) with Laplace noise of scale τ/ε₂;
 3. for i = m+1..n clip σ(i) to τ and release the prefix sums with BT(ε, bound τ)
    (:func:`~mechanisms.binary_tree_release`), offset by the released c(σ, m).
+
+Step 3's counter is the one with the smallest exact variance for the budget by default
+(``counter="auto"``, issue 14: under pure ε the k-ary tree with negative digits and its
+least-squares estimate); ``counter="binary_tree"`` is the paper's protocol. The local
+parameters' defaults are the paper's Table I choices; :func:`planner.pak_defaults` chooses
+them from public inputs.
 """
 
 from __future__ import annotations
