@@ -2,7 +2,9 @@
 
 PAK ([PAK19] §V–VI): the error bound of Eq. 16 minimised with scipy's TNC over Mechanism 1's
 local parameters (:func:`plan_pak`, an analysis tool: it reads the data), and the private
-choice of the time lag from public inputs only (:func:`time_lag_heuristic`, §VI-B).
+choice of the time lag from public inputs only (:func:`time_lag_heuristic`, §VI-B) and of
+the local parameters r, λ, p, ε₁/ε from public inputs only (:func:`pak_defaults`, Eq. 16 on a
+public model prefix).
 
 OptStream ([FV19] §4, §6): the number of samples k predicted from history
 (:func:`plan_optstream`). ToPS ([ToPS21]): the predicted range-query error of a threshold and
@@ -13,6 +15,16 @@ References: see :mod:`mechanisms` ([PAK19], [NRS07], [CSS11]).
 
 from ._objective import BETA_KEYS, ErrorTerms, PakObjective, bt_error
 from ._optstream_plan import OptStreamPlan, plan_optstream
+from ._pak_defaults import (
+    OBJECTIVES,
+    PAPER_DEFAULTS,
+    R_GRID,
+    SHARE_GRID,
+    PakDefaults,
+    model_prefix,
+    pak_defaults,
+    pak_mean_square_error,
+)
 from ._pak_plan import METHODS, PakPlan, plan_pak, solve_pak
 from ._roughness import RoughnessStats, kriging_bias, period_roughness, variogram
 from ._stream_plan import PeriodPlan, plan_period, rule_k, share_grid, window_budget
@@ -61,6 +73,15 @@ __all__ = [
     "plan_tops",
     "plan_tops_shape",
     "tops_range_error",
+    # _pak_defaults (Mechanism 1's local parameters from public inputs, issue 14)
+    "OBJECTIVES",
+    "R_GRID",
+    "SHARE_GRID",
+    "PAPER_DEFAULTS",
+    "PakDefaults",
+    "model_prefix",
+    "pak_defaults",
+    "pak_mean_square_error",
     "BETA_KEYS",
     "METHODS",
     "ErrorTerms",

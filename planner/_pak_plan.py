@@ -116,7 +116,8 @@ class PakPlan:
         Use as ``pak_release(values, bound=B, epsilon=ε, delta=δ, time_lag=m,
         **plan.release_parameters())``. With ``use_threshold=False`` it is plain BT.
         """
-        extra = {} if self.counter is None else {"counter": self.counter}
+        # None planned with the paper's tree bound: release with the paper's BT
+        extra = {"counter": "binary_tree" if self.counter is None else self.counter}
         if not self.use_threshold:
             return {"threshold": False, "noise": self.noise, **extra}
         return {
@@ -231,7 +232,7 @@ def plan_pak(
     p_max: float = 0.005,
     noise: str = "laplace",
     method: str = "TNC",
-    counter: str | None = None,
+    counter: str | None = "auto",
 ) -> PakPlan:
     """Choose r, λ, p, ε₁/ε and the split of β by minimising [PAK19] Eq. 16 on a prefix.
 
@@ -258,10 +259,11 @@ def plan_pak(
     method
         ``"TNC"`` (the paper's, default), ``"L-BFGS-B"`` or ``"SLSQP"``.
     counter
-        None (default): the suffix error is the paper's tree bound (Eq. 16 as printed). A
-        counter name (:data:`mechanisms.COUNTERS`) or ``"auto"`` (the smallest exact variance
-        at step n − m for this ε, δ): Eq. 16 uses that counter's exact variance, so the plan
-        and its improvement factor over the paper's BT follow the counter (modelling choice 9).
+        ``"auto"`` (default: the smallest exact variance at step n − m for this ε, δ, the
+        counter :func:`mechanisms.pak_release` uses by default) or a counter name
+        (:data:`mechanisms.COUNTERS`): Eq. 16 uses that counter's exact variance, so the plan
+        and its improvement factor over the paper's BT follow the counter (modelling choice
+        9). None: the paper's tree bound (Eq. 16 as printed, the protocol of Tables I–II).
 
     Returns
     -------

@@ -49,7 +49,7 @@ def _time_lags(stream: np.ndarray, time_lags: object, owner: str) -> list[int]:
 def pak_table(
     stream: object, time_lags: object, *, n: int, bound: float, epsilon: float = 1.0,
     delta: float = 2.0**-20, beta: float = 0.02, p_max: float = 0.005, method: str = "TNC",
-    full: bool = False,
+    full: bool = False, counter: str | None = "auto",
 ) -> pd.DataFrame:  # fmt: skip
     """A Table I/II-style table ([PAK19] §VI-A): one optimised plan per time lag m.
 
@@ -59,8 +59,9 @@ def pak_table(
         At least max(time_lags) values in [0, bound]; the plan for m uses the first m.
     time_lags
         The time lags m (each < n).
-    n, bound, epsilon, delta, beta, p_max, method
-        As for :func:`plan_pak` (defaults: the paper's ε = 1, δ = 2⁻²⁰, β = 0.02).
+    n, bound, epsilon, delta, beta, p_max, method, counter
+        As for :func:`plan_pak` (defaults: the paper's ε = 1, δ = 2⁻²⁰, β = 0.02; the best
+        counter; ``counter=None`` is the paper's tree bound, the protocol of Table I).
     full
         Also return α, α_BT and the predicted error terms.
 
@@ -75,7 +76,7 @@ def pak_table(
     for m in _time_lags(arr, time_lags, owner):
         plan = plan_pak(
             arr[:m], n=n, bound=bound, epsilon=epsilon, delta=delta, beta=beta, p_max=p_max,
-            method=method,
+            method=method, counter=counter,
         )  # fmt: skip
         row = plan.as_row()
         if full and plan.terms is not None:
@@ -94,15 +95,24 @@ def pak_table(
 def sweep_epsilon(
     stream: object, epsilons: object, *, time_lag: int, n: int, bound: float,
     delta: float = 2.0**-20, beta: float = 0.02, p_max: float = 0.005,
+    counter: str | None = "auto",
 ) -> pd.DataFrame:  # fmt: skip
-    """IF against ε at a fixed time lag ([PAK19] Fig. 7 left: m = 50,000)."""
+    """IF against ε at a fixed time lag ([PAK19] Fig. 7 left: m = 50,000); ``counter`` as
+    for :func:`plan_pak` (None: the paper's tree bound)."""
     owner = "sweep_epsilon"
     arr = check_stream(stream, "stream", owner, bound=bound)
     (m,) = _time_lags(arr, [time_lag], owner)
     rows = []
     for eps in np.atleast_1d(np.asarray(epsilons, dtype=np.float64)):
         plan = plan_pak(
-            arr[:m], n=n, bound=bound, epsilon=float(eps), delta=delta, beta=beta, p_max=p_max
+            arr[:m],
+            n=n,
+            bound=bound,
+            epsilon=float(eps),
+            delta=delta,
+            beta=beta,
+            p_max=p_max,
+            counter=counter,
         )
         rows.append({"epsilon": float(eps), **plan.as_row()})
     return pd.DataFrame(rows)
@@ -111,11 +121,13 @@ def sweep_epsilon(
 def sweep_time_lag(
     stream: object, time_lags: object, *, n: int, bound: float, epsilon: float = 1.0,
     delta: float = 2.0**-20, beta: float = 0.02, p_max: float = 0.005,
+    counter: str | None = "auto",
 ) -> pd.DataFrame:  # fmt: skip
-    """IF against the time lag m at a fixed ε ([PAK19] Fig. 7 right: ε = 1)."""
+    """IF against the time lag m at a fixed ε ([PAK19] Fig. 7 right: ε = 1); ``counter`` as
+    for :func:`plan_pak` (None: the paper's tree bound)."""
     frame = pak_table(
         stream, time_lags, n=n, bound=bound, epsilon=epsilon, delta=delta, beta=beta,
-        p_max=p_max, full=True,
+        p_max=p_max, full=True, counter=counter,
     )  # fmt: skip
     frame.insert(0, "epsilon", float(epsilon))
     return frame
@@ -212,14 +224,16 @@ class PredictedVsRealised:
 
 def predicted_vs_realised(
     stream: object, *, bound: float, epsilon: float, delta: float, beta: float, time_lag: int,
-    p_max: float = 0.005, runs: int = 200, seed: int = 0,
+    p_max: float = 0.005, runs: int = 200, seed: int = 0, counter: str | None = "auto",
 ) -> PredictedVsRealised:  # fmt: skip
     """Plan on the first m values, run Mechanism 1 and plain BT ``runs`` times, compare.
 
     The realised error is |ĉ(σ, n) − c(σ, n)| at the last step (where the error is largest,
     §VII-A); its (1 − β)-quantile is compared with the predicted α of Eq. 16, and the realised
     outlier error Σ_i (σ(i) − min(σ(i), τ)) over the whole stream (prefix included, as the
-    release clips it too) with the second summand α_out ([PAK19] Figs. 9 and 11). Seeded runs
+    release clips it too) with the second summand α_out ([PAK19] Figs. 9 and 11). ``counter``
+    is the suffix counter of the plan and of Mechanism 1 (as for :func:`plan_pak`; None: the
+    paper's tree bound and BT); the baseline is always the paper's BT with B. Seeded runs
     (``seed``, ``seed + 1``, ...): an experiment, never a release.
     """
     owner = "predicted_vs_realised"
@@ -228,14 +242,19 @@ def predicted_vs_realised(
     seed = check_integer(seed, "seed", owner, minimum=0)
     m = check_integer(time_lag, "time_lag", owner, minimum=2, maximum=arr.size - 1)
     plan = plan_pak(
-        arr[:m], n=arr.size, bound=bound, epsilon=epsilon, delta=delta, beta=beta, p_max=p_max
-    )
+        arr[:m], n=arr.size, bound=bound, epsilon=epsilon, delta=delta, beta=beta, p_max=p_max,
+        counter=counter,
+    )  # fmt: skip
     truth = float(math.fsum(arr))
     params = plan.release_parameters()
     # Vectorised (the final sums only: popcount draws per run, not a whole tree), with the
-    # distribution of pak_release(...).prefix_sums[-1] (mechanisms.pak._final_sums).
+    # distribution of pak_release(...).prefix_sums[-1] (mechanisms.pak._final_sums); other
+    # counters run the whole release (seeded bits, one source for all runs).
     common = {"bound": bound, "epsilon": epsilon, "repetitions": runs}
-    if params.pop("threshold", True):
+    if params.get("counter") != "binary_tree":
+        finals, taus = _released_final_sums(arr, plan, m, runs, 2 * seed)
+    elif params.pop("threshold", True):
+        params.pop("counter")
         finals, taus = pak_final_sums(
             arr, delta=delta, time_lag=m, seed=2 * seed, **common, **params
         )
@@ -266,6 +285,24 @@ def predicted_vs_realised(
         coverage=float((frame["error_pak"] <= plan.error_bound).mean()),
         predicted_outlier=predicted_out,
     )
+
+
+def _released_final_sums(
+    arr: np.ndarray, plan: PakPlan, m: int, runs: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """c(σ, n) and τ of ``runs`` whole releases of Mechanism 1 with the plan's parameters."""
+    from mechanisms import pak_release
+    from mechanisms.core import bit_source
+
+    bits = bit_source(seed)
+    finals, taus = np.empty(runs), np.empty(runs)
+    for i in range(runs):
+        rel = pak_release(
+            arr, bound=plan.bound, epsilon=plan.epsilon, delta=plan.delta, time_lag=m,
+            seed=bits, **plan.release_parameters(),
+        )  # fmt: skip
+        finals[i], taus[i] = float(rel.prefix_sums[-1]), rel.threshold
+    return finals, taus
 
 
 def plot_predicted_vs_realised(result: PredictedVsRealised, path: str, *, title: str = "") -> None:

@@ -91,11 +91,13 @@ def _read_stream(path: str, time_column: str | None, column: str | None) -> pd.S
     return values.astype(np.float64)
 
 
-def _budget(method: str, eps: float, eps_t: float | None, delta: float) -> Budget:
+def _budget(
+    method: str, eps: float, eps_t: float | None, delta: float, counter: str = "auto"
+) -> Budget:
     """The release's whole (ε, δ), from public options only (checked before any work)."""
     if method == "tops":  # threshold on the first m steps, perturber on the rest: parallel
         return Budget(max(eps, eps if eps_t is None else eps_t))
-    if method == "pak":
+    if method == "pak" or (method == "bt" and counter == "smooth_binary"):
         return Budget(eps, delta)
     return Budget(eps)
 
@@ -122,7 +124,7 @@ def release_stream(
     delta = option_probability(options["delta"], "--delta", owner)
     option_int(options["fanout"], "--fanout", owner, minimum=2)
     unit = LocalDP() if method == "topl" else EventLevel()
-    budget = _budget(method, eps, eps_t, delta)
+    budget = _budget(method, eps, eps_t, delta, options.get("counter", "auto"))
     ledger = open_ledger(*ledger_args, budget=budget, unit=unit, command=owner)
     try:
         names = {"values": "INPUT", "x": "INPUT", "epsilon_perturb": "The '--epsilon' option"}
@@ -161,6 +163,7 @@ def _release_one(
         "fanout": options["fanout"] if method == "tops" else None,
         "smoother": options["smoother"] if method == "tops" else None,
     }
+    counter = options.get("counter", "auto")
     parameters = {key: val for key, val in parameters.items() if val is not None}
     preview = PrivacyRecord.from_guarantee(
         PrivacyGuarantee(unit=unit, budget=budget, proof=""),
@@ -202,6 +205,14 @@ def _release_one(
         )
         values, cumulative, m = rel.values, np.cumsum(rel.values), rel.time_lag
     elif method == "pak":
+        local = {"counter": counter}
+        if options.get("pak_parameters", "planned") == "planned":  # public inputs only
+            from planner import pak_defaults
+
+            local = pak_defaults(
+                n=x.size, bound=bound, epsilon=eps, delta=options["delta"], time_lag=lag,
+                counter=counter,
+            ).release_parameters()  # fmt: skip
         rel = mechanisms.pak_release(
             x,
             bound=bound,
@@ -210,21 +221,41 @@ def _release_one(
             time_lag=lag,
             seed=seed,
             ledger=ledger,
+            **local,
         )
+        parameters.update(
+            {k: getattr(rel.parameters, k) for k in ("r", "lam", "p", "eps1_share", "beta_lt")}
+        )
+        parameters["parameters"] = options.get("pak_parameters", "planned")
         m = rel.time_lag
         cumulative = rel.prefix_sums[m:] - rel.prefix_sums[m - 1]
         values = np.diff(cumulative, prepend=0.0)
+        parameters["counter"] = meta["counter"] = rel.counter.counter
         meta["pak"] = {
             "epsilon1": rel.epsilon1,
             "epsilon2": rel.epsilon2,
             "prefix_sum_at_lag": float(rel.prefix_sums[m - 1]),
         }
     else:
-        # binary_tree_release keeps no ledger: validate the stream, then charge, then draw.
+        # charged under this command's name: validate the stream, then charge, then draw.
         check_stream(x, "INPUT", owner, bound=bound)
         if ledger is not None:
             ledger.charge(budget, owner, unit=unit)
-        rel = mechanisms.binary_tree_release(x, epsilon=eps, bound=bound, seed=seed)
+        if counter == "binary_tree" or x.size < 2:  # the paper's BT
+            rel = mechanisms.binary_tree_release(x, epsilon=eps, bound=bound, seed=seed)
+            parameters["counter"] = meta["counter"] = "binary_tree"
+        else:  # a better counter over the whole stream: Mechanism 1 without threshold
+            rel = mechanisms.pak_release(
+                x,
+                bound=bound,
+                epsilon=eps,
+                delta=budget.delta,
+                time_lag=1,  # unused without the threshold (nothing withheld)
+                threshold=False,
+                seed=seed,
+                counter=counter,
+            )
+            parameters["counter"] = meta["counter"] = rel.counter.counter
         m, cumulative = 0, rel.prefix_sums
         values = np.diff(cumulative, prepend=0.0)
     budget = rel.guarantee.budget

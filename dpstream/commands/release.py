@@ -11,6 +11,7 @@ import click
 import pandas as pd
 
 from mechanisms import (
+    COUNTERS,
     SMOOTHERS,
     Budget,
     DomainError,
@@ -173,6 +174,23 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
     show_default=True,
     help="tops: smoother of the per-step values.",
 )
+@click.option(
+    "--counter",
+    type=click.Choice(("auto", *COUNTERS)),
+    default="auto",
+    show_default=True,
+    help="pak/bt: continual counter of the released sums; auto = the smallest exact variance "
+    "for the budget (public), binary_tree = the paper's BT.",
+)
+@click.option(
+    "--parameters",
+    "pak_parameters",
+    type=click.Choice(("planned", "paper")),
+    default="planned",
+    show_default=True,
+    help="pak: r, λ, p, ε₁/ε, β_lt planned from public inputs (planner.pak_defaults) or the "
+    "paper's Table I choices (r = 1.5, λ = 0.85, ε₁/ε = 0.85).",
+)
 @click.option("--column", help="tops/topl/pak/bt: INPUT's value column (default: the only one).")
 @click.option("--seed", type=int, help="Seed for experiments. Seeded output is NOT private.")
 @click.option(
@@ -214,6 +232,8 @@ def release(
     delta: float,
     fanout: int,
     smoother: str,
+    counter: str,
+    pak_parameters: str,
     column: str | None,
     seed: int | None,
     store_path: str | None,
@@ -286,6 +306,8 @@ def release(
             "delta": delta,
             "fanout": fanout,
             "smoother": smoother,
+            "counter": counter,
+            "pak_parameters": pak_parameters,
             "seed": seed,
         }
         from ._stream import release_stream

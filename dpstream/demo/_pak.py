@@ -50,7 +50,7 @@ _PLAN_COLUMNS = {
 }
 
 
-def _entries(config: DemoConfig, bound: float, m: int) -> list[ReleaseEntry]:
+def _entries(config: DemoConfig, bound: float, m: int, counter: str) -> list[ReleaseEntry]:
     """Privacy records of the stage's releases, from its public parameters (the planner's
     runs return errors, not release objects)."""
     common = {"unit": "event", "epsilon": config.epsilon, "bound": bound, "seeded": True}
@@ -58,7 +58,7 @@ def _entries(config: DemoConfig, bound: float, m: int) -> list[ReleaseEntry]:
         ("Mechanism 1", PrivacyRecord(
             delta=DELTA, mechanism="pak-mechanism-1",
             proof="[PAK19] §III-C (privacy of Mechanism 1)",
-            parameters={"time_lag": m, "beta": BETA}, **common)),
+            parameters={"time_lag": m, "beta": BETA, "counter": counter}, **common)),
         ("BT (binary tree with B)", PrivacyRecord(
             delta=0.0, mechanism="binary-tree", proof="[CSS11] binary mechanism, [DNPR10]",
             **common)),
@@ -105,6 +105,7 @@ def run_pak_stage(
     )
     summary = result.summary()
     plan = result.plan
+    counter = plan.counter or "binary_tree"
     plan_table = pd.DataFrame([{"time lag m": m, **plan.as_row()}]).drop(columns=["m"])
     plan_table = plan_table.rename(columns=_PLAN_COLUMNS)
     total = float(values.sum())  # the true final sum, to state the errors as a share of it
@@ -149,7 +150,9 @@ def run_pak_stage(
             f"gives {lag.criterion1:,}, criterion 2 gives {lag.criterion2:,}). The local "
             "parameters are then planned by minimising PAK Eq. 16 with scipy's TNC on the first "
             "m values: like the paper's Table I this reads the data, so it is an analysis; a "
-            "release would plan on public or already-released data.",
+            "release would plan on public or already-released data. The steps after m are "
+            f"counted with {counter.replace('_', ' ')} (the counter with the smallest exact "
+            "variance for this budget, chosen from public inputs; Eq. 16 uses its variance).",
             f"Over {format_number(config.pak_runs)} run(s), Mechanism 1's error at the last "
             "step (the running total of all n readings, in kW·min) is compared with the plan's "
             "prediction, and with BT (the binary tree with B). Errors are also given as a share "
@@ -184,10 +187,11 @@ def run_pak_stage(
     )
     key = {
         "pak_m": m,
+        "pak_counter": counter,
         "pak_predicted_IF": plan.improvement_factor,
         "pak_realised_IF_mean": summary["realised_IF_mean"],
         "pak_coverage": summary["coverage"],
         "pak_threshold_median": float(result.runs["threshold"].median()),
         "pak_error_share_of_total": float(result.realised_error_bound / total),
     }
-    return section, key, _entries(config, bound, m)
+    return section, key, _entries(config, bound, m, counter)

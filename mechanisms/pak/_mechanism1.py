@@ -7,6 +7,12 @@ Steps (Mechanism 1, with the threshold of §IV and r of §V-B):
 2. release c(σ, m) = Σ_{i ≤ m} min(σ(i), τ) with Laplace noise of scale τ/ε₂;
 3. for i = m+1..n clip σ(i) to τ and release the prefix sums with BT(ε, bound τ)
    (:func:`~mechanisms.binary_tree_release`), offset by the released c(σ, m).
+
+Step 3's counter is the one with the smallest exact variance for the budget by default
+(``counter="auto"``, issue 14: under pure ε the k-ary tree with negative digits and its
+least-squares estimate); ``counter="binary_tree"`` is the paper's protocol. The local
+parameters' defaults are the paper's Table I choices; :func:`planner.pak_defaults` chooses
+them from public inputs.
 """
 
 from __future__ import annotations
@@ -163,6 +169,7 @@ class PakRelease:
                 "r": params.r,
                 "noise": params.noise,
                 "threshold": params.threshold,
+                "counter": "binary_tree" if self.counter is None else self.counter.counter,
             },
             bound=self.bound,
             seeded=self.seeded,
@@ -237,7 +244,7 @@ def pak_release(
     noise: str = "laplace",
     threshold: bool = True,
     analysis: bool = False,
-    counter: str = "binary_tree",
+    counter: str = "auto",
 ) -> PakRelease | tuple[PakRelease, ThresholdAnalysis | None]:
     """Release every prefix sum after the time lag with PAK's Mechanism 1 ([PAK19] §III-C).
 
@@ -264,13 +271,15 @@ def pak_release(
         the noise scale; None for plain BT): private, for audits and experiments only.
     counter
         The continual counter of the suffix (:data:`mechanisms.counting.COUNTERS`):
-        ``"binary_tree"`` (the paper's BT, default), ``"binary_tree_online"`` /
+        ``"auto"`` (default): the one with the smallest exact variance at step n − m for this
+        (ε, δ) (:func:`~mechanisms.best_counter`, public inputs only; under pure ε it is the
+        k-ary tree with negative digits and its least-squares estimate), or
+        ``"binary_tree"`` (the paper's BT, [PAK19]'s protocol), ``"binary_tree_online"`` /
         ``"binary_tree_consistent"`` (the same noisy nodes, Honaker's / the least-squares
         estimate), ``"kary_tree"`` / ``"kary_tree_consistent"`` (k-ary tree with
         negative digits, its signed cover sums / least-squares estimate; pure ε),
-        ``"smooth_binary"`` (Gaussian, (ε, δ) from ρ-zCDP; needs δ > 0), or
-        ``"auto"``: the one with the smallest exact variance at step n − m for this (ε, δ)
-        (public inputs).
+        ``"smooth_binary"`` (Gaussian, (ε, δ) from ρ-zCDP; needs δ > 0). The record's
+        ``parameters["counter"]`` names the counter used.
 
     Returns
     -------

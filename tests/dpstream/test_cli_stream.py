@@ -12,6 +12,7 @@ from click.testing import CliRunner
 import mechanisms
 from dpstream.cli import cli, main
 from dpstream.commands.query import read_release, sidecar_path
+from planner import pak_defaults
 
 B = 20.0
 N, M = 3000, 1000
@@ -79,23 +80,62 @@ def test_pak_release_and_query_match_pak_range_sum(stream, tmp_path):
     out = tmp_path / "pak.parquet"
     args = ["release", "pak", str(path), "--bound", str(B), "--epsilon", "1"]
     _run([*args, "--time-lag", str(M), "--delta", "1e-6", "--seed", "4", "--out", str(out)])
-    rel = mechanisms.pak_release(x, bound=B, epsilon=1.0, delta=1e-6, time_lag=M, seed=4)
+    planned = pak_defaults(n=N, bound=B, epsilon=1.0, delta=1e-6, time_lag=M)
+    rel = mechanisms.pak_release(
+        x, bound=B, epsilon=1.0, delta=1e-6, time_lag=M, seed=4, **planned.release_parameters()
+    )
     got = _query(out, RANGES)
     assert np.allclose(got, [rel.range_sum(i, j) for i, j in RANGES], rtol=1e-9, atol=1e-6)
     meta = json.loads(sidecar_path(out).read_text())
     assert meta["delta"] == 1e-6 and meta["pak"]["prefix_sum_at_lag"] == rel.prefix_sums[M - 1]
+    recorded = meta["privacy"]["parameters"]
+    assert recorded["r"] == planned.r and recorded["eps1_share"] == planned.eps1_share
+    assert recorded["parameters"] == "planned"
+    # the paper's Table I choices stay reachable
+    paper = tmp_path / "paper.csv"
+    _run([*args, "--time-lag", str(M), "--delta", "1e-6", "--seed", "4", "--parameters", "paper",
+          "--out", str(paper)])  # fmt: skip
+    rel = mechanisms.pak_release(x, bound=B, epsilon=1.0, delta=1e-6, time_lag=M, seed=4)
+    assert np.allclose(_query(paper, RANGES), [rel.range_sum(i, j) for i, j in RANGES])
+    assert read_release(paper)[1]["privacy"]["parameters"]["r"] == 1.5
 
 
 def test_bt_releases_every_step(stream, tmp_path):
     path, x = stream
     out = tmp_path / "bt.csv"
     args = ["release", "bt", str(path), "--bound", str(B), "--epsilon", "1", "--seed", "5"]
-    _run([*args, "--out", str(out)])
+    _run([*args, "--counter", "binary_tree", "--out", str(out)])  # the paper's BT
     rel = mechanisms.binary_tree_release(x, epsilon=1.0, bound=B, seed=5)
     frame, meta = read_release(out)
-    assert len(frame) == N and meta["time_lag"] == 0
+    assert len(frame) == N and meta["time_lag"] == 0 and meta["counter"] == "binary_tree"
     got = _query(out, [(0, N - 1), (10, 20)])
     assert np.allclose(got, [rel.range_sum(0, N - 1), rel.range_sum(10, 20)], rtol=1e-9)
+
+
+def test_bt_and_pak_use_the_best_counter_by_default(stream, tmp_path):
+    path, x = stream
+    out = tmp_path / "bt.csv"
+    args = ["release", "bt", str(path), "--bound", str(B), "--epsilon", "1", "--seed", "5"]
+    _run([*args, "--out", str(out)])
+    rel = mechanisms.pak_release(
+        x, bound=B, epsilon=1.0, delta=0.0, time_lag=1, threshold=False, seed=5
+    )
+    best = mechanisms.best_counter(N, epsilon=1.0, bound=B)
+    assert rel.counter.counter == best != "binary_tree"
+    frame, meta = read_release(out)
+    assert meta["counter"] == best and meta["privacy"]["parameters"]["counter"] == best
+    assert meta["delta"] == 0.0
+    got = _query(out, [(0, N - 1), (10, 20)])
+    assert np.allclose(got, [rel.range_sum(0, N - 1).estimate, rel.range_sum(10, 20).estimate])
+    out = tmp_path / "pak.csv"
+    args = ["release", "pak", str(path), "--bound", str(B), "--epsilon", "1", "--seed", "4"]
+    _run([*args, "--time-lag", str(M), "--delta", "1e-6", "--out", str(out)])
+    meta = read_release(out)[1]
+    assert meta["counter"] == mechanisms.best_counter(N - M, epsilon=1.0, bound=1.0, delta=1e-6)
+    out = tmp_path / "pak_bt.csv"
+    _run([*args, "--time-lag", str(M), "--delta", "1e-6", "--counter", "binary_tree"]
+         + ["--parameters", "paper", "--out", str(out)])  # fmt: skip
+    assert read_release(out)[1]["privacy"]["parameters"]["counter"] == "binary_tree"
 
 
 def test_topl_release_and_query(stream, tmp_path):

@@ -219,7 +219,9 @@ def test_counter_validation_names_the_rule():
 
 def test_pak_release_through_each_counter():
     x = np.random.default_rng(3).uniform(0, 10, 6000)
-    base = pak_release(x, bound=10.0, epsilon=1.0, delta=1e-6, time_lag=2000, seed=4)
+    base = pak_release(
+        x, bound=10.0, epsilon=1.0, delta=1e-6, time_lag=2000, seed=4, counter="binary_tree"
+    )
     for counter in COUNTERS:
         rel = pak_release(
             x, bound=10.0, epsilon=1.0, delta=1e-6, time_lag=2000, seed=4, counter=counter
@@ -267,7 +269,7 @@ def test_planner_follows_the_counter():
 
     x = np.random.default_rng(6).exponential(2.0, 20000).clip(0, 50)
     kw = dict(n=200_000, bound=50.0, epsilon=1.0, delta=2.0**-20, beta=0.02)
-    paper = plan_pak(x, **kw)
+    paper = plan_pak(x, counter=None, **kw)
     tree = plan_pak(x, counter="binary_tree", **kw)
     cons = plan_pak(x, counter="binary_tree_consistent", **kw)
     smooth = plan_pak(x, counter="smooth_binary", **kw)

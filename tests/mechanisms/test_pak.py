@@ -34,7 +34,11 @@ def _stream(seed: int = 0, n: int = 20_000) -> np.ndarray:
     return np.random.default_rng(seed).exponential(1.0, n).clip(0, B)
 
 
-KW = {"bound": B, "epsilon": 1.0, "delta": DELTA, "time_lag": 5000, "p": 0.05}
+# the paper's protocol: BT on the suffix (the default counter is "auto", tested below)
+KW = {
+    "bound": B, "epsilon": 1.0, "delta": DELTA, "time_lag": 5000, "p": 0.05,
+    "counter": "binary_tree",
+}  # fmt: skip
 
 
 # -- structure ---------------------------------------------------------------------------------
@@ -200,3 +204,41 @@ def test_bad_input_raises_before_any_draw_or_charge(change, error):
     assert ledger.charges == ()
     if isinstance(args["ledger"], BudgetLedger):
         assert args["ledger"].charges == ()
+
+
+# -- the default counter (issue 14): the best for the unit, named in the record ---------------
+
+
+def test_default_counter_is_the_best_for_the_unit_and_the_record_names_it():
+    from mechanisms import best_counter, counter_variance
+
+    x = _stream()
+    kw = {k: v for k, v in KW.items() if k != "counter"}
+    rel = pak_release(x, **kw, seed=12)
+    best = best_counter(15_000, epsilon=1.0, bound=1.0, delta=DELTA)
+    assert best == "kary_tree_consistent"  # pure-ε k-ary tree + least squares beats δ's Gaussian
+    assert rel.counter.counter == best and rel.tree is None
+    assert rel.privacy.parameters["counter"] == best
+    paper = pak_release(x, **KW, seed=12)
+    assert paper.privacy.parameters["counter"] == "binary_tree"
+    assert rel.threshold == paper.threshold  # the prefix part draws the same bits first
+    exact = counter_variance(best, 15_000, epsilon=1.0, bound=rel.threshold)
+    np.testing.assert_allclose(rel.variance[5000:], rel.prefix_noise.variance + exact)
+    assert rel.variance[-1] < paper.variance[-1] / 3
+    plain = pak_release(x, **dict(kw, delta=0.0), threshold=False, seed=12)
+    assert plain.counter.counter == best_counter(20_000, epsilon=1.0, bound=1.0)
+    assert plain.privacy.parameters["counter"] == plain.counter.counter
+    assert plain.guarantee.budget == Budget(1.0, 0.0)
+
+
+@pytest.mark.statistical
+def test_default_counter_variance_matches_the_noise_given_tau():
+    # All-zero stream (no clipping bias): the default counter's stated variance is the noise's
+    x = np.zeros(3000)
+    kw = {k: v for k, v in KW.items() if k != "counter"}
+    z2 = []
+    for s in range(400):
+        rel = pak_release(x, **dict(kw, time_lag=1500), seed=s)
+        z2.append(rel.prefix_sums[-1] ** 2 / rel.variance[-1])
+    assert rel.counter.counter != "binary_tree"
+    assert np.mean(z2) == pytest.approx(1.0, abs=0.3)

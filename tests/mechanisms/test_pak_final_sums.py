@@ -10,6 +10,7 @@ from mechanisms import pak_release
 from mechanisms.pak._final_sums import pak_final_sums
 
 PARAMS = {"bound": 10.0, "epsilon": 1.0, "delta": 1e-6, "time_lag": 2000}
+BT = {"counter": "binary_tree"}  # pak_final_sums draws the paper's protocol (BT on the suffix)
 
 
 def _stream(n=6000, seed=0):
@@ -28,7 +29,7 @@ class ZeroNoise:
 
 def test_zero_noise_final_sum_equals_the_full_release_exactly():
     xs = _stream()
-    rel = pak_release(xs, seed=ZeroNoise(), **PARAMS)
+    rel = pak_release(xs, seed=ZeroNoise(), **PARAMS, **BT)
     finals, taus = pak_final_sums(xs, repetitions=3, seed=ZeroNoise(), **PARAMS)
     assert np.all(taus == rel.threshold)
     assert np.all(finals == rel.prefix_sums[-1])
@@ -38,7 +39,7 @@ def test_zero_noise_final_sum_equals_the_full_release_exactly():
 def test_same_distribution_as_full_releases():
     xs = _stream(seed=1)
     full = np.array(
-        [pak_release(xs, seed=1000 + i, **PARAMS).prefix_sums[-1] for i in range(300)]
+        [pak_release(xs, seed=1000 + i, **PARAMS, **BT).prefix_sums[-1] for i in range(300)]
     )
     fast, taus = pak_final_sums(xs, repetitions=3000, seed=7, **PARAMS)
     assert stats.ks_2samp(full, fast).pvalue > 1e-4

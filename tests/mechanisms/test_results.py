@@ -73,7 +73,9 @@ def test_std_errors_of_laplace_pak_and_topl():
     x = _stream()
     lap = laplace_prefix_sums(x, epsilon=1.0, bound=B, seed=1)
     assert lap.range_sum(3, 12).std_error == pytest.approx(math.sqrt(10 * lap.noise.variance))
-    pak = pak_release(x, bound=B, epsilon=1.0, delta=1e-6, time_lag=1000, seed=2)
+    pak = pak_release(
+        x, bound=B, epsilon=1.0, delta=1e-6, time_lag=1000, seed=2, counter="binary_tree"
+    )
     assert pak.range_sum(1000, 1000).std_error == pytest.approx(
         math.sqrt(pak.tree.noise.variance)
     )

@@ -10,7 +10,11 @@ from planner import BETA_KEYS, PakPlan, plan_pak, quantile_failure_probability
 
 N_TRIPS = 25_000_000
 BOUND = 1440.0
-PAPER = {"n": N_TRIPS, "bound": BOUND, "epsilon": 1.0, "delta": 2.0**-20, "beta": 0.02}
+# the paper's protocol (Table I): Eq. 16 with the tree bound, released with the paper's BT
+PAPER = {
+    "n": N_TRIPS, "bound": BOUND, "epsilon": 1.0, "delta": 2.0**-20, "beta": 0.02,
+    "counter": None,
+}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +30,9 @@ def test_if_is_one_when_m_is_too_small(plans):
     assert (plan.r, plan.lam, plan.p, plan.eps1_share) == (1.0, 1.0, 0.005, 0.0)
     assert plan.beta_shares == {"qt": 0.0, "lt": 0.0, "lap": 1.0, "out": 0.0, "rt": 0.0}
     assert plan.terms is not None and plan.terms.error_bound >= plan.baseline_error_bound
-    assert plan.release_parameters() == {"threshold": False, "noise": "laplace"}
+    assert plan.release_parameters() == {
+        "threshold": False, "noise": "laplace", "counter": "binary_tree"
+    }  # fmt: skip
 
 
 def test_table_i_trend_if_grows_with_m(plans):

@@ -21,7 +21,7 @@ COLUMNS = ["m", "IF", "r", "λ", "p", "ε₁/ε", "β_qt/β", "β_lt/β", "β_la
 
 
 def test_table_has_the_columns_of_table_i(trips):
-    table = pak_table(trips, [10_000, 50_000], n=N_TRIPS, bound=BOUND)
+    table = pak_table(trips, [10_000, 50_000], n=N_TRIPS, bound=BOUND, counter=None)
     assert list(table.columns) == COLUMNS
     assert table["IF"].tolist()[0] == 1.0 and table["IF"].tolist()[1] > 1.0
     shares = table[[c for c in COLUMNS if c.startswith("β")]].sum(axis=1)
@@ -34,8 +34,9 @@ def test_table_refuses_time_lags_beyond_the_prefix(trips):
 
 
 def test_sweeps_and_plot(trips, tmp_path):
-    eps = sweep_epsilon(trips, [0.5, 2.0], time_lag=50_000, n=N_TRIPS, bound=BOUND)
-    lags = sweep_time_lag(trips, [10_000, 50_000], n=N_TRIPS, bound=BOUND)
+    # Fig. 7 with the paper's protocol (tree bound)
+    eps = sweep_epsilon(trips, [0.5, 2.0], time_lag=50_000, n=N_TRIPS, bound=BOUND, counter=None)
+    lags = sweep_time_lag(trips, [10_000, 50_000], n=N_TRIPS, bound=BOUND, counter=None)
     assert eps["epsilon"].tolist() == [0.5, 2.0] and (eps["IF"] >= 1.0).all()
     assert lags["IF"].is_monotonic_increasing
     out = tmp_path / "fig7.png"

@@ -52,6 +52,7 @@ PARAMS = {
     "beta_lt": 0.05,
     "r": 1.0,
     "eps1_share": 0.5,
+    "counter": "binary_tree",  # the paper's protocol: the statistics read the BT's nodes
 }
 EPS2 = EPSILON * (1 - PARAMS["eps1_share"])
 LATE = (M + 1, N)
@@ -271,3 +272,46 @@ def test_pak_audit_slow_suffix_scale_halved():
     out_dp = run_pak(neighbour(i), N_SLOW, seed=4, variant="tree-eps-x2")
     weak = audit_samples(suffix_llr(out_d, i, d), suffix_llr(out_dp, i, d), delta=DELTA)
     assert not weak.passes(EPSILON), weak
+
+
+# -- the default counter (issue 14): the suffix through the best counter ----------------------
+
+DEFAULT = {k: v for k, v in PARAMS.items() if k != "counter"}  # counter="auto"
+
+
+def _first_suffix_step(values: np.ndarray, runs: int, seed: int, factor: float = 1.0):
+    """Released σ̂(m + 1)/τ of ``runs`` default-counter releases (ε × ``factor`` on the
+    suffix counter: ``factor`` > 1 is the under-noised twin)."""
+    from mechanisms.counting import _kary
+
+    bits = bit_source(np.random.SeedSequence([seed, int(values.sum() * 64)]))
+    out = np.empty(runs)
+    real = _kary.kary_noise
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_cached_calibration())
+        mp = stack.enter_context(pytest.MonkeyPatch.context())
+        mp.setattr(
+            _kary, "kary_noise",
+            lambda n, *, epsilon, bound, fanout: real(
+                n, epsilon=epsilon * factor, bound=bound, fanout=fanout
+            ),
+        )  # fmt: skip
+        for r in range(runs):
+            rel = pak_release(values, seed=bits, **DEFAULT)
+            out[r] = (rel.prefix_sums[M] - rel.prefix_sums[M - 1]) / rel.threshold
+    assert rel.counter.counter.startswith("kary_tree")
+    return out
+
+
+@pytest.mark.statistical
+def test_pak_audit_default_counter_late_step_passes_and_an_under_noised_twin_fails():
+    # D: σ(m + 1) = 0; D': σ(m + 1) = B, clipped to τ: the released first suffix step moves by
+    # τ through the default (k-ary) counter, loss ≤ ε. With the counter's ε × 4 it must fail.
+    d, d_prime = base_stream(), neighbour(M + 1)
+    runs = 6000
+    x = _first_suffix_step(d, runs, 21)
+    y = _first_suffix_step(d_prime, runs, 22)
+    assert audit_samples(x, y, delta=DELTA).passes(EPSILON)
+    x = _first_suffix_step(d, runs, 23, factor=4.0)
+    y = _first_suffix_step(d_prime, runs, 24, factor=4.0)
+    assert not audit_samples(x, y, delta=DELTA).passes(EPSILON)
