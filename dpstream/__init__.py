@@ -16,6 +16,7 @@ _LAZY = {
     "release_laplace": "dpstream.pipelines",
     "release_pegasus": "dpstream.pipelines",
     "release_optstream": "dpstream.pipelines",
+    "release_pak": "dpstream.pipelines",
     # bundled real datasets (dpstream/data, see its README.md for sources and licences)
     **{
         name: "dpstream.datasets"
@@ -74,7 +75,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         retail_stream,
         simbench_hierarchy,
     )
-    from .pipelines import release_dft, release_laplace, release_optstream, release_pegasus  # noqa: F401
+    from .pipelines import (  # noqa: F401
+        release_dft,
+        release_laplace,
+        release_optstream,
+        release_pak,
+        release_pegasus,
+    )
     from .store import ReleaseStore  # noqa: F401
 
 __version__ = "0.1.0"

@@ -205,23 +205,18 @@ def _release_one(
         )
         values, cumulative, m = rel.values, np.cumsum(rel.values), rel.time_lag
     elif method == "pak":
-        local = {"counter": counter}
-        if options.get("pak_parameters", "planned") == "planned":  # public inputs only
-            from planner import pak_defaults
+        from ..pipelines import release_pak  # planned from public inputs, or Table I
 
-            local = pak_defaults(
-                n=x.size, bound=bound, epsilon=eps, delta=options["delta"], time_lag=lag,
-                counter=counter,
-            ).release_parameters()  # fmt: skip
-        rel = mechanisms.pak_release(
+        rel = release_pak(
             x,
             bound=bound,
             epsilon=eps,
             delta=options["delta"],
             time_lag=lag,
+            parameters=options.get("pak_parameters", "planned"),
+            counter=counter,
             seed=seed,
             ledger=ledger,
-            **local,
         )
         parameters.update(
             {k: getattr(rel.parameters, k) for k in ("r", "lam", "p", "eps1_share", "beta_lt")}
