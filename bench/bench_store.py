@@ -80,6 +80,12 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _usage() -> tuple[float, float]:
+    """(peak resident MiB, CPU seconds user + system) of the calling process."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_maxrss / 1024, r.ru_utime + r.ru_stime
+
+
 def scale_tree(n: int) -> dict[str, list[str]]:
     """national -> regions -> substations of 100 -> feeders (bench_hierarchy's shape)."""
     from bench_hierarchy import four_level_hierarchy
@@ -131,13 +137,15 @@ def run_scale(n: int, path: str, engine: str, store_path: str) -> dict:
             n_workers=2,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",
             silence_logs=logging.ERROR,
         )
         client = Client(cluster)
         scheduler = cluster.scheduler_address
         out["startup_s"] = time.perf_counter() - t0
     try:
+        before = {} if client is None else client.run(_usage)
+        cpu0 = _usage()[1]
         with dpstream.ReleaseStore(store_path) as store:
             t0 = time.perf_counter()
             ords = release_parquet_to_store(
@@ -147,15 +155,16 @@ def run_scale(n: int, path: str, engine: str, store_path: str) -> dict:
             out["periods"] = len(store.ordinals())
             assert out["periods"] == len(ords)
         if client is not None:
-            peaks = client.run(
-                lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            )
-            out["worker_mib"] = sorted(peaks.values())
+            after = client.run(_usage)
+            out["worker_mib"] = sorted(u[0] for u in after.values())
+            out["worker_cpu_s"] = [after[a][1] - before.get(a, (0, 0))[1] for a in after]
     finally:
         if client is not None:
             client.close()
             cluster.close()
-    out["client_mib"] = _rss_mib()
+    out["client_mib"], cpu1 = _usage()
+    out["client_cpu_s"] = cpu1 - cpu0
+    out["cpu_s"] = out["client_cpu_s"] + sum(out.get("worker_cpu_s", []))
     return out
 
 
@@ -177,9 +186,9 @@ def scale(configs: list[str], out: str, workdir: str) -> None:
         f.write(
             f"\n## Run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} "
             f"({os.cpu_count()} cores, shared)\n\n"
-            "| feeders | nodes | days | engine | wall s | s/day | Dask start-up s | "
-            "peak MiB client | peak MiB per worker | input MB |\n"
-            "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n"
+            "| feeders | nodes | days | engine | wall s | s/day | release CPU s, all processes | "
+            "Dask start-up s | peak MiB client | peak MiB per worker | input MB |\n"
+            "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n"
         )
     for cfg in configs:
         n, days = (int(x) for x in cfg.lower().split("x"))
@@ -198,12 +207,13 @@ def scale(configs: list[str], out: str, workdir: str) -> None:
             rows.append(r)
             print(cfg, r, flush=True)
             if "error" in r:
-                line = f"| {n:,} | {nodes:,} | {days} | {engine} | failed: {r['error']} |||||\n"
+                line = f"| {n:,} | {nodes:,} | {days} | {engine} | failed: {r['error']} ||||||\n"
             else:
                 workers = " / ".join(f"{m:.0f}" for m in r.get("worker_mib", [])) or "-"
                 line = (
                     f"| {n:,} | {nodes:,} | {days} | {engine} | {r['wall_s']:.1f} | "
-                    f"{r['wall_s'] / days:.2f} | {r.get('startup_s', float('nan')):.1f} | "
+                    f"{r['wall_s'] / days:.2f} | {r['cpu_s']:.0f} | "
+                    f"{r.get('startup_s', float('nan')):.1f} | "
                     f"{r['client_mib']:.0f} | {workers} | {mb:.0f} |\n"
                 )
             with md.open("a") as f:
@@ -212,21 +222,23 @@ def scale(configs: list[str], out: str, workdir: str) -> None:
     ok = [r for r in rows if "error" not in r]
     lines = []
     for n, days in {(r["feeders"], r["days"]) for r in ok}:
-        pair = {r["engine"]: r["wall_s"] for r in ok if (r["feeders"], r["days"]) == (n, days)}
+        pair = {r["engine"]: r for r in ok if (r["feeders"], r["days"]) == (n, days)}
         if len(pair) == 2:
             lines.append(
-                f"- {n:,} x {days} days: Dask x2 / single process = "
-                f"{pair['dask'] / pair['local']:.2f}"
+                f"- {n:,} x {days} days: Dask x2 / single process: wall "
+                f"{pair['dask']['wall_s'] / pair['local']['wall_s']:.2f}, CPU "
+                f"{pair['dask']['cpu_s'] / pair['local']['cpu_s']:.2f}"
             )
     for engine in ("local", "dask"):
-        month = [(r["feeders"], r["wall_s"]) for r in ok if r["engine"] == engine and r["days"] == 30]
+        month = [r for r in ok if r["engine"] == engine and r["days"] == 30]
         if len(month) >= 2:
-            x, y = np.log([m[0] for m in month]), np.log([m[1] for m in month])
-            slope = np.polyfit(x, y, 1)[0]
-            lines.append(
-                f"- fitted growth exponent of wall time in leaves ({engine}, one month, "
-                f"{len(month)} sizes): {slope:.2f}"
-            )
+            x = np.log([r["feeders"] for r in month])
+            for key in ("wall_s", "cpu_s"):
+                slope = np.polyfit(x, np.log([r[key] for r in month]), 1)[0]
+                lines.append(
+                    f"- fitted growth exponent of {key[:-2]} time in leaves ({engine}, one "
+                    f"month, {len(month)} sizes): {slope:.2f}"
+                )
     with md.open("a") as f:
         f.write("\n" + "\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -248,7 +260,7 @@ def main() -> None:
     if args.gen:
         t0 = time.perf_counter()
         write_feeders(int(args.gen[0]), int(args.gen[1]), args.gen[2])
-        print(json.dumps({"gen_s": time.perf_counter() - t0, "gen_mib": _rss_mib()}))
+        print(json.dumps({"gen_s": time.perf_counter() - t0, "gen_mib": _usage()[0]}))
         return
     if args.run:
         print(json.dumps(run_scale(int(args.run[0]), args.run[1], args.run[2], args.run[3])))
