@@ -180,18 +180,6 @@ def test_a_charged_period_without_values_is_released_under_its_charge(tmp_path):
         assert store.ledger.spent(1) == 1.0
 
 
-def test_k_auto_plans_on_the_released_history(tmp_path):
-    frame = loads(3)
-    with ReleaseStore(tmp_path / "s.db") as store:
-        store.release_optstream(frame.iloc[:48], epsilon=1.0, alpha=5.0, hierarchy=H, k="auto")
-        store.release_optstream(frame, epsilon=1.0, alpha=5.0, hierarchy=H, k="auto")
-        plans = store.periods()
-    assert plans["planned_on"].tolist()[0].startswith("default")
-    assert plans["planned_on"].tolist()[1] == "1 released period(s)"
-    assert plans["predicted"].notna().tolist() == [False, True, True]
-    assert set(plans["k"]) <= set(range(1, 49))
-
-
 def test_a_file_that_is_not_a_store_is_refused(tmp_path):
     other = tmp_path / "notes.db"
     other.write_text("not a database, just text " * 100)
