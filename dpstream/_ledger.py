@@ -39,13 +39,11 @@ from mechanisms import (
     BudgetExceededError,
     BudgetLedger,
     Charge,
-    EventLevel,
-    LocalDP,
     ParameterError,
     PrivacyUnit,
-    WAlphaIndistinguishability,
-    WEvent,
 )
+
+from ._units_json import _describe, unit_from_json, unit_to_json
 
 __all__ = [
     "CHARGES_TABLE",
@@ -100,43 +98,6 @@ def _period_of(label: str) -> int | None:
         if head.lstrip("-").isdigit():
             return int(head)
     return None
-
-
-def unit_to_json(unit: PrivacyUnit | None) -> str:
-    """A privacy unit as a short JSON text (the file's representation)."""
-    if unit is None:
-        return json.dumps(None)
-    if isinstance(unit, WAlphaIndistinguishability):
-        data = {"kind": "(w, alpha)", "w": unit.w, "alpha": unit.alpha}
-    elif isinstance(unit, WEvent):
-        data = {"kind": "w-event", "w": unit.w}
-    elif isinstance(unit, EventLevel):
-        data = {"kind": "event"}
-    elif isinstance(unit, LocalDP):
-        data = {"kind": "local"}
-    else:
-        raise ParameterError(
-            f"The 'unit' parameter of {_OWNER} must be a PrivacyUnit (EventLevel(), WEvent(w), "
-            f"WAlphaIndistinguishability(w, alpha), LocalDP()). Got {unit!r} instead."
-        )
-    return json.dumps(data, sort_keys=True)
-
-
-def unit_from_json(text: str) -> PrivacyUnit | None:
-    """Inverse of :func:`unit_to_json`."""
-    data = json.loads(text)
-    if data is None:
-        return None
-    kind = data["kind"]
-    if kind == "(w, alpha)":
-        return WAlphaIndistinguishability(w=int(data["w"]), alpha=float(data["alpha"]))
-    if kind == "w-event":
-        return WEvent(w=int(data["w"]))
-    if kind == "event":
-        return EventLevel()
-    if kind == "local":
-        return LocalDP()
-    raise ValueError(kind)
 
 
 class SQLiteLedger(BudgetLedger):
@@ -446,7 +407,3 @@ def _rollback(con: sqlite3.Connection) -> None:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _describe(unit: PrivacyUnit | None) -> str:
-    return "any privacy unit" if unit is None else unit.describe()
