@@ -28,8 +28,10 @@ process so that ``ru_maxrss`` is the run's own peak: ``release_parquet_to_store`
 ``engine="dask"`` on a ``LocalCluster`` of 2 single-threaded worker processes (each worker
 reads its day from the Parquet file by a filter on ``ds``; the client never holds a day's
 values). Reported per run: wall time of the release (the Dask cluster's start-up separately),
-peak resident memory of the client process and of each worker (``resource.getrusage`` run in
-the workers by ``Client.run``). k = 10 fixed ("l1" sampler, default "variance" weights):
+CPU seconds (user + system) the release took in every process (client, scheduler thread and
+workers: ``resource.getrusage`` before and after, in the workers through ``Client.run``) --
+the fair measure on a machine whose 2 cores are shared -- and the peak resident memory of the
+client process and of each worker. k = 10 fixed ("l1" sampler, default "variance" weights):
 the in-stream planner (k="auto") builds a dense (nodes x nodes) hierarchy matrix, so it does
 not run at 10^4-10^5 nodes. Rows are appended to ``--out`` as each run finishes; the fitted
 growth exponent of wall time in leaves (least squares on logs, the one-month rows) at the end.
