@@ -187,3 +187,25 @@ def test_a_file_that_is_not_a_store_is_refused(tmp_path):
         ReleaseStore(other)
     with pytest.raises(ParameterError, match="existing directory"):
         ReleaseStore(tmp_path / "missing" / "s.db")
+
+
+def test_a_store_of_an_older_schema_is_refused_untouched(tmp_path):
+    path = tmp_path / "v1.db"
+    con = sqlite3.connect(path)
+    con.executescript(
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO meta VALUES ('schema_version', '1');
+        CREATE TABLE periods (ordinal INTEGER PRIMARY KEY, start TEXT NOT NULL,
+            n_steps INTEGER NOT NULL, plan TEXT NOT NULL, seeded INTEGER NOT NULL,
+            released_at TEXT NOT NULL, data BLOB NOT NULL);
+        """
+    )
+    con.commit()
+    con.close()
+    with pytest.raises(ParameterError, match="schema version 1.*new store"):
+        ReleaseStore(path)
+    con = sqlite3.connect(path)
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    con.close()
+    assert "charges" not in tables  # nothing created in the old store
