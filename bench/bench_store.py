@@ -132,16 +132,20 @@ def run_scale(n: int, path: str, engine: str, store_path: str) -> dict:
     if engine == "dask":
         import logging
 
+        import dask
         from distributed import Client, LocalCluster
 
+        from dpstream.engine._run import worker_environ
+
         t0 = time.perf_counter()
-        cluster = LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            silence_logs=logging.ERROR,
-        )
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ()}):
+            cluster = LocalCluster(  # as dpstream's engine makes it (no MALLOC_TRIM_THRESHOLD_)
+                n_workers=2,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                silence_logs=logging.ERROR,
+            )
         client = Client(cluster)
         scheduler = cluster.scheduler_address
         out["startup_s"] = time.perf_counter() - t0
