@@ -184,7 +184,7 @@ def _child(args: list[str]) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def scale(configs: list[str], out: str, workdir: str) -> None:
+def scale(configs: list[str], out: str, workdir: str, engines=("local", "dask")) -> None:
     """The scale table (module notes), one row appended per finished run."""
     rows = []
     md = Path(out)
@@ -204,7 +204,7 @@ def scale(configs: list[str], out: str, workdir: str) -> None:
         gen = _child(["--gen", str(n), str(days), path])
         print(f"{cfg}: input written in {time.perf_counter() - t0:.0f} s {gen}", flush=True)
         mb = Path(path).stat().st_size / 1e6 if Path(path).exists() else float("nan")
-        for engine in ("local", "dask"):
+        for engine in engines:
             store = f"{workdir}/store_{n}x{days}_{engine}.db"
             Path(store).unlink(missing_ok=True)
             r = _child(["--run", str(n), path, engine, store])
@@ -260,6 +260,7 @@ def main() -> None:
     )
     parser.add_argument("--out", default="docs/results/store_scale.md")
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--engines", nargs="*", default=["local", "dask"])
     parser.add_argument("--gen", nargs=3, default=None)
     parser.add_argument("--run", nargs=4, default=None)
     args = parser.parse_args()
@@ -273,7 +274,7 @@ def main() -> None:
         return
     if args.scale:
         with tempfile.TemporaryDirectory(dir=args.workdir) as d:
-            scale(args.configs, args.out, d)
+            scale(args.configs, args.out, d, tuple(args.engines))
         return
     frame = feeders(args.feeders, args.days)
     tree = {"national": list(frame.columns)}
