@@ -12,29 +12,47 @@ last ε), committed before the release draws any noise. A release killed after i
 the charge (nothing is released without it), and a charge never half-exists: SQLite's rollback
 journal makes the commit atomic. Standard library ``sqlite3`` only (DB-API habits: one
 connection, parameterised SQL, the schema version stored in the file).
+
+One implementation for both ledgers of dpstream (issue 15 §2). A charge may belong to a
+*period* (the release store's key of a released w-period): the spend of a period is its own
+charges plus every charge tied to no period, and every period's spend must stay within the
+total ([FV19] §5.1; Kellaris et al. 2014 Thm. 3: a stream released period by period, every
+window of w steps within ε, is w-event ε-private however many periods follow). Charges tied to
+no period compose sequentially with everything (Dwork and Roth 2014, Thm. 3.16), so a ledger
+file whose charges carry no period -- every ``--ledger`` file -- is the plain sequential
+accountant. :class:`dpstream.store.StoreLedger` is this class on the release store's own
+connection and ``charges`` table (:meth:`SQLiteLedger.on_connection`).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 
 from mechanisms import (
     Budget,
+    BudgetExceededError,
     BudgetLedger,
     Charge,
-    EventLevel,
-    LocalDP,
     ParameterError,
     PrivacyUnit,
-    WAlphaIndistinguishability,
-    WEvent,
 )
 
-__all__ = ["SCHEMA_VERSION", "SQLiteLedger", "unit_from_json", "unit_to_json"]
+from ._units_json import _describe, unit_from_json, unit_to_json
+
+__all__ = [
+    "CHARGES_TABLE",
+    "SCHEMA_VERSION",
+    "SQLiteLedger",
+    "transaction",
+    "unit_from_json",
+    "unit_to_json",
+]
 
 #: Version of the file's tables; stored in the file, checked on open.
 SCHEMA_VERSION = 1
@@ -43,49 +61,43 @@ _OWNER = "SQLiteLedger"
 #: Seconds a charge waits for another process's charge to commit.
 _LOCK_TIMEOUT = 30.0
 
+#: The charges table of every dpstream ledger (a ledger file's, a release store's).
+CHARGES_TABLE = (
+    "CREATE TABLE IF NOT EXISTS charges ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT, period INTEGER, label TEXT NOT NULL,"
+    " epsilon REAL NOT NULL, delta REAL NOT NULL, unit TEXT NOT NULL, created TEXT NOT NULL)"
+)
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS charges ("
-    " id INTEGER PRIMARY KEY AUTOINCREMENT, label TEXT NOT NULL,"
-    " epsilon REAL NOT NULL, delta REAL NOT NULL, unit TEXT NOT NULL, created TEXT NOT NULL)",
+    CHARGES_TABLE,
 )
+_PREFIX = "period "
 
 
-def unit_to_json(unit: PrivacyUnit | None) -> str:
-    """A privacy unit as a short JSON text (the file's representation)."""
-    if unit is None:
-        return json.dumps(None)
-    if isinstance(unit, WAlphaIndistinguishability):
-        data = {"kind": "(w, alpha)", "w": unit.w, "alpha": unit.alpha}
-    elif isinstance(unit, WEvent):
-        data = {"kind": "w-event", "w": unit.w}
-    elif isinstance(unit, EventLevel):
-        data = {"kind": "event"}
-    elif isinstance(unit, LocalDP):
-        data = {"kind": "local"}
-    else:
-        raise ParameterError(
-            f"The 'unit' parameter of {_OWNER} must be a PrivacyUnit (EventLevel(), WEvent(w), "
-            f"WAlphaIndistinguishability(w, alpha), LocalDP()). Got {unit!r} instead."
-        )
-    return json.dumps(data, sort_keys=True)
+@contextmanager
+def transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception) on a connection opened
+    with ``isolation_level=None``: the write lock is taken before anything is read."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        yield con
+    except BaseException:
+        _rollback(con)
+        raise
+    con.execute("COMMIT")
 
 
-def unit_from_json(text: str) -> PrivacyUnit | None:
-    """Inverse of :func:`unit_to_json`."""
-    data = json.loads(text)
-    if data is None:
-        return None
-    kind = data["kind"]
-    if kind == "(w, alpha)":
-        return WAlphaIndistinguishability(w=int(data["w"]), alpha=float(data["alpha"]))
-    if kind == "w-event":
-        return WEvent(w=int(data["w"]))
-    if kind == "event":
-        return EventLevel()
-    if kind == "local":
-        return LocalDP()
-    raise ValueError(kind)
+def _label(period: int | None, label: str) -> str:
+    """A charge's in-memory label: the period (if any) rides in front of it."""
+    return label if period is None else f"{_PREFIX}{int(period)}: {label}"
+
+
+def _period_of(label: str) -> int | None:
+    if label.startswith(_PREFIX) and ": " in label:
+        head = label[len(_PREFIX) : label.index(": ")]
+        if head.lstrip("-").isdigit():
+            return int(head)
+    return None
 
 
 class SQLiteLedger(BudgetLedger):
@@ -127,7 +139,7 @@ class SQLiteLedger(BudgetLedger):
     0.75
     """
 
-    __slots__ = ("_con", "path")
+    __slots__ = ("_by_period", "_con", "_global", "_period", "path")
 
     def __init__(
         self,
@@ -162,7 +174,26 @@ class SQLiteLedger(BudgetLedger):
         except BaseException:
             self._con.close()
             raise
-        super().__init__(stored_total, unit=stored_unit)
+        self._start(stored_total, stored_unit)
+
+    @classmethod
+    def on_connection(
+        cls, con: sqlite3.Connection, total: Budget, *, unit: PrivacyUnit | None = None
+    ) -> SQLiteLedger:
+        """The ledger kept in the ``charges`` table (:data:`CHARGES_TABLE`) of an open
+        connection (``isolation_level=None``) -- the release store's. Its owner created the
+        table and fixes ``total`` and ``unit`` (the store's configuration)."""
+        ledger = cls.__new__(cls)
+        ledger._con = con
+        ledger.path = None
+        ledger._start(total, unit)
+        return ledger
+
+    def _start(self, total: Budget, unit: PrivacyUnit | None) -> None:
+        self._by_period: dict[int, Fraction] = {}
+        self._global = Fraction(0)
+        self._period: int | None = None
+        BudgetLedger.__init__(self, total, unit=unit)
 
     # -- file layout --
 
@@ -180,6 +211,7 @@ class SQLiteLedger(BudgetLedger):
                     )
                 for sql in _SCHEMA:
                     con.execute(sql)
+                tables = {"meta", "charges"}
                 con.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
                     [
@@ -192,6 +224,10 @@ class SQLiteLedger(BudgetLedger):
                     ],
                 )
             meta = dict(con.execute("SELECT key, value FROM meta"))
+            if "charges" in tables:  # files of before issue 15: add the (nullable) period
+                cols = {row[1] for row in con.execute("PRAGMA table_info(charges)")}
+                if "period" not in cols:
+                    con.execute("ALTER TABLE charges ADD COLUMN period INTEGER")
             con.execute("COMMIT")
         except sqlite3.DatabaseError:
             _rollback(con)
@@ -231,13 +267,15 @@ class SQLiteLedger(BudgetLedger):
         )
 
     def _rows(self) -> list[Charge]:
-        rows = self._con.execute("SELECT label, epsilon, delta FROM charges ORDER BY id")
-        return [Charge(label, Budget(eps, dlt)) for label, eps, dlt in rows]
+        rows = self._con.execute("SELECT period, label, epsilon, delta FROM charges ORDER BY id")
+        return [Charge(_label(p, label), Budget(eps, dlt)) for p, label, eps, dlt in rows]
 
     def _reload(self, charges: list[Charge]) -> None:
         self._eps = Fraction(0)
         self._dlt = Fraction(0)
         self._charges = []
+        self._by_period = {}
+        self._global = Fraction(0)
         for charge in charges:
             self._record(charge)
 
@@ -246,33 +284,89 @@ class SQLiteLedger(BudgetLedger):
     def _restore(self) -> list[Charge]:
         return self._rows()
 
+    def _record(self, charge: Charge) -> None:
+        """Count a charge: to its period, or (no period) to every period."""
+        period = _period_of(charge.label)
+        eps = Fraction(charge.budget.epsilon)
+        if period is None:
+            self._global += eps
+        else:
+            self._by_period[period] = self._by_period.get(period, Fraction(0)) + eps
+        self._eps = self._global + max(self._by_period.values(), default=Fraction(0))
+        self._dlt += Fraction(charge.budget.delta)
+        self._charges.append(charge)
+
     def _persist(self, charge: Charge) -> None:
         """One transaction: take the write lock, re-read the balance (other processes'
         charges count), refuse an overspend, insert, commit. Raising records nothing."""
-        con = self._con
-        try:
-            con.execute("BEGIN IMMEDIATE")
+        period = _period_of(charge.label)
+        label = charge.label.split(": ", 1)[1] if period is not None else charge.label
+        with transaction(self._con) as con:
             self._reload(self._rows())
-            BudgetLedger.check(self, charge.budget, charge.label)
+            self._check_now(charge.budget, charge.label, None, period)
             con.execute(
-                "INSERT INTO charges (label, epsilon, delta, unit, created) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO charges (period, label, epsilon, delta, unit, created) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 (
-                    charge.label,
+                    period,
+                    label,
                     float(charge.budget.epsilon),
                     float(charge.budget.delta),
                     unit_to_json(self.unit),
                     _now(),
                 ),
             )
-            con.execute("COMMIT")
-        except BaseException:
-            _rollback(con)
-            raise
 
-    def check(self, budget: Budget, label: str = "", *, unit: PrivacyUnit | None = None) -> None:
-        """As :meth:`mechanisms.BudgetLedger.check`, on the file's current balance."""
+    def _check_now(self, budget, label: str, unit, period: int | None) -> None:
+        """:meth:`check` on the balance held in memory."""
+        if period is None:
+            BudgetLedger.check(self, budget, label, unit=unit)
+            return
+        self.check_unit(unit, label or "the release")
+        if not isinstance(budget, Budget):
+            BudgetLedger.check(self, budget, label, unit=unit)  # raises the ParameterError
+        spent = self._global + self._by_period.get(int(period), Fraction(0))
+        eps = spent + Fraction(budget.epsilon)
+        dlt = self._dlt + Fraction(budget.delta)
+        if eps > Fraction(self.total.epsilon) or dlt > Fraction(self.total.delta):
+            remaining = float(Fraction(self.total.epsilon) - spent)
+            raise BudgetExceededError(budget, f"(ε={remaining:g} for period {period})", label)
+
+    def check(
+        self,
+        budget: Budget,
+        label: str = "",
+        *,
+        unit: PrivacyUnit | None = None,
+        period: int | None = None,
+    ) -> None:
+        """As :meth:`mechanisms.BudgetLedger.check`, on the file's current balance: the
+        period's spend (for a charge tied to no period, the worst period's) plus ``budget``
+        must stay within the total."""
         self._reload(self._rows())
-        super().check(budget, label, unit=unit)
+        self._check_now(budget, label, unit, self._period if period is None else int(period))
+
+    def charge(
+        self,
+        budget: Budget,
+        label: str = "",
+        *,
+        unit: PrivacyUnit | None = None,
+        period: int | None = None,
+    ) -> None:
+        """Charge ``budget`` to ``period`` (None: to every period), or raise and record nothing."""
+        self._period = None if period is None else int(period)
+        try:
+            BudgetLedger.charge(self, budget, _label(self._period, label), unit=unit)
+        finally:
+            self._period = None
+
+    def spent(self, period: int | None = None) -> float:
+        """ε charged to ``period`` (its own charges plus those tied to no period); with no
+        period, the worst period's (everything, for a ledger without periods)."""
+        if period is None:
+            return float(self._eps)
+        return float(self._global + self._by_period.get(int(period), Fraction(0)))
 
     def refresh(self) -> None:
         """Re-read the charges (made by this or any other process)."""
@@ -289,7 +383,7 @@ class SQLiteLedger(BudgetLedger):
         self.close()
 
     def __repr__(self) -> str:
-        where = repr(str(self.path))
+        where = "a connection" if self.path is None else repr(str(self.path))
         return f"SQLiteLedger({where}, total={self.total}, remaining={self.remaining_text})"
 
 
@@ -313,7 +407,3 @@ def _rollback(con: sqlite3.Connection) -> None:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _describe(unit: PrivacyUnit | None) -> str:
-    return "any privacy unit" if unit is None else unit.describe()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,7 +14,7 @@ from mechanisms.core._validation import check_integer
 
 from ..pipelines._period import PeriodSpec, period_bits, release_period
 
-__all__ = ["ENGINES", "PeriodTask", "map_periods", "run_period"]
+__all__ = ["ENGINES", "PeriodTask", "map_periods", "period_runner", "run_period"]
 
 #: Engines of :func:`map_periods`.
 ENGINES = ("local", "dask")
@@ -76,29 +77,71 @@ def map_periods(
     yield from _dask_map(func, list(tasks), scheduler, n_workers)
 
 
-def _dask_map(func, tasks, scheduler, n_workers) -> Iterator:
-    from distributed import Client, LocalCluster, as_completed  # heavy: import on use
+@contextmanager
+def period_runner(
+    *, engine: str = "local", scheduler: str | None = None, n_workers: int = 2
+) -> Iterator[Callable]:
+    """A ``run(func, task)`` for periods that must run one after the other (k="auto": each
+    plan reads the previous period's measurement): here, or on one Dask cluster (the
+    ``scheduler``'s, or a ``LocalCluster`` made and closed here) kept for the whole call, so
+    that each period's values are read and its noise drawn in a worker."""
+    if engine == "local":
+        yield lambda func, task: func(task)
+        return
+    with _client(scheduler, n_workers) as client:
+        yield lambda func, task: client.submit(func, task, pure=False).result()
+
+
+def worker_environ() -> dict:
+    """The environment Dask's nanny gives a worker, without ``MALLOC_TRIM_THRESHOLD_``.
+
+    ``distributed`` sets ``MALLOC_TRIM_THRESHOLD_=65536`` in every worker so that freed memory
+    goes back to the OS. Setting it at all switches off glibc's dynamic mmap threshold: every
+    large temporary array of a period (tens of MB at 10,000 feeders) is then mmap'ed, page-
+    faulted and unmapped afresh, and the same period took 2x the CPU time in a worker as in
+    this process (``bench/bench_store.py``; measured 2.0 vs 1.1 s per 10,000-feeder day). The
+    other variables (one BLAS/OpenMP thread per worker) are kept.
+    """
+    import dask
+
+    env = dict(dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {})
+    env.pop("MALLOC_TRIM_THRESHOLD_", None)
+    return env
+
+
+@contextmanager
+def _client(scheduler, n_workers):
+    import dask
+    from distributed import Client, LocalCluster  # heavy: import on use
 
     cluster = None
     if scheduler is None:
-        cluster = LocalCluster(
-            n_workers=n_workers,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        )
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ()}):
+            cluster = LocalCluster(
+                n_workers=n_workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",  # a free port: never "8787 in use" (shared machines)
+                silence_logs=logging.ERROR,
+            )
         client = Client(cluster)
     else:
         client = Client(scheduler)
     try:
-        if not tasks:
-            return
-        futures = client.map(func, tasks, pure=False)
-        for future in as_completed(futures):
-            yield future.result()
-            future.release()
+        yield client
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _dask_map(func, tasks, scheduler, n_workers) -> Iterator:
+    from distributed import as_completed  # heavy: import on use
+
+    if not tasks:
+        return
+    with _client(scheduler, n_workers) as client:
+        futures = client.map(func, tasks, pure=False)
+        for future in as_completed(futures):
+            yield future.result()
+            future.release()

@@ -145,24 +145,31 @@ def long_to_wide(frame: pd.DataFrame, *, owner: str = "long_to_wide") -> pd.Data
         time stamp another series has (a ragged panel): counts only.
     """
     long = check_long(frame, owner)
-    dup = int(long.duplicated([ID, DS]).sum())
+    # Hand-written with factorize + bincount instead of DataFrame.pivot: one pass over the rows
+    # (a day of 100,000 feeders is 4.8 million rows; pivot and duplicated hash them twice more).
+    id_codes, ids = pd.factorize(long[ID], sort=False)  # first-seen order
+    ds_codes, stamps = pd.factorize(long[DS], sort=True)
+    n_ids, n_ds = len(ids), len(stamps)
+    key = ds_codes.astype(np.int64) * n_ids + id_codes
+    counts = np.bincount(key, minlength=n_ids * n_ds)
+    dup = int(key.size - np.count_nonzero(counts))
     if dup:
         raise DomainError(
             f"The long frame of {owner} has {dup} duplicated (unique_id, ds) row(s). Aggregate "
             "or drop the duplicates first."
         )
-    ids = list(dict.fromkeys(long[ID]))  # first-seen order
-    wide = long.pivot(index=DS, columns=ID, values=Y).sort_index()
-    holes = int(wide.isna().to_numpy().sum() - long[Y].isna().sum())
+    holes = int(counts.size - key.size)
     if holes:
         raise DomainError(
             f"The long frame of {owner} is ragged: {holes} (unique_id, ds) pair(s) have no row. "
             "Every series must cover the same time stamps; fill or drop them first."
         )
-    wide = wide[ids]
-    wide.columns = pd.Index(ids, name=None)
-    wide.index.name = DS
-    return wide
+    values = np.empty(n_ids * n_ds, dtype=np.float64)
+    values[key] = long[Y].to_numpy(dtype=np.float64)
+    index = pd.Index(stamps, name=DS)
+    return pd.DataFrame(
+        values.reshape(n_ds, n_ids), index=index, columns=pd.Index(list(ids), name=None)
+    )
 
 
 def wide_to_long(frame: pd.DataFrame | pd.Series) -> pd.DataFrame:

@@ -216,7 +216,8 @@ def resolve_hierarchy(
     cols = [str(c) for c in columns]
     parents = set(tree.children)
     leaves = set(tree.leaves)
-    missing = [leaf for leaf in tree.leaves if leaf not in cols]
+    col_set = set(cols)  # a set: 100,000 leaves against 100,000 columns in linear time
+    missing = [leaf for leaf in tree.leaves if leaf not in col_set]
     if missing:
         raise ParameterError(
             f"The {name!r} parameter of {owner} has leaves that are not frame columns: "
@@ -363,7 +364,8 @@ def prepare_frame(
     else:
         pos = {c: j for j, c in enumerate(columns)}
         leaf_values = data[:, [pos[leaf] for leaf in tree.leaves]]
-        values = leaf_values @ tree.matrix.T  # aggregates derived from the leaves
+        # aggregates derived from the leaves (sparse: the dense matrix is nodes x leaves)
+        values = np.asarray((tree.sparse_matrix @ leaf_values.T).T)
         for parent in (c for c in columns if c in tree.children):
             given = data[:, pos[parent]]
             derived = values[:, tree.index(parent)]

@@ -2,45 +2,24 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from mechanisms import Budget, ParameterError
-from mechanisms.core._validation import check_integer, check_positive
-from mechanisms.optstream._estimates import OPTSTREAM_SAMPLINGS, optstream_split
-from postproc import FeatureSet
+from mechanisms.optstream._estimates import optstream_split
 
-from ..engine._run import ENGINES, PeriodTask, map_periods, run_period
-from ..pipelines._frames import prepare_frame, to_periods, value_neighbours
-from ..pipelines._optstream_pipeline import OPTSTREAM_WEIGHTS
+from ..engine._run import PeriodTask, map_periods, run_period
+from ..pipelines._frames import prepare_frame, to_periods
 from ..pipelines._period import PeriodSpec
 from ._grid import Grid
+from ._params import _OWNER, _config, _params
 
 __all__ = ["release_to_store"]
 
-_OWNER = "ReleaseStore.release_optstream"
-#: Released periods the in-stream planner reads (k="auto"): four weeks of days.
-PLAN_HISTORY = 28
 
-
-def _plan_k(store, cfg_k, *, eps, alpha, w, n_levels) -> dict:
-    """The period's plan: k fixed, or planned on the store's released history (k="auto")."""
-    plan = {"predicted_laplace_mae": w * alpha * n_levels / eps}  # [FV19] Thm. 8, 13: Laplace MAE
-    if cfg_k != "auto":
-        return {"k": int(cfg_k), "planned_on": "fixed", **plan}
-    keys = sorted(store.ordinals())[-PLAN_HISTORY:]
-    if not keys:
-        return {"k": min(10, w), "planned_on": "default (no released history yet)", **plan}
-    from planner import plan_optstream  # released values are public: planning is free
-
-    history = store.read(keys).to_numpy()
-    p = plan_optstream(history, epsilon=eps, alpha=alpha, w=w, n_levels=n_levels)
-    return {
-        "k": p.k,
-        "planned_on": f"{len(keys)} released period(s)",
-        "predicted": float(p.predicted[p.candidates == p.k][0]),
-        **plan,
-    }
+def _fixed_plan(k: int, *, eps, alpha, w, n_levels) -> dict:
+    """The record of a fixed-k period's plan."""
+    mae = w * alpha * n_levels / eps  # [FV19] Thm. 8, 13: the Laplace part of the MAE
+    return {"k": int(k), "planned_on": "fixed", "predicted_laplace_mae": mae}
 
 
 def release_to_store(
@@ -50,17 +29,23 @@ def release_to_store(
     epsilon: float,
     w: int = 48,
     k: int | str = 10,
-    sampling: str = "l1",
+    sampling: str | None = None,
     theta: float | None = None,
     hierarchy: object = None,
     alpha: float | None = 1.0,
     bound: float | None = None,
     weights: str = "variance",
     shares=None,
+    delta: float | None = None,
+    noise: str = "laplace",
+    target: str = "all",
+    level_shares: object = None,
+    prior: bool = True,
     seed: object = None,
     engine: str = "local",
     scheduler: str | None = None,
     n_workers: int = 2,
+    lock_timeout: float = 0.0,
     progress=None,
 ) -> pd.DataFrame:
     """Release ``frame``'s periods that ``store`` lacks with OptStream; return all of them.
@@ -72,18 +57,25 @@ def release_to_store(
         Wide, time-indexed leaf streams (as :func:`dpstream.release_optstream`), covering whole
         periods of ``w`` regular steps, starting on a period boundary of the store.
     epsilon, w, sampling, theta, hierarchy, alpha, weights, shares
-        As :func:`dpstream.release_optstream`; with ``alpha=None``, plain w-event privacy on
-        values in [0, ``bound``]. Fixed by the store's first release.
+        As :func:`dpstream.release_optstream` with an int k (``sampling=None``: "l1"); with
+        ``alpha=None``, plain w-event privacy on values in [0, ``bound``]. Fixed by the
+        store's first release.
     k : int or "auto"
-        Samples per period, or ``"auto"``: planned before the call on the store's last
-        released periods (public; :func:`planner.plan_optstream`), recorded per period.
+        Samples per period, or ``"auto"``: issue 13's in-stream planner and prior, period by
+        period, reading the measurements and plans of the store's earlier periods
+        (:mod:`dpstream.store._auto`); then ``delta``, ``noise``, ``target``,
+        ``level_shares`` and ``prior`` are as in :func:`dpstream.release_optstream`, and
+        ``sampling`` (None or "equal"), ``weights``, ``theta``, ``shares`` keep their defaults.
     seed : int, optional
         None (default): each period's bits from the operating system's secure source, drawn
         where the period runs. An int (experiments only, NOT for release): each period's bits
         from ``SeedSequence(seed, spawn_key=(ordinal,))``, the same on any number of workers.
     engine : {"local", "dask"}
         Run the periods here, or map them over a Dask cluster (``scheduler`` address, or a
-        ``LocalCluster`` of ``n_workers`` made and closed here).
+        ``LocalCluster`` of ``n_workers`` made and closed here). k="auto": "local" only.
+    lock_timeout : float, default 0
+        Seconds to wait for another job releasing into the same store; then (or at once)
+        :class:`~dpstream.store.StoreBusyError`. Nothing is read, charged or drawn before.
     progress : callable, optional
         Called with 1 after each committed period.
 
@@ -119,7 +111,10 @@ def release_to_store(
         seed=seed,
         engine=engine,
         n_workers=n_workers,
-    )
+        auto={"delta": delta, "noise": noise, "target": target, "level_shares": level_shares,
+              "prior": prior},
+        lock_timeout=lock_timeout,
+    )  # fmt: skip
     sf = prepare_frame(frame, owner=_OWNER, hierarchy=hierarchy, bound=bound)
     grid = Grid.from_index(sf.index, p["w"], _OWNER)
     _, t = Grid.stamps(sf.index)
@@ -140,71 +135,6 @@ def release_to_store(
     out.index = sf.index.copy()
     out.attrs["privacy"] = store.privacy_record().to_dict()
     return out
-
-
-def _params(
-    *, epsilon, w, k, sampling, theta, alpha, bound, weights, shares, seed, engine, n_workers
-) -> dict:
-    """The release's public parameters, validated (nothing read, drawn or charged)."""
-    eps = check_positive(epsilon, "epsilon", _OWNER)
-    w = check_integer(w, "w", _OWNER)
-    if k != "auto":
-        k = check_integer(k, "k", _OWNER, minimum=1, maximum=w)
-    for name, value, allowed in (
-        ("sampling", sampling, OPTSTREAM_SAMPLINGS),
-        ("weights", weights, OPTSTREAM_WEIGHTS),
-        ("engine", engine, ENGINES),
-    ):
-        if value not in allowed:
-            raise ParameterError(
-                f"The {name!r} parameter of {_OWNER} must be one of {allowed}. Got {value!r} "
-                "instead."
-            )
-    if theta is not None:
-        theta = check_positive(theta, "theta", _OWNER, allow_zero=True)
-    n_workers = check_integer(n_workers, "n_workers", _OWNER)
-    if seed is not None and engine == "dask" and not isinstance(seed, int | np.integer):
-        raise ParameterError(
-            f"The 'seed' parameter of {_OWNER} must be None or an int with engine='dask'."
-        )
-    neighbours = value_neighbours(w=w, alpha=alpha, bound=bound, owner=_OWNER)
-    return {
-        "epsilon": eps,
-        "w": w,
-        "k": k,
-        "sampling": sampling,
-        "theta": theta,
-        "alpha": alpha,
-        "bound": bound,
-        "weights": weights,
-        "shares": shares,
-        "seed": seed,
-        "engine": engine,
-        "n_workers": n_workers,
-        "neighbours": neighbours,
-        "features": FeatureSet.default(w),
-    }
-
-
-def _config(p: dict, nodes, tree, grid: Grid) -> dict:
-    return {
-        "mechanism": "optstream",
-        "unit": type(p["neighbours"].unit).__name__,
-        "epsilon": p["epsilon"],
-        "alpha": None if p["alpha"] is None else p["neighbours"].delta,
-        "bound": p["bound"],
-        "w": p["w"],
-        "k": p["k"],
-        "sampling": p["sampling"],
-        "theta": p["theta"],
-        "weights": p["weights"],
-        "shares": None if p["shares"] is None else [float(s) for s in p["shares"]],
-        "nodes": list(nodes),
-        "hierarchy": None if tree is None else {a: list(c) for a, c in tree.children.items()},
-        "grid": grid.to_config(),
-        # A store is an experiment (seeded, NOT private) or a release, never a mix of both.
-        "seeded": p["seed"] is not None,
-    }
 
 
 def release_new_periods(
@@ -228,7 +158,41 @@ def release_new_periods(
     ``values_of(i)`` gives period i's values (N, w), or a callable that reads them where the
     period runs; ``check(i)``, if given, is a callable validating period i where it runs, mapped
     over the new periods before anything is charged (inputs not validated in this process).
+    Everything runs under the store's job lock (:meth:`ReleaseStore.job_lock`).
     """
+    auto = None
+    if p["auto"] is not None:  # validated (and its settings built) before the lock is taken
+        from ..pipelines._autoplan import _config as auto_config
+
+        auto = auto_config(
+            epsilon=p["epsilon"],
+            alpha=p["neighbours"].delta,
+            w=p["w"],
+            nodes=nodes,
+            hierarchy=tree,
+            **{key: p["auto"].get(key) for key in ("delta", "noise", "target", "level_shares")},
+            prior=p["auto"].get("prior", True),
+        )
+    with store.job_lock(p["lock_timeout"]):
+        return _release_new(
+            store,
+            p,
+            auto,
+            nodes=nodes,
+            tree=tree,
+            grid=grid,
+            first=first,
+            n_periods=n_periods,
+            values_of=values_of,
+            check=check,
+            scheduler=scheduler,
+            progress=progress,
+        )
+
+
+def _release_new(
+    store, p, auto, *, nodes, tree, grid, first, n_periods, values_of, check, scheduler, progress
+) -> list[int]:
     eps, w, engine = p["epsilon"], p["w"], p["engine"]
     h = 1 if tree is None else tree.n_levels
     optstream_split(
@@ -250,6 +214,13 @@ def release_new_periods(
     ordinals = [first_ordinal + i for i in range(n_periods)]
     have = store.ordinals()
     new = [i for i, o in enumerate(ordinals) if o not in have]
+    if auto is not None and new and have and ordinals[new[0]] < max(have):
+        raise ParameterError(
+            f"The periods of this release start at ordinal {ordinals[new[0]]}, before the "
+            f"store's last released period ({max(have)}); with k='auto' each period is planned "
+            "from the ones before it, so periods are released in time order. Release the later "
+            "days only, or use an int k."
+        )
     if check is not None and new:  # validation of data read in the workers: before any charge
         for _ in map_periods(
             _call,
@@ -263,11 +234,33 @@ def release_new_periods(
     cfg = store._fix_config(config)
     unit = p["neighbours"].unit
     ledger = store.ledger
-    cost = Budget(eps)
+    cost = Budget(eps, 0.0 if auto is None or auto.delta is None else auto.delta)
     for i in new:
         if ledger.spent(ordinals[i]) < eps:  # others: charged by a killed run, not stored
             ledger.check(cost, "release_optstream", unit=unit, period=ordinals[i])
-    plan = _plan_k(store, cfg["k"], eps=eps, alpha=p["neighbours"].delta, w=w, n_levels=h)
+    if auto is not None:
+        from ..engine._run import period_runner
+        from ._auto import release_auto_period
+
+        with period_runner(engine=engine, scheduler=scheduler, n_workers=p["n_workers"]) as run:
+            for i in new:
+                release_auto_period(
+                    store,
+                    auto,
+                    ordinal=ordinals[i],
+                    label=grid.label(ordinals[i]),
+                    values=values_of(i),
+                    tree=tree,
+                    seed=p["seed"],
+                    charge=lambda i=i: _charge_once(
+                        ledger, cost, eps, unit, ordinals[i], "release_optstream: k=auto, planned"
+                    ),
+                    run=run,
+                )
+                if progress is not None:
+                    progress(1)
+        return ordinals
+    plan = _fixed_plan(cfg["k"], eps=eps, alpha=p["neighbours"].delta, w=w, n_levels=h)
     spec = PeriodSpec(
         epsilon=eps,
         w=w,
@@ -285,8 +278,7 @@ def release_new_periods(
     label = f"release_optstream: {h} level(s), epsilon/{h} each"
 
     def charge(i: int) -> None:
-        if ledger.spent(ordinals[i]) < eps:  # a killed run's charge is reused, never doubled
-            ledger.charge(cost, label, unit=unit, period=ordinals[i])
+        _charge_once(ledger, cost, eps, unit, ordinals[i], label)
 
     def tasks():
         for i in new:
@@ -310,6 +302,13 @@ def release_new_periods(
         if progress is not None:
             progress(1)
     return ordinals
+
+
+def _charge_once(ledger, cost, eps, unit, ordinal, label) -> None:
+    """Charge a period, unless a killed run already did (its charge is reused, never doubled:
+    the killed run's draws were never published)."""
+    if ledger.spent(ordinal) < eps:
+        ledger.charge(cost, label, unit=unit, period=ordinal)
 
 
 def _call(func):

@@ -133,17 +133,23 @@ def release_parquet_to_store(
     epsilon: float,
     w: int = 48,
     k: int | str = 10,
-    sampling: str = "l1",
+    sampling: str | None = None,
     theta: float | None = None,
     hierarchy: object = None,
     alpha: float | None = 1.0,
     bound: float | None = None,
     weights: str = "variance",
     shares=None,
+    delta: float | None = None,
+    noise: str = "laplace",
+    target: str = "all",
+    level_shares: object = None,
+    prior: bool = True,
     seed: object = None,
     engine: str = "local",
     scheduler: str | None = None,
     n_workers: int = 2,
+    lock_timeout: float = 0.0,
     time_column: str | None = None,
     progress=None,
     scan=None,
@@ -168,7 +174,10 @@ def release_parquet_to_store(
         seed=seed,
         engine=engine,
         n_workers=n_workers,
-    )
+        auto={"delta": delta, "noise": noise, "target": target, "level_shares": level_shares,
+              "prior": prior},
+        lock_timeout=lock_timeout,
+    )  # fmt: skip
     scan = scan_parquet(path, time_column, _OWNER) if scan is None else scan
     tree = resolve_hierarchy(hierarchy, scan.leaves, _OWNER)
     grid = Grid.from_index(scan.stamps, p["w"], _OWNER)

@@ -13,48 +13,68 @@ the period's ordinal; configuration, plans and the ledger are small rows beside 
 Parquet/CSV (wide or long) go through :meth:`ReleaseStore.read`.
 
 Schema (version in the ``meta`` table): ``meta(key, value)`` holds ``schema_version`` and the
-``config`` JSON; ``periods(ordinal, start, n_steps, plan, seeded, released_at, data)`` one row per
-released period; ``charges(id, period, label, epsilon, delta, at)`` the ledger
-(:class:`~dpstream.store._ledger.StoreLedger`).
+``config`` JSON; ``periods(ordinal, start, n_steps, plan, seeded, released_at, data, measured)``
+one row per released period (``measured``: with k="auto", the period's measurements -- the
+estimates before post-processing, their noise variances and sampled masks -- and the arrays of
+its plan, an ``.npz`` without pickles, committed in the same transaction as the values: what
+the in-stream planner of the next periods reads); ``charges`` the ledger
+(:data:`dpstream._ledger.CHARGES_TABLE`, :class:`~dpstream.store._ledger.StoreLedger`).
+Version 1 stores (before issue 15) are refused with a message: start a new store.
+
+Two jobs on one store (issue 15 §3). A release holds the store's *job lock* from before it
+reads which periods are stored until its last period is committed; a second job fails at once
+with :class:`StoreBusyError` (or waits ``lock_timeout`` seconds for it). The lock is SQLite's
+own: an ``EXCLUSIVE`` transaction held open on a sidecar file ``STORE.lock``. Why not the store
+file: a write transaction held for the whole job would make the per-period commits impossible
+(a killed run must keep its whole periods). Why not a lock row in the store: a job killed with
+SIGKILL leaves the row behind, and telling a stale row from a live job needs process ids
+(wrong across hosts and containers). SQLite's file lock is an operating-system lock, released
+by the kernel when the holder dies, so kill-and-resume needs no clean-up, and it works wherever
+SQLite works (POSIX and Windows). Readers (``read``, ``periods``, ``python -m dpstream.store``)
+never take it. Short transactions (a charge, a period) wait up to 30 s for another writer
+(``busy_timeout``), and charges re-read the ledger under ``BEGIN IMMEDIATE``.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from mechanisms import Budget, ParameterError
+from mechanisms import Budget, DPStreamError, ParameterError
 
+from .._ledger import CHARGES_TABLE, transaction
 from ._ledger import StoreLedger
 
-__all__ = ["ReleaseStore"]
+__all__ = ["ReleaseStore", "StoreBusyError"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Seconds a short transaction (a charge, a period) waits for another writer.
+_BUSY_TIMEOUT = 30.0
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS periods (
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS periods (
     ordinal INTEGER PRIMARY KEY,
     start TEXT NOT NULL,
     n_steps INTEGER NOT NULL,
     plan TEXT NOT NULL,
     seeded INTEGER NOT NULL,
     released_at TEXT NOT NULL,
-    data BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS charges (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    period INTEGER,
-    label TEXT NOT NULL,
-    epsilon REAL NOT NULL,
-    delta REAL NOT NULL,
-    at TEXT NOT NULL
-);
-"""
+    data BLOB NOT NULL,
+    measured BLOB
+)""",
+    CHARGES_TABLE,
+)
+
+
+class StoreBusyError(DPStreamError):
+    """Another job is releasing into the same store (its job lock is held)."""
 
 
 class ReleaseStore:
@@ -99,7 +119,8 @@ class ReleaseStore:
                 f"{str(file)!r}."
             )
         self.path = file
-        self._con = sqlite3.connect(file, isolation_level="DEFERRED")
+        # isolation_level=None: explicit transactions (BEGIN IMMEDIATE ... COMMIT), as the ledger.
+        self._con = sqlite3.connect(file, timeout=_BUSY_TIMEOUT, isolation_level=None)
         try:
             self._open(file)
         except sqlite3.DatabaseError:
@@ -117,8 +138,12 @@ class ReleaseStore:
         """Journal, schema and version check (one transaction)."""
         self._con.execute("PRAGMA journal_mode=WAL")
         self._con.execute("PRAGMA synchronous=FULL")
-        with self._con:
-            self._con.executescript(_SCHEMA)
+        with transaction(self._con):
+            if self._con.execute("SELECT 1 FROM sqlite_master WHERE name='periods'").fetchone():
+                self._con.execute(_SCHEMA[0])  # an existing store: its version decides below
+            else:
+                for sql in _SCHEMA:
+                    self._con.execute(sql)
             row = self._con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:
                 self._con.execute(
@@ -176,7 +201,7 @@ class ReleaseStore:
         self._check_config(config)
         stored = self.config
         if stored is None:
-            with self._con:
+            with transaction(self._con):
                 self._con.execute(
                     "INSERT INTO meta VALUES ('config', ?)", (json.dumps(config, sort_keys=True),)
                 )
@@ -198,7 +223,8 @@ class ReleaseStore:
                 if cfg["alpha"] is None
                 else WAlphaIndistinguishability(w=w, alpha=float(cfg["alpha"]))
             )
-            self._ledger = StoreLedger(self._con, Budget(cfg["epsilon"]), unit=unit)
+            total = Budget(cfg["epsilon"], cfg.get("delta") or 0.0)
+            self._ledger = StoreLedger(self._con, total, unit=unit)
         return self._ledger
 
     def privacy_record(self):
@@ -210,12 +236,13 @@ class ReleaseStore:
             return None
         from mechanisms import PrivacyRecord
 
-        params = {key: cfg[key] for key in ("k", "sampling", "theta", "weights", "shares")}
+        keys = ("k", "sampling", "theta", "weights", "shares", "noise", "target", "prior")
+        params = {key: cfg.get(key) for key in keys}
         params["store"] = self.path.name
         return PrivacyRecord(
             unit="w-event" if cfg["alpha"] is None else "(w, alpha)",
             epsilon=float(cfg["epsilon"]),
-            delta=0.0,
+            delta=float(cfg.get("delta") or 0.0),
             mechanism="optstream",
             proof="[FV19] Theorems 6, 8, 9 and 13 per period; each period released once "
             "(the store's ledger, one charge per period)",
@@ -262,12 +289,21 @@ class ReleaseStore:
             return None
         return np.frombuffer(row[1], dtype="<f8").reshape(n_nodes, int(row[0])).copy()
 
-    def _put(self, ordinal: int, start: str, values: np.ndarray, plan: dict, seeded: bool):
-        """Commit one released period (one transaction; a period already there is kept)."""
+    def _put(
+        self,
+        ordinal: int,
+        start: str,
+        values: np.ndarray,
+        plan: dict,
+        seeded: bool,
+        measured: bytes | None = None,
+    ):
+        """Commit one released period with its plan and (k="auto") measurements: one
+        transaction; a period already there is kept."""
         data = np.ascontiguousarray(values, dtype="<f8")
-        with self._con:
+        with transaction(self._con):
             self._con.execute(
-                "INSERT OR IGNORE INTO periods VALUES (?, ?, ?, ?, ?, datetime('now'), ?)",
+                "INSERT OR IGNORE INTO periods VALUES (?, ?, ?, ?, ?, datetime('now'), ?, ?)",
                 (
                     int(ordinal),
                     start,
@@ -275,8 +311,45 @@ class ReleaseStore:
                     json.dumps(plan, sort_keys=True),
                     int(seeded),
                     data.tobytes(),
+                    measured,
                 ),
             )
+
+    def _measured(self, before: int, n: int) -> list[tuple[int, dict, bytes]]:
+        """The last ``n`` stored periods before ordinal ``before`` that carry measurements:
+        ``(ordinal, plan record, measured blob)`` in time order."""
+        rows = self._con.execute(
+            "SELECT ordinal, plan, measured FROM periods WHERE ordinal < ? AND measured IS NOT "
+            "NULL ORDER BY ordinal DESC LIMIT ?",
+            (int(before), int(n)),
+        ).fetchall()
+        return [(o, json.loads(plan), blob) for o, plan, blob in reversed(rows)]
+
+    @contextmanager
+    def job_lock(self, timeout: float = 0.0) -> Iterator[None]:
+        """Hold the store's job lock (module notes) for the block, or raise
+        :class:`StoreBusyError` after ``timeout`` seconds (0: at once)."""
+        if not isinstance(timeout, int | float) or not 0 <= timeout < float("inf"):
+            raise ParameterError(
+                "The 'lock_timeout' parameter of ReleaseStore must be a float in [0, inf). "
+                f"Got {timeout!r} instead."
+            )
+        lock_file = self.path.with_name(self.path.name + ".lock")
+        con = sqlite3.connect(lock_file, timeout=float(timeout), isolation_level=None)
+        try:
+            con.execute("BEGIN EXCLUSIVE")
+        except sqlite3.OperationalError:
+            con.close()
+            raise StoreBusyError(
+                f"The store {self.path.name!r} is busy: another job is releasing into it (it "
+                f"holds {lock_file.name!r}; waited {float(timeout):g} s). Run one job at a time "
+                "per store, or give a lock timeout to wait for it."
+            ) from None
+        try:
+            yield
+        finally:
+            con.execute("ROLLBACK")
+            con.close()
 
     def read(self, ordinals=None) -> pd.DataFrame:
         """The released values of ``ordinals`` (default all), as a wide frame (time index, one

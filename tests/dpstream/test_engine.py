@@ -21,7 +21,7 @@ def scheduler():
     from distributed import LocalCluster
 
     cluster = LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
     yield cluster.scheduler_address
     cluster.close()

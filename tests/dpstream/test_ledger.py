@@ -229,3 +229,64 @@ def _charges_or_none(path: Path) -> list:
         return _charges(path)
     except sqlite3.OperationalError:  # locked by the writer for an instant
         return []
+
+
+# -- one ledger (issue 15 §2): the store's accountant is this class on the store's table --
+
+
+def test_a_ledger_file_of_before_periods_is_read_and_keeps_composing(tmp_path):
+    """A file written before charges had a period: opened, migrated, its charges still count."""
+    path = tmp_path / "old.db"
+    con = sqlite3.connect(path)
+    con.executescript(
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE charges (id INTEGER PRIMARY KEY AUTOINCREMENT, label TEXT NOT NULL,
+            epsilon REAL NOT NULL, delta REAL NOT NULL, unit TEXT NOT NULL, created TEXT NOT NULL);
+        INSERT INTO meta VALUES ('application', 'dpstream-ledger'), ('schema_version', '1'),
+            ('total_epsilon', '1.0'), ('total_delta', '0.0'), ('unit', 'null'),
+            ('created', '2026-01-01');
+        INSERT INTO charges (label, epsilon, delta, unit, created)
+            VALUES ('old release', 0.75, 0.0, 'null', '2026-01-01');
+        """
+    )
+    con.commit()
+    con.close()
+    with SQLiteLedger(path) as ledger:
+        assert ledger.remaining_epsilon == pytest.approx(0.25)
+        with pytest.raises(BudgetExceededError):
+            ledger.charge(Budget(0.5), "too much")
+        ledger.charge(Budget(0.25), "the rest")
+    with SQLiteLedger(path) as ledger:
+        assert [c.label for c in ledger.charges] == ["old release", "the rest"]
+
+
+def test_periods_compose_in_parallel_and_unperiod_charges_with_everything(tmp_path):
+    """The store's accounting, on a plain ledger file: one implementation for both."""
+    with SQLiteLedger(tmp_path / "l.db", total=Budget(1.0)) as ledger:
+        ledger.charge(Budget(0.75), "day 0", period=0)
+        ledger.charge(Budget(0.75), "day 1", period=1)  # another window: its own budget
+        assert ledger.spent(0) == ledger.spent(1) == 0.75 and ledger.spent() == 0.75
+        with pytest.raises(BudgetExceededError, match="period 0"):
+            ledger.charge(Budget(0.5), "day 0 again", period=0)
+        ledger.charge(Budget(0.25), "a query over everything")  # no period: every period
+        ledger.charge(Budget(0.25), "day 2", period=2)  # 0.25 + 0.25 fits ...
+        with pytest.raises(BudgetExceededError, match="period 2"):
+            ledger.charge(Budget(0.75), "day 2 more", period=2)  # ... 0.5 + 0.75 does not
+    with SQLiteLedger(tmp_path / "l.db") as again:  # restored with its periods
+        assert again.spent(1) == 1.0 and again.spent(2) == 0.5 and again.remaining_epsilon == 0.0
+
+
+def test_the_store_ledger_is_the_sqlite_ledger(tmp_path):
+    from dpstream.store import ReleaseStore, StoreLedger
+
+    idx = pd.date_range("2016-01-01", periods=96, freq="30min")
+    frame = pd.DataFrame({"a": 100.0, "b": 50.0}, index=idx)
+    with ReleaseStore(tmp_path / "ops.db") as store:
+        store.release_optstream(frame, epsilon=1.0, hierarchy={"t": ["a", "b"]}, seed=1)
+        assert isinstance(store.ledger, StoreLedger) and isinstance(store.ledger, SQLiteLedger)
+        view = SQLiteLedger.on_connection(store._con, Budget(1.0), unit=store.ledger.unit)
+        assert [c.label for c in view.charges] == [c.label for c in store.ledger.charges]
+        assert view.spent(0) == view.spent(1) == 1.0
+        with pytest.raises(BudgetExceededError):  # the same table, the same refusals
+            view.charge(Budget(0.1), "again", period=1)

@@ -180,18 +180,6 @@ def test_a_charged_period_without_values_is_released_under_its_charge(tmp_path):
         assert store.ledger.spent(1) == 1.0
 
 
-def test_k_auto_plans_on_the_released_history(tmp_path):
-    frame = loads(3)
-    with ReleaseStore(tmp_path / "s.db") as store:
-        store.release_optstream(frame.iloc[:48], epsilon=1.0, alpha=5.0, hierarchy=H, k="auto")
-        store.release_optstream(frame, epsilon=1.0, alpha=5.0, hierarchy=H, k="auto")
-        plans = store.periods()
-    assert plans["planned_on"].tolist()[0].startswith("default")
-    assert plans["planned_on"].tolist()[1] == "1 released period(s)"
-    assert plans["predicted"].notna().tolist() == [False, True, True]
-    assert set(plans["k"]) <= set(range(1, 49))
-
-
 def test_a_file_that_is_not_a_store_is_refused(tmp_path):
     other = tmp_path / "notes.db"
     other.write_text("not a database, just text " * 100)
@@ -199,3 +187,25 @@ def test_a_file_that_is_not_a_store_is_refused(tmp_path):
         ReleaseStore(other)
     with pytest.raises(ParameterError, match="existing directory"):
         ReleaseStore(tmp_path / "missing" / "s.db")
+
+
+def test_a_store_of_an_older_schema_is_refused_untouched(tmp_path):
+    path = tmp_path / "v1.db"
+    con = sqlite3.connect(path)
+    con.executescript(
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO meta VALUES ('schema_version', '1');
+        CREATE TABLE periods (ordinal INTEGER PRIMARY KEY, start TEXT NOT NULL,
+            n_steps INTEGER NOT NULL, plan TEXT NOT NULL, seeded INTEGER NOT NULL,
+            released_at TEXT NOT NULL, data BLOB NOT NULL);
+        """
+    )
+    con.commit()
+    con.close()
+    with pytest.raises(ParameterError, match="schema version 1.*new store"):
+        ReleaseStore(path)
+    con = sqlite3.connect(path)
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    con.close()
+    assert "charges" not in tables  # nothing created in the old store

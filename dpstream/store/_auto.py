@@ -1,0 +1,144 @@
+"""k="auto" in the store: issue 13's in-stream planner and prior, reading the store.
+
+``release_optstream(k="auto")`` plans every period from the *measurements* released before it
+(the estimates of the private step, their noise variances and sampled masks) and the previous
+period's plan (:func:`dpstream.pipelines._autoplan.plan_for_period`, which also builds the
+profile prior, :func:`postproc.profile_prior`), measures it
+(:func:`~dpstream.pipelines._period_steps.measure_period`, [FV19] Alg. 2) and post-processes it
+(:func:`~dpstream.pipelines._period_steps.post_process_periods`, [FV19] Alg. 4 with the prior).
+The store runs exactly those functions, one period at a time, with the planner's state rebuilt
+from the store before each period: the measurements and plans of the last ``LOOKBACK`` stored
+periods (persisted by :func:`pack` in the transaction that commits the period's values), in
+time order, through :meth:`PlanState.add`. So a store filled one day per run plans as the
+in-memory pipeline over the same days, and its plans can be replayed from the store alone
+(:func:`dpstream.pipelines._autoplan.replan` on the stored measurements).
+
+Differences, on purpose:
+
+* Bits: period ``o`` draws from :func:`~dpstream.pipelines._period.period_bits` (``seed`` and
+  the ordinal), as every store period does, so a day's release does not depend on the run it
+  was released in; ``release_optstream(k="auto", seed=s)`` draws all its periods from one
+  stream ``bit_source(s)``. Seeded, the store equals the in-memory functions driven with
+  per-period bits (tested), not ``release_optstream(seed=s)`` itself.
+* Periods are planned in time order: a period can only be released after every stored one
+  (the budget rule across a changed k reads the previous period's plan; a stored *later* period
+  would need the next plan too). A gap (a day never released) starts the window rule afresh:
+  no window of w steps straddles it.
+* Sequential by nature (each plan reads the previous period's measurement): with
+  ``engine="dask"`` each period's private step and post-processing (:func:`measure_task`:
+  read the values, draw, Alg. 4) run in a worker of one cluster kept for the call, one period
+  after the other -- the values never enter this process, but nothing runs in parallel.
+
+*Privacy*: as ``release_optstream(k="auto")``: plans and priors read public measurements only
+(post-processing, [FV19] Theorem 3); each period is charged the store's (ε, δ) per window before
+its draw, and ``planner.window_budget`` keeps every window within it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+__all__ = ["AutoTask", "measure_task", "pack", "plan_state", "release_auto_period", "unpack"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AutoTask:
+    """One planned k="auto" period: what the private step needs (picklable, for Dask)."""
+
+    cfg: object = field(hash=False)
+    """The release's :class:`~dpstream.pipelines._period_steps.AutoConfig`."""
+    plan: object = field(hash=False)
+    """The period's :class:`planner._stream_plan.PeriodPlan`."""
+    prior: object = field(hash=False)
+    """Its :class:`postproc._prior.ProfilePrior`, or None."""
+    hierarchy: object = field(hash=False)
+    """The resolved hierarchy, or None."""
+    values: object = field(hash=False)
+    """The period's node values (N, w), or a callable reading them where the task runs."""
+    seed: object = None
+    """None: the secure source where the task runs; an int: the period's child seed."""
+    ordinal: int = 0
+    """The period's key (keys its bits)."""
+
+
+def measure_task(task: AutoTask):
+    """The private step and Algorithm 4 of one planned period: ``(released (N, w),
+    Measurement)`` -- :func:`measure_period` and :func:`post_process_periods`, as
+    ``release_optstream(k="auto")`` runs them."""
+    from ..pipelines._period import period_bits
+    from ..pipelines._period_steps import measure_period, post_process_periods
+
+    vals = task.values() if callable(task.values) else task.values
+    bits = period_bits(task.seed, task.ordinal)
+    m = measure_period(np.asarray(vals, dtype=np.float64), task.plan, task.cfg, bits=bits)
+    released = post_process_periods([m], [task.plan], [task.prior], task.hierarchy)[0]
+    return np.maximum(released, 0.0), m
+
+
+def pack(measurement, plan) -> bytes:
+    """A period's measurement and plan as an ``.npz`` (arrays; scalars as one JSON text)."""
+    arrays = {
+        "values": measurement.values,
+        "noise": measurement.noise,
+        "sampled": measurement.sampled,
+    }
+    scalars = {}
+    for f in fields(plan):
+        value = getattr(plan, f.name)
+        if isinstance(value, np.ndarray):
+            arrays[f"plan_{f.name}"] = value
+        else:
+            scalars[f.name] = list(value) if isinstance(value, tuple) else value
+    arrays["plan_scalars"] = np.array(json.dumps(scalars))
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def unpack(blob: bytes):
+    """Inverse of :func:`pack`: ``(Measurement, PeriodPlan)`` (no pickles are read)."""
+    from planner._stream_plan import PeriodPlan
+
+    from ..pipelines._period_steps import Measurement
+
+    with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+        m = Measurement(values=z["values"], noise=z["noise"], sampled=z["sampled"])
+        kw = {k[5:]: z[k] for k in z.files if k.startswith("plan_") and k != "plan_scalars"}
+        scalars = json.loads(str(z["plan_scalars"]))
+    kw.update({k: tuple(v) if isinstance(v, list) else v for k, v in scalars.items()})
+    return m, PeriodPlan(**kw)
+
+
+def plan_state(store, ordinal: int, cfg):
+    """The planner's state before period ``ordinal``, rebuilt from the store's measurements."""
+    from ..pipelines._autoplan import LOOKBACK, PlanState
+
+    state = PlanState(w=cfg.w)
+    rows = store._measured(ordinal, LOOKBACK)
+    for _, _, blob in rows:
+        m, plan = unpack(blob)
+        state.add(m, plan)
+    if rows and rows[-1][0] != ordinal - 1:
+        state.previous = None  # a gap: no window of w steps straddles it
+    return state
+
+
+def release_auto_period(store, cfg, *, ordinal, label, values, tree, seed, charge, run):
+    """Plan (from the store), charge, measure and post-process (``run(measure_task, task)``:
+    here or in a Dask worker), then commit one period with its measurement (one transaction)."""
+    from ..pipelines._autoplan import plan_for_period, records
+
+    state = plan_state(store, ordinal, cfg)
+    plan, prior = plan_for_period(state, cfg, r=cfg.w)
+    charge()  # committed before the draw
+    task = AutoTask(
+        cfg=cfg, plan=plan, prior=prior, hierarchy=tree, values=values, seed=seed, ordinal=ordinal
+    )
+    released, m = run(measure_task, task)
+    rec = records([plan], [prior], [label], cfg.delta)[0]
+    rec.update(period=int(ordinal), planned_on=f"{len(state.measurements)} stored period(s)")
+    store._put(ordinal, label, released, rec, seeded=seed is not None, measured=pack(m, plan))

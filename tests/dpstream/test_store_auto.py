@@ -1,0 +1,143 @@
+"""k="auto" in the store: issue 13's in-stream planner and prior, reading the store's history."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpstream import ReleaseStore
+from dpstream.pipelines._autoplan import _config, replan, run_periods
+from dpstream.pipelines._frames import prepare_frame, to_periods
+from dpstream.pipelines._period import period_bits
+from dpstream.pipelines._period_steps import measure_period, post_process_periods
+from dpstream.store._auto import unpack
+from mechanisms import ParameterError
+
+H = {"total": ["a", "b", "c"]}
+KW = {"epsilon": 1.0, "alpha": 5.0, "hierarchy": H, "k": "auto", "seed": 7}
+DAYS = 5
+
+
+def loads(days: int) -> pd.DataFrame:
+    idx = pd.date_range("2016-03-01", periods=48 * days, freq="30min")
+    t = np.arange(idx.size)
+    rng = np.random.default_rng(5)
+    return pd.DataFrame(
+        {
+            "a": 300 + 80 * np.sin(2 * np.pi * t / 48) + rng.uniform(0, 20, t.size),
+            "b": 200 + 40 * np.cos(2 * np.pi * t / 48) + rng.uniform(0, 20, t.size),
+            "c": 100 + rng.uniform(0, 20, t.size),
+        },
+        index=idx,
+    )
+
+
+def in_memory(frame: pd.DataFrame, seed: int):
+    """The in-memory pipeline's own functions over the whole frame, with per-period bits."""
+    sf = prepare_frame(frame, owner="t", hierarchy=H)
+    cfg = _config(
+        epsilon=1.0, alpha=5.0, w=48, delta=None, noise="laplace", target="all",
+        level_shares=None, hierarchy=sf.hierarchy, nodes=sf.nodes, prior=True,
+    )  # fmt: skip
+    periods = to_periods(sf.values, 48)
+
+    def measure(i, vals, plan):
+        return measure_period(vals, plan, cfg, bits=period_bits(seed, i))
+
+    measured, plans, priors = run_periods(
+        periods.full, periods.tail, cfg, history=None, measure=measure
+    )
+    released = post_process_periods(measured, plans, priors, sf.hierarchy)  # one call, all days
+    return cfg, sf, measured, plans, priors, released
+
+
+def stored(store: ReleaseStore):
+    rows = store._con.execute("SELECT measured FROM periods ORDER BY ordinal").fetchall()
+    return [unpack(r[0]) for r in rows]
+
+
+def assert_same_plan(a, b) -> None:
+    assert (a.k, a.noise, a.shares, a.basis) == (b.k, b.noise, b.shares, b.basis)
+    assert a.budget == b.budget and a.predicted == b.predicted
+    np.testing.assert_array_equal(a.variances, b.variances)
+    np.testing.assert_array_equal(a.sample_variance, b.sample_variance)
+
+
+def test_day_by_day_through_the_store_equals_the_in_memory_planner(tmp_path):
+    frame = loads(DAYS)
+    cfg, sf, measured, plans, priors, released = in_memory(frame, seed=7)
+    with ReleaseStore(tmp_path / "daily.db") as daily, ReleaseStore(tmp_path / "one.db") as one:
+        parts = [  # one run per day
+            daily.release_optstream(frame.iloc[48 * d : 48 * (d + 1)], **KW) for d in range(DAYS)
+        ]
+        whole = one.release_optstream(frame, **KW)
+        got = pd.concat(parts)
+        rows = stored(daily)
+        table = daily.periods()
+    pd.testing.assert_frame_equal(got, whole)
+    assert [p.k for _, p in rows] == [p.k for p in plans]
+    for (m, plan), m_ref, plan_ref in zip(rows, measured, plans, strict=True):
+        assert_same_plan(plan, plan_ref)
+        np.testing.assert_array_equal(m.values, m_ref.values)
+        np.testing.assert_array_equal(m.noise, m_ref.noise)
+        np.testing.assert_array_equal(m.sampled, m_ref.sampled)
+    # Algorithm 4 period by period (the store) is the pipeline's, exactly ...
+    one_by_one = [
+        post_process_periods([m], [p], [q], sf.hierarchy)[0]
+        for m, p, q in zip(measured, plans, priors, strict=True)
+    ]
+    np.testing.assert_array_equal(got.to_numpy(), np.concatenate([r.T for r in one_by_one]))
+    # ... and release_optstream's one call over all days agrees to the solver's tolerance
+    want = np.concatenate([r.T for r in released])  # (T, N)
+    np.testing.assert_allclose(got.to_numpy(), np.maximum(want, 0.0), rtol=1e-7, atol=1e-7)
+    # the in-stream planner really ran: a prior from the third day on, plans from released days
+    assert table["prior_periods"].tolist()[:3] == [0, 0, 2]
+    assert table["basis"].tolist()[1:] == ["released"] * (DAYS - 1)
+    assert table["planned_on"].tolist()[-1] == f"{DAYS - 1} stored period(s)"
+
+
+def test_the_stored_measurements_replay_the_stored_plans(tmp_path):
+    """Planning is post-processing: the store's measurements alone give back its plans."""
+    frame = loads(4)
+    with ReleaseStore(tmp_path / "s.db") as store:
+        store.release_optstream(frame.iloc[:96], **{**KW, "seed": None})
+        store.release_optstream(frame, **{**KW, "seed": None})
+        rows = stored(store)
+    sf = prepare_frame(frame, owner="t", hierarchy=H)
+    cfg = _config(
+        epsilon=1.0, alpha=5.0, w=48, delta=None, noise="laplace", target="all",
+        level_shares=None, hierarchy=sf.hierarchy, nodes=sf.nodes, prior=True,
+    )  # fmt: skip
+    measurements = np.concatenate([m.values.T for m, _ in rows])
+    plans, _ = replan(measurements, cfg)
+    for (_, plan), again in zip(rows, plans, strict=True):
+        assert_same_plan(plan, again)
+
+
+def test_auto_periods_are_released_in_time_order(tmp_path):
+    frame = loads(3)
+    with ReleaseStore(tmp_path / "s.db") as store:
+        store.release_optstream(frame.iloc[48:], **KW)
+        with pytest.raises(ParameterError, match="time order"):
+            store.release_optstream(frame, **KW)
+        assert len(store.ledger.charges) == 2 and sorted(store.ordinals()) == [0, 1]
+        again = store.release_optstream(frame.iloc[48:], **KW)  # stored days: returned
+        assert len(again) == 96
+
+
+def test_auto_refuses_what_it_does_not_plan(tmp_path):
+    with ReleaseStore(tmp_path / "s.db") as store:
+        for bad in ({"sampling": "l1"}, {"weights": "paper"}, {"alpha": None, "bound": 500.0}):
+            with pytest.raises(ParameterError, match="'k' parameter"):
+                store.release_optstream(loads(1), **{**KW, **bad})
+        assert store.config is None
+
+
+def test_auto_on_dask_equals_auto_here(tmp_path):
+    frame = loads(3)
+    with ReleaseStore(tmp_path / "here.db") as here, ReleaseStore(tmp_path / "dask.db") as dask:
+        want = here.release_optstream(frame, **KW)
+        got = dask.release_optstream(frame, engine="dask", n_workers=1, **KW)
+        assert len(dask.ledger.charges) == 3
+    pd.testing.assert_frame_equal(got, want)
