@@ -62,6 +62,21 @@ def _profile(previous: pd.DataFrame, index: pd.DatetimeIndex, w: int = 48) -> pd
     )
 
 
+def _running_mean(values: np.ndarray, first: np.ndarray, w: int = 48) -> np.ndarray:
+    """Each day forecast by the mean of the earlier days of ``values`` (T, N) (at most
+    ``PRIOR_DAYS``); the first day, with nothing earlier, takes ``first``'s values."""
+    from dpstream.pipelines._autoplan import PRIOR_DAYS
+
+    out = np.array(first, dtype=np.float64)
+    days = values.shape[0] // w
+    per_day = values[: days * w].reshape(days, w, -1)
+    for d in range(1, days + 1):
+        stop = min(d * w + w, values.shape[0])
+        prof = per_day[max(0, d - PRIOR_DAYS) : d].mean(axis=0)
+        out[d * w : stop] = np.maximum(prof[: stop - d * w], 0.0)
+    return out
+
+
 def _methods(alpha: float, hierarchy: dict, history: pd.DataFrame) -> dict:
     common = {"epsilon": 1.0, "alpha": alpha, "hierarchy": hierarchy}
     opt = dpstream.release_optstream
@@ -69,10 +84,6 @@ def _methods(alpha: float, hierarchy: dict, history: pd.DataFrame) -> dict:
         "auto": (opt, common),
         "auto, no prior": (opt, {**common, "prior": False}),
         "auto + history": (opt, {**common, "history": history}),
-        "auto + history, Gaussian": (
-            opt,
-            {**common, "history": history, "noise": "auto", "delta": 1e-6},
-        ),
         "paper (k=10, l1)": (opt, {**common, "k": 10, "sampling": "l1"}),
         "Laplace": (dpstream.release_laplace, common),
         "DFT": (dpstream.release_dft, common),
@@ -85,7 +96,9 @@ def _errors(out: pd.DataFrame, truth: pd.DataFrame, leaves: list[str], root: str
     return float(err[leaves].mean()), float(err[root]), float(err.mean())
 
 
-def main_table(name: str, trials: int, rows: list[dict], start: float, first: int = 0) -> None:
+def main_table(
+    name: str, trials: int, rows: list[dict], start: float, first: int = 0, on_row=None
+) -> None:
     frame, hierarchy, root, leaves, year = _data(name)
     for month, (cur, prev) in MONTHS.items():
         truth = frame.loc[f"{year}-{cur}"][[root, *leaves]]
@@ -97,18 +110,39 @@ def main_table(name: str, trials: int, rows: list[dict], start: float, first: in
                 {"dataset": name, "month": month, "alpha/eps": alpha, "method": "reference",
                  "leaves": r_leaf, "root": r_root, "all": r_all, "trials": 1}
             )  # fmt: skip
+            extra: dict[str, list] = {}
             for i, (method, (release, kwargs)) in enumerate(
                 _methods(alpha, hierarchy, history).items()
             ):
                 errs, pred, ks = [], [], []
                 for trial in range(first, first + trials):
-                    seed = 100_000 * i + 100 * trial + int(alpha)
-                    out = release(truth[leaves], seed=seed, **kwargs)
+                    # "auto" and "auto, no prior" share seeds: the same measurements, so the
+                    # difference is the prior's alone (paired)
+                    seed = 100_000 * (0 if method == "auto, no prior" else i) + 100 * trial
+                    out = release(truth[leaves], seed=seed + int(alpha), **kwargs)
                     errs.append(_errors(out, truth, leaves, root))
                     if "plan" in out.attrs:
                         plans = out.attrs["plan"]
-                        pred.append(float(np.mean([p["predicted"] for p in plans])))
+                        pred.append(
+                            float(np.mean([
+                                p["predicted"] if p.get("predicted_with_prior") is None
+                                or not kwargs.get("prior", True) else p["predicted_with_prior"]
+                                for p in plans
+                            ]))
+                        )  # fmt: skip
                         ks.append(float(np.median([p["k"] for p in plans])))
+                    if method == "auto":  # no-current-data forecasts from the same information
+                        cols = [root, *leaves]
+                        rel = out[cols].to_numpy()
+                        meas = out.attrs["measurements"]
+                        same = _running_mean(meas, rel)
+                        oracle = _running_mean(truth[cols].to_numpy(), rel)
+                        extra.setdefault("released days so far (no current data)", []).append(
+                            _errors(pd.DataFrame(same, truth.index, cols), truth, leaves, root)
+                        )
+                        extra.setdefault("true days so far (oracle)", []).append(
+                            _errors(pd.DataFrame(oracle, truth.index, cols), truth, leaves, root)
+                        )
                 e = np.array(errs)
                 rows.append(
                     {"dataset": name, "month": month, "alpha/eps": alpha, "method": method,
@@ -117,10 +151,20 @@ def main_table(name: str, trials: int, rows: list[dict], start: float, first: in
                      "predicted_all": np.mean(pred) if pred else np.nan,
                      "median_k": np.mean(ks) if ks else np.nan, "trials": trials}
                 )  # fmt: skip
+            for method, errs in extra.items():
+                e = np.array(errs)
+                rows.append(
+                    {"dataset": name, "month": month, "alpha/eps": alpha, "method": method,
+                     "leaves": e[:, 0].mean(), "root": e[:, 1].mean(), "all": e[:, 2].mean(),
+                     "leaves_sd": e[:, 0].std(ddof=1) if trials > 1 else np.nan,
+                     "trials": trials}
+                )  # fmt: skip
+            if on_row is not None:
+                on_row()
             print(f"{name} {month} α/ε={alpha:g} ({time.perf_counter() - start:.0f} s)", flush=True)
 
 
-def share_table(trials: int, rows: list[dict], start: float) -> None:
+def share_table(trials: int, rows: list[dict], start: float, out: Path | None = None) -> None:
     frame, hierarchy, root, leaves, year = _data("regional")
     variants = {
         "equal (ε/h)": {"level_shares": "equal"},
@@ -152,6 +196,8 @@ def share_table(trials: int, rows: list[dict], start: float) -> None:
                      "predicted_target": np.mean(pred), "root_share": np.mean(shares),
                      "trials": trials}
                 )  # fmt: skip
+            if out is not None:
+                pd.DataFrame(rows).to_csv(out, index=False, float_format="%.6g")
         print(f"shares {month} ({time.perf_counter() - start:.0f} s)", flush=True)
 
 
@@ -179,6 +225,7 @@ def _markdown(table: pd.DataFrame, shares: pd.DataFrame | None, trials: int) -> 
     order = [
         "auto", "auto, no prior", "auto + history", "auto + history, Gaussian",
         "paper (k=10, l1)", "Laplace", "DFT", "PeGaSus", "reference",
+        "released days so far (no current data)", "true days so far (oracle)",
     ]  # fmt: skip
     for name, part in table.groupby("dataset"):
         for level in ("leaves", "root"):
@@ -186,7 +233,7 @@ def _markdown(table: pd.DataFrame, shares: pd.DataFrame | None, trials: int) -> 
             piv = piv[[m for m in order if m in piv.columns]].round(0)
             unit = "kW" if name == "regional" else "Wh per half-hour"
             lines += [f"## {name}: {level} ({unit})", "", _md(piv), ""]
-        auto = part[part.method.str.startswith("auto")]
+        auto = part[part.method.str.startswith("auto") & part["predicted_all"].notna()]
         pv = auto.groupby(["alpha/eps", "method"])[["predicted_all", "all"]].mean()
         pv["realised/predicted"] = pv["all"] / pv["predicted_all"]
         lines += [
@@ -214,6 +261,7 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="*", default=["regional", "household"])
     parser.add_argument("--no-shares", action="store_true")
     parser.add_argument("--stem", default="optstream_defaults", help="output file name stem")
+    parser.add_argument("--share-stem", default="optstream_level_shares")
     parser.add_argument("--first-trial", type=int, default=0, help="index of the first trial")
     parser.add_argument(
         "--merge", nargs="*", default=None, help="average these stems' CSVs (equal trials)"
@@ -231,18 +279,24 @@ def main() -> None:
         print(text)
         return
     rows: list[dict] = []
-    for name in args.datasets:
-        main_table(name, args.trials, rows, start, args.first_trial)
-    table = pd.DataFrame(rows, columns=["dataset", "method"] if not rows else None)
     OUT.mkdir(parents=True, exist_ok=True)
+
+    def flush() -> None:  # results as they finish (a long run can be stopped at any time)
+        part = pd.DataFrame(rows)
+        part.to_csv(OUT / f"{args.stem}.csv", index=False, float_format="%.6g")
+        (OUT / f"{args.stem}.md").write_text(_markdown(part, None, args.trials) + "\n")
+
+    for name in args.datasets:
+        main_table(name, args.trials, rows, start, args.first_trial, on_row=flush)
+    table = pd.DataFrame(rows, columns=["dataset", "method"] if not rows else None)
     if rows:
         table.to_csv(OUT / f"{args.stem}.csv", index=False, float_format="%.6g")
     shares = None
     if not args.no_shares:
         srows: list[dict] = []
-        share_table(args.trials, srows, start)
+        share_table(args.trials, srows, start, out=OUT / f"{args.share_stem}.csv")
         shares = pd.DataFrame(srows)
-        shares.to_csv(OUT / "optstream_level_shares.csv", index=False, float_format="%.6g")
+        shares.to_csv(OUT / f"{args.share_stem}.csv", index=False, float_format="%.6g")
     text = _markdown(table, shares, args.trials)
     (OUT / f"{args.stem}.md").write_text(text + "\n")
     print(text)
