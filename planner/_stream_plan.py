@@ -16,11 +16,15 @@ Error model (per node n and step t; [FV19] §4 splits the error the same way)::
 with ``M`` the interpolation operator of the k samples ([FV19] §3.3), ``s²`` the variance of
 one sample's noise at level ℓ (Laplace: 2(kα/ε_ℓ)², [FV19] Theorem 8; Gaussian: α²k/(2ρ_ℓ),
 :mod:`mechanisms.wevent._gaussian`) and ``B`` the interpolation error predicted from the
-variogram (kriging identity). Algorithm 4 then combines the levels; the prediction uses the
-best linear unbiased combination of the hierarchy at each step (leaves' covariance
-``(Sᵀ V⁻¹ S)⁻¹``, S the aggregation matrix; a level with share 0 contributes nothing), and a
-normal error: mean |error| = √(2/π)·√Var (13% high when the error is one Laplace variable).
-Non-negativity and the prior of :mod:`postproc._prior` only lower the error: not modelled.
+variogram (kriging identity). Algorithm 4 then combines the levels. Every level interpolates
+the same sampled steps with the same operator, so the interpolation errors are consistent
+across levels (an aggregate's is the sum of its leaves', correlated ones included) and no
+combination removes them: the prediction combines only the noise, with Algorithm 4's weights
+``W = 1/V`` (leaves' covariance ``(SᵀWS)⁻¹ SᵀW N W S (SᵀWS)⁻¹``, S the aggregation matrix,
+N the noise; a level with share 0 contributes nothing) and adds each node's own ``B[n, t]``;
+and a normal error: mean |error| = √(2/π)·√Var (13% high when the error is one Laplace
+variable). Non-negativity is not modelled; the prior of :mod:`postproc._prior` is, in
+``predicted_with_prior`` (each node's estimate merged with the forecast, then combined).
 
 Budgets across periods
 ----------------------
@@ -196,8 +200,19 @@ def _interpolation(r: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return pos, m, m2
 
 
-def _node_errors(v: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """Predicted mean |error| per node (C, N) from pre-projection variances v (C, N, r)."""
+def _node_errors(v: np.ndarray, matrix: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    """Predicted mean |error| per node (C, N) from pre-projection variances v (C, N, r).
+
+    With ``bias`` (N, r), the interpolation part of ``v``: every level interpolates the same
+    sampled steps with the same operator, so a node's interpolation error is the sum of its
+    leaves' (the estimates are ``S(z + ι) + noise``): consistent across levels, untouched by
+    Algorithm 4, and *not* independent between nodes. Then only the noise ``v − bias`` is
+    combined across levels (with Algorithm 4's weights ``1/v``: the sandwich
+    ``(SᵀWS)⁻¹ SᵀW N W S (SᵀWS)⁻¹``) and each node keeps its own interpolation error
+    ``bias[n]`` (from its own variogram, which holds the children's correlation). Without
+    ``bias`` all of ``v`` is treated as independent noise (the model before issue 13's item 3,
+    which put the root's prediction far below its realised error at α/ε >= 50).
+    """
     c, n, r = v.shape
     n_leaves = matrix.shape[1]
     if n == n_leaves or n_leaves > _MAX_BLUE_LEAVES:
@@ -210,7 +225,13 @@ def _node_errors(v: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     p = (prec.transpose(0, 2, 1) @ outer).reshape(c, r, n_leaves, n_leaves)
     trace = np.trace(p, axis1=2, axis2=3)[..., None, None]
     cov = np.linalg.inv(p + 1e-12 * np.eye(n_leaves) * trace)
+    if bias is not None:
+        noise = np.where(np.isfinite(v), np.maximum(v - bias[None], 0.0), 0.0)
+        q = ((prec * prec * noise).transpose(0, 2, 1) @ outer).reshape(p.shape)
+        cov = cov @ q @ cov
     var = (cov.reshape(c, r, n_leaves * n_leaves) @ outer.T).transpose(0, 2, 1)  # (C, N, r)
+    if bias is not None:
+        var = var + bias[None]
     return _SQRT_2_PI * np.sqrt(np.maximum(var, 0.0)).mean(axis=2)
 
 
@@ -333,7 +354,7 @@ def plan_period(
                     share_arr > 0, _sample_variance(noise, k, alpha, budget * share_arr), np.inf
                 )  # (C, N)
             v = svar[:, :, None] * m2[None, None, :] + bias[None]
-            err = _node_errors(v, matrix)  # (C, N)
+            err = _node_errors(v, matrix, bias)  # (C, N)
             score = err[:, tmask].mean(axis=1)
             score_p = None
             if prior_variance is not None:  # the forecast as one more independent estimate
