@@ -223,12 +223,13 @@ def _node_errors(v: np.ndarray, matrix: np.ndarray, bias: np.ndarray | None = No
     # (einsum with optimize=True spent most of the planner's time finding its path).
     outer = (matrix[:, :, None] * matrix[:, None, :]).reshape(n, n_leaves * n_leaves)
     p = (prec.transpose(0, 2, 1) @ outer).reshape(c, r, n_leaves, n_leaves)
-    trace = np.trace(p, axis1=2, axis2=3)[..., None, None]
-    cov = np.linalg.inv(p + 1e-12 * np.eye(n_leaves) * trace)
+    lam = 1e-12 * np.trace(p, axis1=2, axis2=3)[..., None, None]
+    cov = np.linalg.inv(p + lam * np.eye(n_leaves))
     if bias is not None:
         noise = np.where(np.isfinite(v), np.maximum(v - bias[None], 0.0), 0.0)
         q = ((prec * prec * noise).transpose(0, 2, 1) @ outer).reshape(p.shape)
-        cov = cov @ q @ cov
+        # + λ·cov²: ~0 where the leaves are identified, ~1/λ (unmeasured: huge) where not
+        cov = cov @ q @ cov + lam * (cov @ cov)
     var = (cov.reshape(c, r, n_leaves * n_leaves) @ outer.T).transpose(0, 2, 1)  # (C, N, r)
     if bias is not None:
         var = var + bias[None]

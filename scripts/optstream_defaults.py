@@ -164,7 +164,7 @@ def main_table(
             print(f"{name} {month} α/ε={alpha:g} ({time.perf_counter() - start:.0f} s)", flush=True)
 
 
-def share_table(trials: int, rows: list[dict], start: float, out: Path | None = None) -> None:
+def share_table(trials: int, rows: list[dict], start: float, csv: Path | None = None) -> None:
     frame, hierarchy, root, leaves, year = _data("regional")
     variants = {
         "equal (ε/h)": {"level_shares": "equal"},
@@ -196,8 +196,8 @@ def share_table(trials: int, rows: list[dict], start: float, out: Path | None = 
                      "predicted_target": np.mean(pred), "root_share": np.mean(shares),
                      "trials": trials}
                 )  # fmt: skip
-            if out is not None:
-                pd.DataFrame(rows).to_csv(out, index=False, float_format="%.6g")
+            if csv is not None:
+                pd.DataFrame(rows).to_csv(csv, index=False, float_format="%.6g")
         print(f"shares {month} ({time.perf_counter() - start:.0f} s)", flush=True)
 
 
@@ -294,7 +294,7 @@ def main() -> None:
     shares = None
     if not args.no_shares:
         srows: list[dict] = []
-        share_table(args.trials, srows, start, out=OUT / f"{args.share_stem}.csv")
+        share_table(args.trials, srows, start, csv=OUT / f"{args.share_stem}.csv")
         shares = pd.DataFrame(srows)
         shares.to_csv(OUT / f"{args.share_stem}.csv", index=False, float_format="%.6g")
     text = _markdown(table, shares, args.trials)
