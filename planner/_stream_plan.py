@@ -16,11 +16,15 @@ Error model (per node n and step t; [FV19] §4 splits the error the same way)::
 with ``M`` the interpolation operator of the k samples ([FV19] §3.3), ``s²`` the variance of
 one sample's noise at level ℓ (Laplace: 2(kα/ε_ℓ)², [FV19] Theorem 8; Gaussian: α²k/(2ρ_ℓ),
 :mod:`mechanisms.wevent._gaussian`) and ``B`` the interpolation error predicted from the
-variogram (kriging identity). Algorithm 4 then combines the levels; the prediction uses the
-best linear unbiased combination of the hierarchy at each step (leaves' covariance
-``(Sᵀ V⁻¹ S)⁻¹``, S the aggregation matrix; a level with share 0 contributes nothing), and a
-normal error: mean |error| = √(2/π)·√Var (13% high when the error is one Laplace variable).
-Non-negativity and the prior of :mod:`postproc._prior` only lower the error: not modelled.
+variogram (kriging identity). Algorithm 4 then combines the levels. Every level interpolates
+the same sampled steps with the same operator, so the interpolation errors are consistent
+across levels (an aggregate's is the sum of its leaves', correlated ones included) and no
+combination removes them: the prediction combines only the noise, with Algorithm 4's weights
+``W = 1/V`` (leaves' covariance ``(SᵀWS)⁻¹ SᵀW N W S (SᵀWS)⁻¹``, S the aggregation matrix,
+N the noise; a level with share 0 contributes nothing) and adds each node's own ``B[n, t]``;
+and a normal error: mean |error| = √(2/π)·√Var (13% high when the error is one Laplace
+variable). Non-negativity is not modelled; the prior of :mod:`postproc._prior` is, in
+``predicted_with_prior`` (each node's estimate merged with the forecast, then combined).
 
 Budgets across periods
 ----------------------
@@ -104,6 +108,9 @@ class PeriodPlan:
     """(N,) noise variance of one sample of each node (infinite for share 0)."""
     basis: str
     """``"rule"`` (nothing known yet), ``"released"`` or ``"history"``."""
+    predicted_with_prior: float | None = None
+    """Predicted mean absolute error per value over the target nodes after the prior is
+    folded in (None without a prior); the prediction to compare with the realised error."""
 
     def positions(self, r: int) -> np.ndarray:
         """Sampled steps of a period of r steps."""
@@ -118,6 +125,7 @@ class PeriodPlan:
             "budget": self.budget,
             "predicted": self.predicted,
             "basis": self.basis,
+            "predicted_with_prior": self.predicted_with_prior,
         }
 
 
@@ -178,20 +186,53 @@ def _sample_variance(noise: str, k: int, alpha: float, budget: float) -> float:
     return alpha * alpha * k / (2.0 * budget)  # zCDP: σ² = Δ₂²/(2ρ), Δ₂ = α√k
 
 
-def _node_errors(v: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """Predicted mean |error| per node (C, N) from pre-projection variances v (C, N, r)."""
+@lru_cache(maxsize=256)
+def _interpolation(r: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sampled steps, interpolation operator M ([FV19] §3.3) and Σ_j M[t, j]² of (r, k)
+    (data-independent, so cached across periods; read-only arrays)."""
+    mask = np.zeros((1, r), dtype=bool)
+    pos = sample_equal(r, k)
+    mask[0, pos] = True
+    m = interpolation_matrix(mask)[0]
+    m2 = (m * m).sum(axis=1)
+    for a in (pos, m, m2):
+        a.setflags(write=False)
+    return pos, m, m2
+
+
+def _node_errors(v: np.ndarray, matrix: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    """Predicted mean |error| per node (C, N) from pre-projection variances v (C, N, r).
+
+    With ``bias`` (N, r), the interpolation part of ``v``: every level interpolates the same
+    sampled steps with the same operator, so a node's interpolation error is the sum of its
+    leaves' (the estimates are ``S(z + ι) + noise``): consistent across levels, untouched by
+    Algorithm 4, and *not* independent between nodes. Then only the noise ``v − bias`` is
+    combined across levels (with Algorithm 4's weights ``1/v``: the sandwich
+    ``(SᵀWS)⁻¹ SᵀW N W S (SᵀWS)⁻¹``) and each node keeps its own interpolation error
+    ``bias[n]`` (from its own variogram, which holds the children's correlation). Without
+    ``bias`` all of ``v`` is treated as independent noise (the model before issue 13's item 3,
+    which put the root's prediction far below its realised error at α/ε >= 50).
+    """
     c, n, r = v.shape
     n_leaves = matrix.shape[1]
     if n == n_leaves or n_leaves > _MAX_BLUE_LEAVES:
         var = np.where(np.isfinite(v), v, np.nan)
         return _SQRT_2_PI * np.sqrt(var).mean(axis=2)
     prec = np.where(np.isfinite(v), 1.0 / np.maximum(v, 1e-300), 0.0)  # (C, N, r)
-    # P = Sᵀ diag(prec) S per candidate and step: (C, r, L, L)
-    p = np.einsum("nl,cnt,nm->ctlm", matrix, prec, matrix, optimize=True)
-    cov = np.linalg.inv(
-        p + 1e-12 * np.eye(n_leaves) * np.trace(p, axis1=2, axis2=3)[..., None, None]
-    )
-    var = np.einsum("nl,ctlm,nm->cnt", matrix, cov, matrix, optimize=True)
+    # P = Sᵀ diag(prec) S per candidate and step, as one matmul with the rows' outer products
+    # (einsum with optimize=True spent most of the planner's time finding its path).
+    outer = (matrix[:, :, None] * matrix[:, None, :]).reshape(n, n_leaves * n_leaves)
+    p = (prec.transpose(0, 2, 1) @ outer).reshape(c, r, n_leaves, n_leaves)
+    lam = 1e-12 * np.trace(p, axis1=2, axis2=3)[..., None, None]
+    cov = np.linalg.inv(p + lam * np.eye(n_leaves))
+    if bias is not None:
+        noise = np.where(np.isfinite(v), np.maximum(v - bias[None], 0.0), 0.0)
+        q = ((prec * prec * noise).transpose(0, 2, 1) @ outer).reshape(p.shape)
+        # + λ·cov²: ~0 where the leaves are identified, ~1/λ (unmeasured: huge) where not
+        cov = cov @ q @ cov + lam * (cov @ cov)
+    var = (cov.reshape(c, r, n_leaves * n_leaves) @ outer.T).transpose(0, 2, 1)  # (C, N, r)
+    if bias is not None:
+        var = var + bias[None]
     return _SQRT_2_PI * np.sqrt(np.maximum(var, 0.0)).mean(axis=2)
 
 
@@ -211,6 +252,8 @@ def plan_period(
     candidates: tuple[int, ...] | None = None,
     shares: list[tuple[float, ...]] | None = None,
     basis: str = "released",
+    prior_variance: np.ndarray | None = None,
+    choose_with_prior: bool = False,
 ) -> PeriodPlan:
     """Choose k, noise and level shares of one period by their predicted error (module Notes).
 
@@ -242,6 +285,18 @@ def plan_period(
         :func:`share_grid`).
     basis
         Label for the record (``"released"`` or ``"history"``).
+    prior_variance
+        (N, r) error variance τ² of the forecast that Algorithm 4 will fold in
+        (:func:`postproc.profile_prior`), or None. Given, each candidate is scored by the
+        error of its estimate *combined* with the forecast, per node and step
+        ``1 / (1/V + 1/τ²)`` (the precision-weighted merge of :func:`postproc.merge_prior`),
+        reported as ``predicted_with_prior``.
+    choose_with_prior
+        Choose by that combined error (a good forecast then moves the choice to the
+        configuration that complements it best, typically fewer samples) instead of the
+        release's own. Off by default: the measured periods are also what later priors are
+        built from, which the score does not value, and fewer samples made the later priors
+        worse on the regional data (``docs/results/optstream_defaults_findings.md``).
 
     Returns
     -------
@@ -282,37 +337,40 @@ def plan_period(
         ks = tuple(k for k in (candidates or default_candidates(w)) if k <= r)
         share_list = shares or share_grid(h)
     best: PeriodPlan | None = None
+    best_rank = np.inf
     for noise in noises:
         if previous is not None and previous[2] != noise:
             continue  # the noise is fixed for the whole call (accounting in one currency)
         total = totals[noise]
+        share_arr = np.array(share_list, dtype=np.float64)[:, node_level]  # (C, N)
         for k in ks:
-            mask = np.zeros((1, r), dtype=bool)
-            pos = sample_equal(r, k)
-            mask[0, pos] = True
-            m = interpolation_matrix(mask)[0]
-            m2 = (m * m).sum(axis=1)  # (r,)
+            pos, m, m2 = _interpolation(r, k)
             prev = None if previous is None else (previous[0], previous[1])
             budget = window_budget(prev, pos, total)
             if budget <= 0:
                 continue
             bias = np.zeros((n, r)) if gamma is None else kriging_bias(gamma[:, :r], m)
-            svar = np.array(
-                [
-                    [
-                        _sample_variance(noise, k, alpha, budget * s[node_level[j]])
-                        if s[node_level[j]] > 0
-                        else np.inf
-                        for j in range(n)
-                    ]
-                    for s in share_list
-                ]
-            )  # (C, N)
+            with np.errstate(divide="ignore"):
+                svar = np.where(
+                    share_arr > 0, _sample_variance(noise, k, alpha, budget * share_arr), np.inf
+                )  # (C, N)
             v = svar[:, :, None] * m2[None, None, :] + bias[None]
-            err = _node_errors(v, matrix)  # (C, N)
+            err = _node_errors(v, matrix, bias)  # (C, N)
             score = err[:, tmask].mean(axis=1)
-            i = int(np.nanargmin(score))
-            if best is None or score[i] < best.predicted:
+            score_p = None
+            if prior_variance is not None:  # the forecast as one more independent estimate
+                tau2 = np.asarray(prior_variance, dtype=np.float64)[None, :, :r]
+                if choose_with_prior:
+                    err_p = _node_errors(1.0 / (1.0 / v + 1.0 / tau2), matrix)
+                else:  # only the candidate chosen by its own error
+                    j = int(np.nanargmin(score))
+                    err_p = np.full_like(err, np.nan)
+                    err_p[j] = _node_errors(1.0 / (1.0 / v[j : j + 1] + 1.0 / tau2), matrix)[0]
+                score_p = err_p[:, tmask].mean(axis=1)
+            rank = score_p if choose_with_prior and score_p is not None else score
+            i = int(np.nanargmin(rank))
+            if best is None or rank[i] < best_rank:
+                best_rank = float(rank[i])
                 best = PeriodPlan(
                     k=int(k),
                     noise=noise,
@@ -323,6 +381,7 @@ def plan_period(
                     variances=v[i],
                     sample_variance=svar[i],
                     basis=basis,
+                    predicted_with_prior=None if score_p is None else float(score_p[i]),
                 )
     if best is None:
         raise ParameterError(f"No candidate of {owner} fits the budget; widen 'candidates'.")

@@ -16,17 +16,32 @@ problem with the extra term; only the reported objective differs by a constant.
 
 Forecast and its error variance (:func:`profile_prior`)
 -------------------------------------------------------
-The forecast of a period is the mean of the last ``days`` measured periods (a mean daily
-profile, as the issue's no-current-data reference uses). Its error variance ``τ²`` (per node)
-is estimated from the measurements themselves, by the method of moments (empirical Bayes;
-Efron and Morris 1973): for each of the last ``days`` measured periods q, the forecast made
-from the periods before q is compared with q's *sampled* steps, which are unbiased with a
-known noise variance ``s²_q``::
+Model (assumptions, not fitted to any data set): measured period q of node n is
+``y_q,t = x_q,t + e_q,t`` with the true day ``x_q,t = μ_t + d_q,t`` a common profile plus
+independent day-to-day deviations of variance ``σ²_t`` (changing smoothly over the period),
+and ``e_q,t`` the measurement's error of *known* variance: the noise ``s²_q,t`` at sampled
+steps (unbiased), noise plus the planner's predicted interpolation error at the others, 0 for
+public history.
 
-    E[(ỹ_q,t − f_q,t)²] = E[(x_q,t − f_q,t)²] + s²_q,t,      τ̂² = mean(r² − s²)  (>= a floor).
+1. ``σ²_t`` by the method of moments (empirical Bayes; Efron and Morris 1973) on the sampled
+   steps: the leave-one-out residual of the equal-weight mean of P days,
+   ``r_q = y_q − f_{−q} = P/(P−1)(y_q − f)``, has ``E[r²] = σ²·P/(P−1) + s²_q + Σ_{j≠q}
+   s²_j/(P−1)²``. Each excess is weighted by its inverse variance (∝ 1/(σ² + s² …)², so a
+   public day's counts far more than a noisy released day's), iterated from equal weights.
+   The excesses can be pooled over neighbouring steps and shrunk to the node's mean
+   (:func:`_pooled`); by default one σ² per node.
+2. The forecast weighs each day by its precision ``1/(σ²_t + e²_q,t)`` (a noise-free public
+   day counts more than a noisy released one: with the equal mean, released days pushed last
+   month's true days out of the average and the forecast got *worse* over the month), and its
+   error variance is exact under the model: with normalised weights ``a_q``,
+   ``τ²_t = σ²_t (1 + Σ a²) + Σ a² e²``.
 
-``f_q`` carries its own noise and interpolation error; both are part of the forecast's error,
-as they should be. With no usable pair (fewer than two measured periods) there is no prior.
+The previous estimator compared each day with the mean of the days *before* it (fewer days than
+the forecast averages), which overstated τ² by up to 2x in standard deviation on released
+days and gave the measurements too much weight (``docs/results/optstream_defaults_findings.md``).
+With fewer than two measured periods there is no prior. The interpolation errors of a
+forecast and of the measurement it is merged with share a systematic part (the same sampled
+steps every day); the weights treat them as independent (a known approximation).
 
 *Privacy*: the measurements are the outputs of the private mechanism of earlier periods (and
 public history); everything here is post-processing ([FV19] Theorem 3) and spends nothing.
@@ -52,11 +67,11 @@ class ProfilePrior:
     mean: np.ndarray = field(hash=False)
     """(N, w) forecast f of every node and step."""
     variance: np.ndarray = field(hash=False)
-    """(N, w) error variance τ² of the forecast (the same for every step of a node)."""
+    """(N, w) error variance τ² of the forecast of every node and step."""
     n_periods: int
     """Measured periods averaged into the forecast."""
     n_pairs: int
-    """(period, forecast) pairs behind τ̂²."""
+    """(period, forecast) pairs behind τ̂² (leave-one-out: one per period averaged)."""
 
 
 def profile_prior(
@@ -65,8 +80,12 @@ def profile_prior(
     sampled: np.ndarray,
     *,
     days: int = 28,
+    bandwidth: float = np.inf,
+    prior_count: float = 4.0,
+    error: np.ndarray | None = None,
 ) -> ProfilePrior | None:
-    """Forecast the next period by the mean profile of the last ``days`` measured periods.
+    """Forecast the next period by the precision-weighted mean profile of the last ``days``
+    measured periods, with its error variance (module Notes).
 
     Parameters
     ----------
@@ -79,6 +98,16 @@ def profile_prior(
         (P, N, w) True where the measurement is unbiased (a sampled step, or public history).
     days
         Periods averaged into a forecast.
+    bandwidth, prior_count
+        Pooling of the day-to-day variance over steps (:func:`_pooled`): a circular Gaussian
+        kernel of ``bandwidth`` steps (0: per step; ``np.inf``, the default: one value per
+        node) and ``prior_count`` pseudo-observations at the node's mean. Per-step pooling
+        (bandwidth w/24) gained ~3 % on the household at α/ε = 1 and nothing on the regional
+        data, and with the precision-weighted moments it underestimated σ² by ~25 % in
+        simulation (test_pp_prior), so it is off by default.
+    error
+        (P, N, w) full error variance of each measurement (noise plus the predicted
+        interpolation error of unsampled steps), for the precision weights; default ``noise``.
 
     Returns
     -------
@@ -88,35 +117,76 @@ def profile_prior(
     x = np.asarray(measurements, dtype=np.float64)
     v = np.asarray(noise, dtype=np.float64)
     s = np.asarray(sampled, dtype=bool)
-    if x.ndim != 3 or v.shape != x.shape or s.shape != x.shape:
+    e = v if error is None else np.asarray(error, dtype=np.float64)
+    if x.ndim != 3 or v.shape != x.shape or s.shape != x.shape or e.shape != x.shape:
         raise ParameterError(
-            "The 'measurements', 'noise' and 'sampled' parameters of profile_prior must have "
-            f"one shape (P, N, w). Got {x.shape}, {v.shape} and {s.shape}."
+            "The 'measurements', 'noise', 'sampled' and 'error' parameters of profile_prior must "
+            f"have one shape (P, N, w). Got {x.shape}, {v.shape}, {s.shape} and {e.shape}."
         )
-    p = x.shape[0]
-    if p < 2:
+    recent, rv, rs, re = x[-days:], v[-days:], s[-days:], e[-days:]
+    n_days = recent.shape[0]
+    if n_days < 2:
         return None
-    num = np.zeros(x.shape[1])
-    known = np.zeros(x.shape[1])
-    den = np.zeros(x.shape[1])
-    pairs = 0
-    for q in range(max(1, p - days), p):
-        f_q = x[max(0, q - days) : q].mean(axis=0)  # (N, w)
-        r = x[q] - f_q
-        num += np.where(s[q], r * r, 0.0).sum(axis=1)
-        known += np.where(s[q], v[q], 0.0).sum(axis=1)
-        den += s[q].sum(axis=1)
-        pairs += 1
-    den = np.maximum(den, 1.0)
-    floor = _FLOOR * np.maximum(known / den, 1e-12)
-    tau2 = np.maximum((num - known) / den, floor)
-    recent = x[max(0, p - days) :]
+    # 1. Day-to-day variance σ²_t of the true values around the profile, by the method of
+    #    moments on the measured (unbiased) steps: the leave-one-out residual of the equal-
+    #    weight mean, y_q − f_{−q} = P/(P−1)(y_q − f), has E[r²] = σ²·P/(P−1) + s²_q + Σ_{j≠q}
+    #    s²_j/(P−1)² (days independent given the profile).
+    scale = n_days / (n_days - 1.0)
+    resid = scale * (recent - recent.mean(axis=0))
+    noise_sum = rv.sum(axis=0)
+    others = (noise_sum[None] - rv) / (n_days - 1.0) ** 2
+    excess = np.where(rs, (resid * resid - rv - others) / scale, 0.0)  # unbiased for σ²_t
+    bandwidth = float(bandwidth)
+    # Each excess weighted by its inverse variance, ∝ 1/(σ² + s²_q + ...)² for a normal residual
+    # (a noisy released day's excess is far less informative than a public day's); the weights
+    # need σ², so iterate from the equal-weight estimate (a few steps suffice).
+    spread = np.where(rs, (rv + others) / scale, 0.0)
+    sigma2 = np.zeros(excess.shape[1:])
+    for it in range(4):
+        wgt = rs / (sigma2[None] + spread + _FLOOR) ** 2 if it else rs.astype(np.float64)
+        wgt = wgt / max(float(wgt.max()), 1e-300)
+        num, cnt = (wgt * excess).sum(axis=0), wgt.sum(axis=0)
+        per_obs = float(cnt.sum() / max(rs.sum(), 1))  # pseudo-observations in weight units
+        sigma2 = np.maximum(
+            _pooled(num, cnt, bandwidth=bandwidth, prior_count=prior_count * per_obs), 0.0
+        )
+    # 2. The forecast: each day weighted by its precision 1/(σ² + e²_q) (a noise-free public
+    #    day counts more than a noisy released one), and its error variance
+    #    τ² = σ²(1 + Σ a²) + Σ a² e² with a the normalised weights.
+    known = float(np.where(rs, rv, 0.0).sum() / max(rs.sum(), 1))
+    scale_ref = known if known > 0 else float(np.abs(recent).mean() ** 2)
+    floor = _FLOOR * max(scale_ref, 1e-12)
+    wts = 1.0 / np.maximum(sigma2[None] + re, floor)
+    a = wts / wts.sum(axis=0)
+    mean = (a * recent).sum(axis=0)
+    a2 = (a * a).sum(axis=0)
+    tau2 = np.maximum(sigma2 * (1.0 + a2) + (a * a * re).sum(axis=0), floor)
     return ProfilePrior(
-        mean=recent.mean(axis=0),
-        variance=np.broadcast_to(tau2[:, None], x.shape[1:]).copy(),
-        n_periods=int(recent.shape[0]),
-        n_pairs=pairs,
+        mean=mean,
+        variance=tau2,
+        n_periods=int(n_days),
+        n_pairs=int(n_days),
     )
+
+
+def _pooled(
+    num: np.ndarray, cnt: np.ndarray, *, bandwidth: float, prior_count: float
+) -> np.ndarray:
+    """Per-step σ̂² pooled over neighbouring steps (day-parts) and shrunk to the node's mean.
+
+    Model assumption: the day-to-day variance of a step changes smoothly over the period.
+    Sums over a circular Gaussian kernel of ``bandwidth`` steps, then ``prior_count`` pseudo
+    observations at the node's overall mean (shrinkage where few steps were measured).
+    """
+    n, w = num.shape
+    lag = np.minimum(np.arange(w), w - np.arange(w))
+    kern = np.exp(-0.5 * (lag / max(bandwidth, 1e-9)) ** 2)
+    # circular convolution via FFT-free dense form: (w, w) is small
+    kmat = kern[(np.arange(w)[:, None] - np.arange(w)[None, :]) % w]
+    num_s = num @ kmat.T
+    cnt_s = cnt @ kmat.T
+    overall = num.sum(axis=1, keepdims=True) / np.maximum(cnt.sum(axis=1, keepdims=True), 1.0)
+    return (num_s + prior_count * overall) / (cnt_s + prior_count)
 
 
 def merge_prior(

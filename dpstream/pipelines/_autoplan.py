@@ -70,6 +70,10 @@ __all__ = [
 AUTO_NOISES = ("laplace", "gaussian", "auto")
 #: Measured periods the variogram and the prior look back on.
 LOOKBACK = 28
+#: Measured periods the prior weighs (by precision: noisy released days count less than public
+#: ones, so a longer look-back only adds information; model assumption: the daily profile
+#: drifts little over two months).
+PRIOR_DAYS = 56
 
 
 @dataclass(slots=True, kw_only=True)
@@ -79,19 +83,33 @@ class PlanState:
     w: int
     measurements: list[Measurement] = field(default_factory=list)
     roughness: list[RoughnessStats] = field(default_factory=list)
+    errors: list[np.ndarray] = field(default_factory=list)
+    """(N, w) predicted error variance of each measurement (noise plus interpolation)."""
     previous: tuple[np.ndarray, float, str] | None = None
     noise: str | None = None
     from_history: int = 0
+    cfg: AutoConfig | None = None
 
     def add(self, m: Measurement, plan: PeriodPlan | None = None) -> None:
         """Record a full period's measurement (and the plan that produced it)."""
         if m.values.shape[1] == self.w:  # the tail (last, shorter period) plans nothing after it
             self.measurements.append(m)
             self.roughness.append(period_roughness(m.values, m.noise, m.sampled))
+            self.errors.append(m.noise if plan is None else _error_variance(m, plan, self.cfg))
         if plan is not None:
             pos = plan.positions(m.values.shape[1])
             self.previous = (pos, plan.budget / pos.size, plan.noise)
             self.noise = plan.noise
+
+
+def _error_variance(m: Measurement, plan: PeriodPlan, cfg: AutoConfig | None) -> np.ndarray:
+    """Predicted error variance of a measurement: the plan's (noise plus interpolation), with
+    share-0 aggregates given the sum of their leaves' (their estimate is that sum)."""
+    v = np.array(plan.variances[:, : m.values.shape[1]], dtype=np.float64)
+    bad = ~np.isfinite(v).all(axis=1)
+    if bad.any() and cfg is not None:  # independence of the leaves' errors assumed
+        v[bad] = cfg.matrix[bad] @ v[cfg.leaf_nodes]
+    return np.where(np.isfinite(v), v, m.noise)
 
 
 def _config(
@@ -178,6 +196,16 @@ def plan_for_period(
     else:
         noises = (cfg.noise,)
     basis = "history" if len(state.measurements) == state.from_history else "released"
+    prior = None
+    if cfg.use_prior and len(state.measurements) >= 2:
+        ms = state.measurements[-PRIOR_DAYS:]
+        prior = profile_prior(
+            np.stack([m.values[:, :r] for m in ms]),
+            np.stack([m.noise[:, :r] for m in ms]),
+            np.stack([m.sampled[:, :r] for m in ms]),
+            days=PRIOR_DAYS,
+            error=np.stack([e[:, :r] for e in state.errors[-PRIOR_DAYS:]]),
+        )
     plan = plan_period(
         gamma,
         matrix=cfg.matrix,
@@ -193,16 +221,9 @@ def plan_for_period(
         candidates=None if tail_of is None else (min(tail_of.k, r),),
         shares=_shares(cfg) if tail_of is None else [tail_of.shares],
         basis=basis,
+        prior_variance=None if prior is None else prior.variance,
+        choose_with_prior=cfg.plan_with_prior,
     )
-    prior = None
-    if cfg.use_prior and len(state.measurements) >= 2:
-        ms = state.measurements[-LOOKBACK:]
-        prior = profile_prior(
-            np.stack([m.values[:, :r] for m in ms]),
-            np.stack([m.noise[:, :r] for m in ms]),
-            np.stack([m.sampled[:, :r] for m in ms]),
-            days=LOOKBACK,
-        )
     return plan, prior
 
 
@@ -216,7 +237,7 @@ def run_periods(
 ) -> tuple[list[Measurement], list[PeriodPlan], list[ProfilePrior | None]]:
     """Plan and measure every period in time order; ``measure(i, values, plan)`` is the private
     step (:func:`measure_period`), or a read of published measurements (:func:`replan`)."""
-    state = PlanState(w=cfg.w)
+    state = PlanState(w=cfg.w, cfg=cfg)
     for m in history_measurements(history, cfg.w):
         state.add(m)
     state.from_history = len(state.measurements)

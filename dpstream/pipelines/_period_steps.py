@@ -49,6 +49,9 @@ class AutoConfig:
     levels: tuple[np.ndarray, ...] = field(hash=False)
     leaf_nodes: np.ndarray = field(hash=False)
     use_prior: bool = True
+    plan_with_prior: bool = False
+    """Choose the planner's candidates by their error combined with the prior (when there is
+    one; ``plan_period(choose_with_prior=...)``); the combined prediction is recorded always."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -142,3 +142,21 @@ def test_plan_shares_follow_the_target():
 def test_plan_rejects_a_bad_target():
     with pytest.raises(ParameterError, match="'target'"):
         _plan(None, alpha=1.0, target="national")
+
+
+def test_node_errors_keep_each_nodes_interpolation_error_through_the_hierarchy():
+    # Root = leaf 1 + leaf 2. The interpolation error is consistent across levels (the same
+    # sampled steps), so Algorithm 4 cannot average it away: the root keeps its own B (from
+    # its own variogram), and only the noise is combined across levels.
+    from planner._stream_plan import _SQRT_2_PI, _node_errors
+
+    s = np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    noise = np.array([np.inf, 4.0, 9.0])[:, None]  # root level not measured (bottom-up)
+    bias = np.array([[40.0], [10.0], [10.0]])  # root's B > ΣB of the leaves: correlated
+    v = (noise + np.where(np.isfinite(noise), bias, 0.0))[None]
+    err = _node_errors(v, s, np.where(np.isfinite(noise), bias, 40.0))[0]
+    assert err[0] == pytest.approx(_SQRT_2_PI * np.sqrt(4.0 + 9.0 + 40.0))
+    assert err[1] == pytest.approx(_SQRT_2_PI * np.sqrt(4.0 + 10.0))
+    # the independent model puts the root at √(14 + 19) instead: far below √53
+    old = _node_errors(v, s)[0]
+    assert old[0] == pytest.approx(_SQRT_2_PI * np.sqrt(14.0 + 19.0))

@@ -108,3 +108,24 @@ def test_profile_prior_estimates_the_forecast_error_variance():
     assert prior.variance[0, 0] == pytest.approx(expected, rel=0.35)
     np.testing.assert_allclose(prior.mean[0], profile, atol=4.0)
     assert profile_prior(meas[:1], np.ones((1, 1, w)), sampled[:1]) is None
+
+
+def test_profile_prior_weighs_public_days_more_and_predicts_its_error():
+    # 28 noise-free public days, then 28 released days with noise s >> τ: the forecast must stay
+    # near the public days' profile (the equal mean would move towards the noise) and its
+    # predicted error variance must match the realised one.
+    rng = np.random.default_rng(11)  # simulation only
+    w, tau, s, reps = 24, 2.0, 40.0, 300
+    profile = 30 + 10 * np.cos(np.arange(w) / w * 2 * np.pi)
+    sq, pred, eq = [], [], []
+    for _ in range(reps):
+        truth = profile[None, None, :] + rng.normal(0, tau, (57, 1, w))
+        noise = np.zeros(truth[:56].shape)
+        noise[28:] = s * s
+        meas = truth[:56] + rng.normal(0, 1, noise.shape) * np.sqrt(noise)
+        prior = profile_prior(meas, noise, np.ones(noise.shape, dtype=bool), days=56)
+        sq.append(((prior.mean[0] - truth[56, 0]) ** 2).mean())
+        pred.append(prior.variance[0].mean())
+        eq.append(((meas.mean(axis=0)[0] - truth[56, 0]) ** 2).mean())
+    assert np.mean(sq) < 0.5 * np.mean(eq)
+    assert np.mean(pred) == pytest.approx(np.mean(sq), rel=0.2)
