@@ -7,10 +7,11 @@ profile prior, :func:`postproc.profile_prior`), measures it
 (:func:`~dpstream.pipelines._period_steps.measure_period`, [FV19] Alg. 2) and post-processes it
 (:func:`~dpstream.pipelines._period_steps.post_process_periods`, [FV19] Alg. 4 with the prior).
 The store runs exactly those functions, one period at a time, with the planner's state rebuilt
-from the store before each period: the measurements and plans of the last ``LOOKBACK`` stored
-periods (persisted by :func:`pack` in the transaction that commits the period's values), in
-time order, through :meth:`PlanState.add`. So a store filled one day per run plans as the
-in-memory pipeline over the same days, and its plans can be replayed from the store alone
+from the store before each period: the measurements and plans of the last
+``max(LOOKBACK, PRIOR_DAYS)`` stored periods, all that the variogram and the prior read
+(persisted by :func:`pack` in the transaction that commits the period's values), in time order,
+through :meth:`PlanState.add`. So a store filled one day per run plans as the in-memory
+pipeline over the same days, and its plans can be replayed from the store alone
 (:func:`dpstream.pipelines._autoplan.replan` on the stored measurements).
 
 Differences, on purpose:
@@ -115,10 +116,11 @@ def unpack(blob: bytes):
 
 def plan_state(store, ordinal: int, cfg):
     """The planner's state before period ``ordinal``, rebuilt from the store's measurements."""
-    from ..pipelines._autoplan import LOOKBACK, PlanState
+    from ..pipelines import _autoplan
 
-    state = PlanState(w=cfg.w)
-    rows = store._measured(ordinal, LOOKBACK)
+    state = _autoplan.PlanState(w=cfg.w, cfg=cfg)
+    # every period the planner reads: the variogram's and the prior's look-backs
+    rows = store._measured(ordinal, max(_autoplan.LOOKBACK, _autoplan.PRIOR_DAYS))
     for _, _, blob in rows:
         m, plan = unpack(blob)
         state.add(m, plan)
