@@ -81,6 +81,7 @@ __all__ = [
 NOISES = ("laplace", "gaussian")
 TARGETS = ("leaves", "root", "all")
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
+_CHUNK_NUMBERS = 2**23  # candidate x node x step numbers scored at once (64 MB)
 _MAX_BLUE_LEAVES = 64  # larger hierarchies: the prediction skips the cross-level combination
 
 
@@ -218,6 +219,8 @@ def _node_errors(v: np.ndarray, matrix: np.ndarray, bias: np.ndarray | None = No
     if n == n_leaves or n_leaves > _MAX_BLUE_LEAVES:
         var = np.where(np.isfinite(v), v, np.nan)
         return _SQRT_2_PI * np.sqrt(var).mean(axis=2)
+    if not isinstance(matrix, np.ndarray):  # scipy.sparse (large trees arrive sparse)
+        matrix = matrix.toarray()
     prec = np.where(np.isfinite(v), 1.0 / np.maximum(v, 1e-300), 0.0)  # (C, N, r)
     # P = Sᵀ diag(prec) S per candidate and step, as one matmul with the rows' outer products
     # (einsum with optimize=True spent most of the planner's time finding its path).
@@ -263,7 +266,8 @@ def plan_period(
         Variogram (N, w) of every node (:func:`planner._roughness.variogram`), or None before
         anything is known: then :func:`rule_k` and equal shares.
     matrix
-        Aggregation matrix (N, L) of the hierarchy (``postproc.Hierarchy.matrix``; identity
+        Aggregation matrix (N, L) of the hierarchy, dense or scipy.sparse
+        (``postproc.Hierarchy.matrix`` / ``sparse_matrix``; identity
         for independent streams).
     levels
         Node indices of each level, root level first, leaves last.
@@ -354,18 +358,29 @@ def plan_period(
                 svar = np.where(
                     share_arr > 0, _sample_variance(noise, k, alpha, budget * share_arr), np.inf
                 )  # (C, N)
-            v = svar[:, :, None] * m2[None, None, :] + bias[None]
-            err = _node_errors(v, matrix, bias)  # (C, N)
+
+            def variances(rows: slice, svar=svar, m2=m2, bias=bias) -> np.ndarray:
+                return svar[rows, :, None] * m2[None, None, :] + bias[None]  # (c, N, r)
+
+            # candidates in chunks: (C, N, r) at once is gigabytes at 100,000 nodes
+            step = max(1, _CHUNK_NUMBERS // (n * r))
+            err = np.concatenate(
+                [
+                    _node_errors(variances(slice(j, j + step)), matrix, bias)
+                    for j in range(0, svar.shape[0], step)
+                ]
+            )  # (C, N)
             score = err[:, tmask].mean(axis=1)
             score_p = None
             if prior_variance is not None:  # the forecast as one more independent estimate
                 tau2 = np.asarray(prior_variance, dtype=np.float64)[None, :, :r]
                 if choose_with_prior:
-                    err_p = _node_errors(1.0 / (1.0 / v + 1.0 / tau2), matrix)
+                    err_p = _node_errors(1.0 / (1.0 / variances(slice(None)) + 1.0 / tau2), matrix)
                 else:  # only the candidate chosen by its own error
                     j = int(np.nanargmin(score))
                     err_p = np.full_like(err, np.nan)
-                    err_p[j] = _node_errors(1.0 / (1.0 / v[j : j + 1] + 1.0 / tau2), matrix)[0]
+                    vj = variances(slice(j, j + 1))
+                    err_p[j] = _node_errors(1.0 / (1.0 / vj + 1.0 / tau2), matrix)[0]
                 score_p = err_p[:, tmask].mean(axis=1)
             rank = score_p if choose_with_prior and score_p is not None else score
             i = int(np.nanargmin(rank))
@@ -378,7 +393,7 @@ def plan_period(
                     budget=float(budget),
                     predicted=float(score[i]),
                     predicted_nodes=err[i],
-                    variances=v[i],
+                    variances=variances(slice(i, i + 1))[0],
                     sample_variance=svar[i],
                     basis=basis,
                     predicted_with_prior=None if score_p is None else float(score_p[i]),

@@ -139,7 +139,9 @@ def _config(
         levels = (np.arange(n),)
         leaf_nodes = np.arange(n)
     else:
-        matrix = hierarchy.matrix
+        # sparse (one non-zero per leaf and ancestor): the dense matrix is O(nodes x leaves),
+        # 80 GB at 100,000 feeders; the planner densifies it only for small trees
+        matrix = hierarchy.sparse_matrix
         levels = tuple(np.array([hierarchy.index(x) for x in lv]) for lv in hierarchy.levels)
         leaf_nodes = np.array([hierarchy.index(x) for x in hierarchy.leaves])
     h = len(levels)

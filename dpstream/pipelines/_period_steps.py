@@ -45,7 +45,8 @@ class AutoConfig:
     noise: str
     target: str
     level_shares: object
-    matrix: np.ndarray = field(hash=False)
+    matrix: object = field(hash=False)
+    """Aggregation matrix (N, L): scipy.sparse CSR for a hierarchy, the identity without one."""
     levels: tuple[np.ndarray, ...] = field(hash=False)
     leaf_nodes: np.ndarray = field(hash=False)
     use_prior: bool = True
