@@ -53,7 +53,7 @@ _SIGMA = 1e-4  # Armijo's sufficient decrease
 _EPS = 1e-3  # ε of the ε-active set, relative to max |x|
 _CHANCES = 3  # rounds without fewer infeasible indices before the projected Newton fallback
 _CHUNK = 2**22  # numbers (N x periods x w) solved at once in the batched down pass
-_ZEROS = 64  # most variables held at 0 before a small problem's dense pivoting gives way
+_ZEROS = 256  # most variables held at 0 before a small problem's dense pivoting gives way
 
 
 class _Period:
