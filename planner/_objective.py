@@ -231,11 +231,11 @@ class PakObjective:
         self.suffix_units = self.log_nodes**3
         self.max_scale_units = self.log_nodes
         if counter is not None:
-            from mechanisms import counter_variance
+            from mechanisms import counter_end_variance
 
             # at the suffix's own ε (a zCDP counter's ρ(ε, δ) is not ∝ ε²), rescaled to ε = 1
-            var = counter_variance(counter, n - m, epsilon=epsilon, bound=1.0, delta=delta)
-            self.suffix_units = float(var[-1]) / 2.0 * epsilon**2
+            var = counter_end_variance(counter, n - m, epsilon=epsilon, bound=1.0, delta=delta)
+            self.suffix_units = var / 2.0 * epsilon**2
             self.max_scale_units = min(self.log_nodes, math.sqrt(self.suffix_units))
         self.baseline_error_bound = bt_error(n=n, bound=bound, epsilon=epsilon, beta=beta)
         p_lo = max(p_max / 50.0, min(p_max, 2.0 / m))

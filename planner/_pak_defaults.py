@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mechanisms import ParameterError, counter_variance, pak_threshold_calibration
+from mechanisms import ParameterError, counter_end_variance, pak_threshold_calibration
 from mechanisms.core._validation import check_choice, check_integer, check_positive
 
 from ._pak_plan import PakPlan, _check_public, plan_pak
@@ -169,7 +169,7 @@ def pak_mean_square_error(
         prefix, bound=bound, epsilon=eps1_share * epsilon, delta=delta, lam=lam, p=p,
         beta_lt=beta_lt, noise=noise,
     )  # fmt: skip
-    v = float(counter_variance(counter, n - m, epsilon=epsilon, bound=1.0, delta=delta)[-1])
+    v = counter_end_variance(counter, n - m, epsilon=epsilon, bound=1.0, delta=delta)
     rs = np.atleast_1d(np.asarray(r, dtype=np.float64))[:, None]
     z = _noise_quantiles(noise, beta_lt)  # on Eq. 16's event: the threshold is ≥ x̂_λp
     tau = np.clip(rs * (cal.tau_prime + cal.scale * z)[None, :], 0, bound)

@@ -351,10 +351,10 @@ def plan_pak(
     )
     plain = base
     if counter is not None:  # plain release of the whole stream with the counter
-        from mechanisms import counter_variance
+        from mechanisms import counter_end_variance
 
-        var = counter_variance(counter, n, epsilon=epsilon, bound=bound, delta=delta)
-        plain = math.sqrt(8.0 * math.log(1.0 / beta) * float(var[-1]) / 2.0)
+        var = counter_end_variance(counter, n, epsilon=epsilon, bound=bound, delta=delta)
+        plain = math.sqrt(8.0 * math.log(1.0 / beta) * var / 2.0)
     if terms is not None and terms.error_bound < plain:
         return PakPlan(
             r=terms.r,

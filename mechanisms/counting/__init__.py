@@ -10,6 +10,7 @@ from ._counters import (
     COUNTERS,
     CounterRelease,
     best_counter,
+    counter_end_variance,
     counter_release,
     counter_variance,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "SmoothBinaryRelease",
     "best_counter",
     "counter_release",
+    "counter_end_variance",
     "counter_variance",
     "kary_tree_release",
     "smooth_binary_release",

@@ -26,6 +26,7 @@ them before any data is seen.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -61,6 +62,7 @@ __all__ = [
     "COUNTERS",
     "CounterRelease",
     "best_counter",
+    "counter_end_variance",
     "counter_release",
     "counter_variance",
     "tree_counter_release",
@@ -104,16 +106,55 @@ def _online_units(n: int) -> np.ndarray:
     return out[1 : n + 1]
 
 
-def counter_variance(
-    counter: str, n: int, *, epsilon: float, bound: float, delta: float = 0.0
-) -> np.ndarray:
-    """Exact noise variance of every prefix sum i = 1..n of ``counter`` (public inputs only)."""
-    owner = "counter_variance"
+def _checked(counter, n, epsilon, bound, delta, owner: str) -> tuple[str, int, float, float, float]:
     n = check_integer(n, "n", owner)
     eps = check_positive(epsilon, "epsilon", owner)
     bnd = check_positive(bound, "bound", owner)
     dlt = check_probability(delta, "delta", owner)
-    counter = check_counter(counter, owner, delta=dlt)
+    return check_counter(counter, owner, delta=dlt), int(n), float(eps), float(bnd), float(dlt)
+
+
+def counter_end_variance(
+    counter: str, n: int, *, epsilon: float, bound: float, delta: float = 0.0
+) -> float:
+    """Exact noise variance of the last prefix sum c(σ, n): :func:`counter_variance`'s last entry.
+
+    What Mechanism 1's error, Eq. 16 and :func:`best_counter` depend on. The pure-ε counters'
+    variance is (units at n) x (one node's noise variance); the units are O(n) to compute
+    (seconds at n = 2.5·10⁷) and do not depend on ε or B, so they are memoised per (counter, n):
+    a pure function of public inputs, which the planner asks for many times; floats only.
+    """
+    counter, n, eps, bnd, dlt = _checked(counter, n, epsilon, bound, delta, "counter_end_variance")
+    if counter == "auto":
+        counter = best_counter(n, epsilon=eps, bound=bnd, delta=dlt)
+    if counter == "smooth_binary":
+        noise, _, _, _, k = smooth_binary_noise(n, epsilon=eps, delta=dlt, bound=bnd)
+        return float(k * noise.variance)
+    if counter in ("kary_tree", "kary_tree_consistent"):
+        node = kary_noise(n, epsilon=eps, bound=bnd, fanout=best_fanout(n)).variance
+    else:
+        node = binary_tree_noise(n, epsilon=eps, bound=bnd).variance
+    return float(_end_units(counter, n) * node)
+
+
+@functools.lru_cache(maxsize=256)
+def _end_units(counter: str, n: int) -> float:
+    """The last entry of a pure-ε counter's variance in units of one node's noise variance."""
+    if counter in ("kary_tree", "kary_tree_consistent"):
+        units = kary_variance_units if counter == "kary_tree" else kary_least_squares_units
+        return float(units(n, best_fanout(n))[-1])
+    if counter == "binary_tree":
+        return float(_popcounts(n)[-1])
+    if counter == "binary_tree_online":
+        return float(_online_units(n)[-1])
+    return float(_consistent_variance_units(n, _levels(n))[-1])
+
+
+def counter_variance(
+    counter: str, n: int, *, epsilon: float, bound: float, delta: float = 0.0
+) -> np.ndarray:
+    """Exact noise variance of every prefix sum i = 1..n of ``counter`` (public inputs only)."""
+    counter, n, eps, bnd, dlt = _checked(counter, n, epsilon, bound, delta, "counter_variance")
     if counter == "auto":
         counter = best_counter(n, epsilon=eps, bound=bnd, delta=dlt)
     if counter == "smooth_binary":
@@ -145,8 +186,11 @@ def best_counter(
     for name in COUNTERS:
         if name in _APPROXIMATE and not delta > 0.0:
             continue
-        var = counter_variance(name, n, epsilon=epsilon, bound=bound, delta=delta)
-        value = float(var[-1] if at == "end" else var.mean())
+        if at == "end":
+            value = counter_end_variance(name, n, epsilon=epsilon, bound=bound, delta=delta)
+        else:
+            var = counter_variance(name, n, epsilon=epsilon, bound=bound, delta=delta)
+            value = float(var.mean())
         if value < best_v:
             best, best_v = name, value
     return best

@@ -300,3 +300,16 @@ def test_auto_counter_is_the_best_for_the_budget():
     assert approx.counter == best_counter(1000, epsilon=1.0, bound=1.0, delta=0.01)
     if approx.counter == "smooth_binary":
         assert approx.guarantee.budget.delta == 0.01
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 1023, 4096, 50_001])
+@pytest.mark.parametrize(("eps", "bound", "delta"), [(1.0, 1.0, 0.0), (0.3, 36.0, 2.0**-20)])
+def test_counter_end_variance_is_the_last_exact_variance(n, eps, bound, delta):
+    from mechanisms import counter_end_variance
+
+    for name in COUNTERS + ("auto",):
+        if name == "smooth_binary" and delta == 0.0:
+            continue
+        full = counter_variance(name, n, epsilon=eps, bound=bound, delta=delta)
+        end = counter_end_variance(name, n, epsilon=eps, bound=bound, delta=delta)
+        assert end == full[-1]  # the same arithmetic, memoised units or not
