@@ -96,9 +96,13 @@ def run_pak_stage(
     plot_sweeps(sweep_e, sweep_m, str(config.out / "pak_sweeps.png"), title="PAK Fig. 7")
 
     progress.step(f"PAK: {config.pak_runs} runs of Mechanism 1 and BT on n = {values.size:,}")
+    # The paper's protocol (Figs. 8-11: Mechanism 1 with its binary tree), whose final sums are
+    # drawn vectorised (mechanisms.pak._final_sums): 1,000 runs in about a second. Through the
+    # default counter each run is a whole release (~0.15 s); its gain is measured in
+    # docs/results/counting.md and docs/results/pak_defaults.md.
     result = predicted_vs_realised(
         values, bound=bound, epsilon=eps, delta=DELTA, beta=BETA, time_lag=m,
-        runs=config.pak_runs, seed=config.experiment_seed(1),
+        runs=config.pak_runs, seed=config.experiment_seed(1), counter="binary_tree",
     )  # fmt: skip
     plot_predicted_vs_realised(
         result, str(config.out / "pak_errors.png"), title="PAK Figs. 8–11 on household power"
@@ -151,8 +155,10 @@ def run_pak_stage(
             "parameters are then planned by minimising PAK Eq. 16 with scipy's TNC on the first "
             "m values: like the paper's Table I this reads the data, so it is an analysis; a "
             "release would plan on public or already-released data. The steps after m are "
-            f"counted with {counter.replace('_', ' ')} (the counter with the smallest exact "
-            "variance for this budget, chosen from public inputs; Eq. 16 uses its variance).",
+            f"counted with {counter.replace('_', ' ')}, the paper's counter (its Figs. 8–11; "
+            "Eq. 16 uses its exact variance). dpstream's default counter for this budget is "
+            "the k-ary tree with least squares: through it Mechanism 1 errs 2.7–3.4x less "
+            "(docs/results/counting.md, pak_defaults.md).",
             f"Over {format_number(config.pak_runs)} run(s), Mechanism 1's error at the last "
             "step (the running total of all n readings, in kW·min) is compared with the plan's "
             "prediction, and with BT (the binary tree with B). Errors are also given as a share "
