@@ -201,6 +201,13 @@ def _interpolation(r: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return pos, m, m2
 
 
+def _merged(v: np.ndarray, tau2: np.ndarray) -> np.ndarray:
+    """Error variance of an estimate merged with the forecast, ``1/(1/v + 1/τ²)``; τ² = ∞ is
+    no prior (an unmeasured node without one stays at ∞)."""
+    with np.errstate(divide="ignore"):
+        return 1.0 / (1.0 / v + 1.0 / tau2)
+
+
 def _node_errors(v: np.ndarray, matrix: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
     """Predicted mean |error| per node (C, N) from pre-projection variances v (C, N, r).
 
@@ -375,12 +382,11 @@ def plan_period(
             if prior_variance is not None:  # the forecast as one more independent estimate
                 tau2 = np.asarray(prior_variance, dtype=np.float64)[None, :, :r]
                 if choose_with_prior:
-                    err_p = _node_errors(1.0 / (1.0 / variances(slice(None)) + 1.0 / tau2), matrix)
+                    err_p = _node_errors(_merged(variances(slice(None)), tau2), matrix)
                 else:  # only the candidate chosen by its own error
                     j = int(np.nanargmin(score))
                     err_p = np.full_like(err, np.nan)
-                    vj = variances(slice(j, j + 1))
-                    err_p[j] = _node_errors(1.0 / (1.0 / vj + 1.0 / tau2), matrix)[0]
+                    err_p[j] = _node_errors(_merged(variances(slice(j, j + 1)), tau2), matrix)[0]
                 score_p = err_p[:, tmask].mean(axis=1)
             rank = score_p if choose_with_prior and score_p is not None else score
             i = int(np.nanargmin(rank))

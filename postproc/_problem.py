@@ -342,11 +342,12 @@ def _as_prior(
                 f"The {name!r} parameter of {owner} must have shape (n_nodes, w) = ({n}, {w}) "
                 f"or (n_periods, n_nodes, w). Got {arr.shape} instead."
             )
-        ok = np.isfinite(arr) & ((arr > 0) if name == "prior_variances" else True)
+        # a variance of inf is "no prior on this step" (weight 0)
+        ok = (arr > 0) & ~np.isnan(arr) if name == "prior_variances" else np.isfinite(arr)
         if not ok.all():
             raise ParameterError(
-                f"The {name!r} parameter of {owner} must hold finite "
-                f"{'floats in (0, inf)' if name == 'prior_variances' else 'numbers'}; "
+                f"The {name!r} parameter of {owner} must hold "
+                f"{'floats in (0, inf] (inf: no prior)' if name == 'prior_variances' else 'finite numbers'}; "
                 f"{int((~ok).sum())} entries are not."
             )
         out.append(arr)

@@ -159,7 +159,7 @@ def project_consistent(
         Default: the paper's ``λ_i = 1/m_i`` with ``m_i`` the number of parts of feature
         ``F_i`` ([FV19] Alg. 4, O1), the same for every node.
     prior_mean, prior_variances
-        Optional forecast ``f`` of every node's steps and its error variance ``τ²`` (> 0),
+        Optional forecast ``f`` of every node's steps and its error variance ``τ²`` (> 0; ∞: no prior),
         each (n_nodes, w) or (n_periods, n_nodes, w): adds ``Σ_{a,t} (ẋ[a,t] − f[a,t])²/τ²``
         to O1 (:mod:`postproc._prior`, e.g. :func:`postproc.profile_prior`). Reported
         objectives then include it up to a constant.

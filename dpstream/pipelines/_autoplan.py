@@ -85,6 +85,9 @@ class PlanState:
     roughness: list[RoughnessStats] = field(default_factory=list)
     errors: list[np.ndarray] = field(default_factory=list)
     """(N, w) predicted error variance of each measurement (noise plus interpolation)."""
+    independent: list[np.ndarray] = field(default_factory=list)
+    """(N,) True where the node was measured in its own right (leaves always; aggregates
+    when their level had a share; never for public history, whose aggregates are sums)."""
     previous: tuple[np.ndarray, float, str] | None = None
     noise: str | None = None
     from_history: int = 0
@@ -96,10 +99,27 @@ class PlanState:
             self.measurements.append(m)
             self.roughness.append(period_roughness(m.values, m.noise, m.sampled))
             self.errors.append(m.noise if plan is None else _error_variance(m, plan, self.cfg))
+            self.independent.append(_measured_nodes(m.values.shape[0], plan, self.cfg))
         if plan is not None:
             pos = plan.positions(m.values.shape[1])
             self.previous = (pos, plan.budget / pos.size, plan.noise)
             self.noise = plan.noise
+
+
+def _measured_nodes(n: int, plan: PeriodPlan | None, cfg: AutoConfig | None) -> np.ndarray:
+    """(N,) nodes whose estimate is their own measurement: the leaves, and the aggregates of
+    levels with a share. An aggregate summed from its leaves (or from public history) holds
+    no information its leaves' priors lack: a prior on it too would count the same days
+    twice in Algorithm 4 (measured: regional α/ε = 10, leaves 412 -> 346 kW)."""
+    if cfg is None:
+        return np.ones(n, dtype=bool)
+    own = np.zeros(n, dtype=bool)
+    own[cfg.leaf_nodes] = True
+    if plan is not None:
+        for share, nodes in zip(plan.shares, cfg.levels, strict=True):
+            if share > 0:
+                own[nodes] = True
+    return own
 
 
 def _error_variance(m: Measurement, plan: PeriodPlan, cfg: AutoConfig | None) -> np.ndarray:
@@ -207,6 +227,7 @@ def plan_for_period(
             np.stack([m.sampled[:, :r] for m in ms]),
             days=PRIOR_DAYS,
             error=np.stack([e[:, :r] for e in state.errors[-PRIOR_DAYS:]]),
+            independent=np.stack(state.independent[-PRIOR_DAYS:]),
         )
     plan = plan_period(
         gamma,
