@@ -36,6 +36,20 @@ public history.
    error variance is exact under the model: with normalised weights ``a_q``,
    ``τ²_t = σ²_t (1 + Σ a²) + Σ a² e²``.
 
+3. Optionally (``calibration="backtest"``) each node's model part is scaled by κ, fitted on
+   one-step forecasts of its own earlier periods (each from the periods before it, same
+   weights): ``τ² = κ σ²(1 + Σa²) + Σ a² e²`` (:func:`_backtest_inflation`). Measured (issue
+   13, ``docs/results/optstream_defaults_findings.md``): when the regional national node was
+   the sum of its leaves, its forecast erred 4,188 kW (RMS) against a predicted 1,748, and
+   3,972 with κ (≈ 8); with such aggregates left without a prior (4.) it changes the
+   release's error by ≤ 1 % either way, so it is not the default. It cannot see an error that
+   grows with the look-back (a level that walks): its forecasts use fewer earlier periods.
+4. An aggregate whose estimate in a period is the sum of its leaves' (its level had no share,
+   or public history) holds nothing its leaves' forecasts lack; a prior on it too counts
+   the same days twice in Algorithm 4 (the leaves' priors already constrain the sum through
+   consistency). Those periods are left out of the aggregate's forecast (``independent``);
+   with fewer than two of its own it has no prior (τ² = ∞, weight 0).
+
 The previous estimator compared each day with the mean of the days *before* it (fewer days than
 the forecast averages), which overstated τ² by up to 2x in standard deviation on released
 days and gave the measurements too much weight (``docs/results/optstream_defaults_findings.md``).
@@ -88,7 +102,7 @@ def profile_prior(
     prior_count: float = 4.0,
     error: np.ndarray | None = None,
     independent: np.ndarray | None = None,
-    calibration: str = "backtest",
+    calibration: str = "moments",
     min_predecessors: int = 3,
 ) -> ProfilePrior | None:
     """Forecast the next period by the precision-weighted mean profile of the last ``days``
@@ -122,9 +136,8 @@ def profile_prior(
         history summed) adds nothing its leaves' priors lack, so such periods are left out
         of its forecast; with fewer than two of its own it gets no prior (variance ∞).
     calibration
-        ``"backtest"`` (default): τ² from the moments, scaled per node by how far the one-step
-        forecasts of the earlier periods missed (module Notes, 3); ``"moments"``: the
-        exchangeable-days formula alone.
+        ``"moments"`` (default): the exchangeable-days formula; ``"backtest"``: scaled per
+        node by how far the one-step forecasts of its earlier periods missed (module Notes, 3).
     min_predecessors
         Periods before the first one the backtest forecasts.
 
@@ -163,16 +176,19 @@ def profile_prior(
     #    moments on the measured (unbiased) steps: the leave-one-out residual of the equal-
     #    weight mean, y_q − f_{−q} = P/(P−1)(y_q − f), has E[r²] = σ²·P/(P−1) + s²_q + Σ_{j≠q}
     #    s²_j/(P−1)² (days independent given the profile).
-    scale = n_days / (n_days - 1.0)
-    resid = scale * (recent - recent.mean(axis=0))
-    noise_sum = rv.sum(axis=0)
-    others = (noise_sum[None] - rv) / (n_days - 1.0) ** 2
+    #    Per node over its own periods only (``independent``).
+    mine = own[:, :, None]
+    count = np.maximum(own.sum(axis=0), 2.0)[:, None]  # (N, 1); nodes with < 2 get no prior
+    scale = count / (count - 1.0)
+    resid = scale * (recent - np.where(mine, recent, 0.0).sum(axis=0) / count)
+    noise_sum = np.where(mine, rv, 0.0).sum(axis=0)
+    others = (noise_sum[None] - rv) / (count - 1.0) ** 2
     excess = np.where(rs, (resid * resid - rv - others) / scale, 0.0)  # unbiased for σ²_t
     bandwidth = float(bandwidth)
     # Each excess weighted by its inverse variance, ∝ 1/(σ² + s²_q + ...)² for a normal residual
     # (a noisy released day's excess is far less informative than a public day's); the weights
     # need σ², so iterate from the equal-weight estimate (a few steps suffice).
-    spread = np.where(rs, (rv + others) / scale, 0.0)
+    spread = np.where(rs, (rv + others) / scale, 0.0)  # (P, N, w)
     sigma2 = np.zeros(excess.shape[1:])
     for it in range(4):
         wgt = rs / (sigma2[None] + spread + _FLOOR) ** 2 if it else rs.astype(np.float64)

@@ -130,6 +130,26 @@ def test_bottom_up_spends_nothing_on_the_root():
     np.testing.assert_allclose(out["total"], out["a"] + out["b"], atol=1e-6)
 
 
+def test_an_aggregate_summed_from_its_leaves_gets_no_prior_of_its_own():
+    # Bottom-up: the total is the sum of its leaves' estimates every period, so a prior on it
+    # would count the leaves' days twice; with its own measurements (equal shares) it has one.
+    frame = _frame(days=5)
+    for shares, root_prior in (("bottom-up", False), ("equal", True)):
+        out = dpstream.release_optstream(
+            frame, epsilon=1.0, alpha=5.0, hierarchy=HIER, seed=3, level_shares=shares
+        )
+        sf, cfg = _cfg(frame, level_shares=shares)
+        _, priors = ap.replan(out.attrs["measurements"], cfg)
+        later = [p for p in priors if p is not None]
+        assert len(later) == 3  # from the third period on
+        total = sf.hierarchy.index("total")
+        for prior in later:
+            assert np.isfinite(prior.variance[total]).all() == root_prior
+            leaves = [sf.hierarchy.index(x) for x in ("a", "b")]
+            assert np.isfinite(prior.variance[leaves]).all()
+        np.testing.assert_allclose(out["total"], out["a"] + out["b"], atol=1e-6)
+
+
 def test_the_papers_settings_stay_reachable():
     frame = _frame(days=2)
     out = dpstream.release_optstream(frame, epsilon=1.0, k=10, sampling="l1", seed=1)

@@ -129,3 +129,72 @@ def test_profile_prior_weighs_public_days_more_and_predicts_its_error():
         eq.append(((meas.mean(axis=0)[0] - truth[56, 0]) ** 2).mean())
     assert np.mean(sq) < 0.5 * np.mean(eq)
     assert np.mean(pred) == pytest.approx(np.mean(sq), rel=0.2)
+
+
+def _drifting_days(rng, p, w, *, tau, s, walk):
+    """Days = profile + a level that walks from day to day + N(0, τ²), measured with noise s."""
+    profile = 40 + 15 * np.sin(np.arange(w) / w * 2 * np.pi)
+    level = np.cumsum(rng.normal(0, walk, p))
+    truth = profile[None, None, :] + level[:, None, None] + rng.normal(0, tau, (p, 1, w))
+    meas = truth + rng.normal(0, s, truth.shape)
+    return truth, meas
+
+
+def test_backtest_agrees_with_the_moments_on_exchangeable_days():
+    rng = np.random.default_rng(22)  # simulation only
+    p, w, tau, s = 40, 48, 3.0, 4.0
+    ratios = []
+    for _ in range(40):
+        truth, meas = _drifting_days(rng, p, w, tau=tau, s=s, walk=0.0)
+        noise = np.full(meas.shape, s * s)
+        sampled = np.zeros(meas.shape, dtype=bool)
+        sampled[:, :, ::3] = True
+        bt = profile_prior(meas, noise, sampled, days=p)
+        mo = profile_prior(meas, noise, sampled, days=p, calibration="moments")
+        ratios.append(bt.variance[0, 0] / mo.variance[0, 0])
+    assert np.mean(ratios) == pytest.approx(1.0, abs=0.15)
+
+
+def test_an_aggregate_gets_a_prior_only_from_its_own_periods():
+    rng = np.random.default_rng(23)  # simulation only
+    p, w = 8, 6
+    meas = rng.uniform(10.0, 20.0, (p, 2, w))
+    noise = np.full(meas.shape, 4.0)
+    sampled = np.ones(meas.shape, dtype=bool)
+    own = np.ones((p, 2), dtype=bool)
+    own[:5, 0] = False  # node 0 measured in its own right in the last 3 periods only
+    prior = profile_prior(meas, noise, sampled, independent=own, days=p)
+    alone = profile_prior(meas[5:, :1], noise[5:, :1], sampled[5:, :1], days=p)
+    np.testing.assert_allclose(prior.mean[0], alone.mean[0], rtol=1e-12)
+    np.testing.assert_allclose(prior.variance[0], alone.variance[0], rtol=1e-12)
+    own[:7, 0] = False  # one period of its own: no prior (τ² = ∞, weight 0)
+    none = profile_prior(meas, noise, sampled, independent=own, days=p)
+    assert np.isinf(none.variance[0]).all() and np.isfinite(none.variance[1]).all()
+    np.testing.assert_allclose(none.mean[1], prior.mean[1])
+
+
+def test_an_infinite_prior_variance_is_no_prior():
+    h, fs, c, v, f, tau2 = _problem(3)
+    tau2 = tau2.copy()
+    tau2[0] = np.inf  # no prior on the total
+    with_inf = project_consistent(
+        c, hierarchy=h, features=fs, variances=v, prior_mean=f, prior_variances=tau2
+    )
+    merged_c, merged_w = merge_prior(c, 1.0 / v, f, tau2)
+    np.testing.assert_allclose(merged_w[:, 0], 1.0 / v[:, 0])
+    np.testing.assert_allclose(merged_c[:, 0], c[:, 0])
+    direct = project_consistent(merged_c, hierarchy=h, features=fs, weights=merged_w)
+    np.testing.assert_allclose(with_inf.values, direct.values, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"calibration": "loo"}, "'calibration'"),
+        ({"independent": np.ones((3, 1), dtype=bool)}, "'independent'"),
+    ],
+)
+def test_profile_prior_options_are_validated(kw, match):
+    x = np.ones((4, 2, 6))
+    with pytest.raises(ParameterError, match=match):
+        profile_prior(x, x, x > 0, **kw)
