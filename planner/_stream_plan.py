@@ -99,7 +99,7 @@ class PeriodPlan:
     """Budget of the period, all levels: ε (Laplace) or ρ (Gaussian); at most the total."""
     predicted: float
     """Predicted mean absolute error per value over the target nodes (for the data-independent
-    rule: the noise part only, the interpolation error being unknown)."""
+    rule: the noise part only, the interpolation error being unknown; its record says None)."""
     predicted_nodes: np.ndarray = field(hash=False)
     """(N,) predicted mean absolute error per value of every node."""
     variances: np.ndarray = field(hash=False)
@@ -124,7 +124,9 @@ class PeriodPlan:
             "noise": self.noise,
             "shares": list(self.shares),
             "budget": self.budget,
-            "predicted": self.predicted,
+            # planned blind (no roughness known): the interpolation error, most of the error at
+            # low α/ε, is unknown, so there is no prediction to publish (it was 94x too low)
+            "predicted": None if self.basis == "rule" else self.predicted,
             "basis": self.basis,
             "predicted_with_prior": self.predicted_with_prior,
         }
@@ -208,10 +210,68 @@ def _merged(v: np.ndarray, tau2: np.ndarray) -> np.ndarray:
         return 1.0 / (1.0 / v + 1.0 / tau2)
 
 
+def _prior_errors(
+    v: np.ndarray,
+    tau2: np.ndarray,
+    matrix: object,
+    bias: np.ndarray,
+    coherent: np.ndarray | None,
+) -> np.ndarray:
+    """Predicted mean |error| per node (C, N) after the forecast is merged (``plan_period``'s
+    ``prior_coherent``).
+
+    Per node the merge gives ``w²τ² + (1 − w)²v`` with ``w = v/(v + τ²)`` the forecast's
+    weight. Without ``coherent`` that whole variance is combined across levels as independent
+    noise. With it, the forecast's part and the interpolation part ``(1 − w)² ι`` are shared
+    between levels (consistent, untouched by Algorithm 4; an aggregate's is ``w̄² T + (1 −
+    w̄)² ι``, w̄ the mean weight of its leaves) and only ``(1 − w)²`` of the noise is combined
+    (:func:`_node_errors`).
+    """
+    merged = _merged(v, tau2)
+    if coherent is None:
+        return _node_errors(merged, matrix)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        weight = np.where(np.isfinite(tau2), merged / tau2, 0.0)  # (C, N, r), 0 without prior
+    weight = np.where(np.isfinite(merged), weight, 0.0)
+    leaf = _leaf_rows(matrix)
+    mean_w = _mean_over_leaves(weight[:, leaf], matrix)  # (C, N, r)
+    w_eff = np.where(_leaf_mask(matrix)[None, :, None], weight, mean_w)
+    shared = w_eff**2 * coherent[None] + (1.0 - w_eff) ** 2 * bias[None]
+    return _node_errors(merged, matrix, shared)
+
+
+def _leaf_rows(matrix: object) -> np.ndarray:
+    """Row of each leaf (column) of the aggregation matrix: the rows with one non-zero
+    (sparse: at 100,000 feeders the dense matrix would be 80 GB)."""
+    from scipy import sparse
+
+    m = sparse.csr_matrix(matrix)
+    single = np.flatnonzero(np.diff(m.indptr) == 1)
+    rows = np.full(m.shape[1], -1)
+    rows[m.indices[m.indptr[single]]] = single
+    return rows
+
+
+def _leaf_mask(matrix: object) -> np.ndarray:
+    """(N,) True at the rows of the aggregation matrix that are leaves."""
+    mask = np.zeros(matrix.shape[0], dtype=bool)
+    mask[_leaf_rows(matrix)] = True
+    return mask
+
+
+def _mean_over_leaves(x: np.ndarray, matrix: object) -> np.ndarray:
+    """(C, L, r) per leaf → (C, N, r) mean over each node's leaves."""
+    count = np.asarray((matrix != 0).sum(axis=1)).reshape(-1)
+    c, n_leaves, r = x.shape
+    flat = x.transpose(1, 0, 2).reshape(n_leaves, c * r)
+    summed = np.asarray(matrix @ flat).reshape(-1, c, r).transpose(1, 0, 2)
+    return summed / np.maximum(count, 1.0)[None, :, None]
+
+
 def _node_errors(v: np.ndarray, matrix: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
     """Predicted mean |error| per node (C, N) from pre-projection variances v (C, N, r).
 
-    With ``bias`` (N, r), the interpolation part of ``v``: every level interpolates the same
+    With ``bias`` (N, r) or (C, N, r), the interpolation part of ``v``: every level interpolates the same
     sampled steps with the same operator, so a node's interpolation error is the sum of its
     leaves' (the estimates are ``S(z + ι) + noise``): consistent across levels, untouched by
     Algorithm 4, and *not* independent between nodes. Then only the noise ``v − bias`` is
@@ -236,13 +296,14 @@ def _node_errors(v: np.ndarray, matrix: np.ndarray, bias: np.ndarray | None = No
     lam = 1e-12 * np.trace(p, axis1=2, axis2=3)[..., None, None]
     cov = np.linalg.inv(p + lam * np.eye(n_leaves))
     if bias is not None:
-        noise = np.where(np.isfinite(v), np.maximum(v - bias[None], 0.0), 0.0)
+        bias = bias if bias.ndim == 3 else bias[None]  # (C, N, r) or shared by the candidates
+        noise = np.where(np.isfinite(v), np.maximum(v - bias, 0.0), 0.0)
         q = ((prec * prec * noise).transpose(0, 2, 1) @ outer).reshape(p.shape)
         # + λ·cov²: ~0 where the leaves are identified, ~1/λ (unmeasured: huge) where not
         cov = cov @ q @ cov + lam * (cov @ cov)
     var = (cov.reshape(c, r, n_leaves * n_leaves) @ outer.T).transpose(0, 2, 1)  # (C, N, r)
     if bias is not None:
-        var = var + bias[None]
+        var = var + bias
     return _SQRT_2_PI * np.sqrt(np.maximum(var, 0.0)).mean(axis=2)
 
 
@@ -264,6 +325,7 @@ def plan_period(
     basis: str = "released",
     prior_variance: np.ndarray | None = None,
     choose_with_prior: bool = False,
+    prior_coherent: np.ndarray | None = None,
 ) -> PeriodPlan:
     """Choose k, noise and level shares of one period by their predicted error (module Notes).
 
@@ -302,6 +364,14 @@ def plan_period(
         error of its estimate *combined* with the forecast, per node and step
         ``1 / (1/V + 1/τ²)`` (the precision-weighted merge of :func:`postproc.merge_prior`),
         reported as ``predicted_with_prior``.
+    prior_coherent
+        (N, r) error variance of each node's forecast as a whole (an aggregate's from its own
+        series, summed leaves included), or None. Given, the forecast errors are taken as
+        shared between levels, like the interpolation error (a day unlike the profile is
+        unlike it in every region: the regional leaves' forecast errors are nearly perfectly
+        correlated, so the national error is their sum, not their root-sum-square), and each
+        aggregate keeps its own share ``w̄² T`` (w̄ the mean prior weight of its leaves).
+        Without it, the forecasts' errors are independent between nodes.
     choose_with_prior
         Choose by that combined error (a good forecast then moves the choice to the
         configuration that complements it best, typically fewer samples) instead of the
@@ -381,12 +451,17 @@ def plan_period(
             score_p = None
             if prior_variance is not None:  # the forecast as one more independent estimate
                 tau2 = np.asarray(prior_variance, dtype=np.float64)[None, :, :r]
+                coherent = None if prior_coherent is None else prior_coherent[:, :r]
+
+                def with_prior(rows: slice) -> np.ndarray:
+                    return _prior_errors(variances(rows), tau2, matrix, bias, coherent)
+
                 if choose_with_prior:
-                    err_p = _node_errors(_merged(variances(slice(None)), tau2), matrix)
+                    err_p = with_prior(slice(None))
                 else:  # only the candidate chosen by its own error
                     j = int(np.nanargmin(score))
                     err_p = np.full_like(err, np.nan)
-                    err_p[j] = _node_errors(_merged(variances(slice(j, j + 1)), tau2), matrix)[0]
+                    err_p[j] = with_prior(slice(j, j + 1))[0]
                 score_p = err_p[:, tmask].mean(axis=1)
             rank = score_p if choose_with_prior and score_p is not None else score
             i = int(np.nanargmin(rank))

@@ -219,16 +219,22 @@ def plan_for_period(
         noises = (cfg.noise,)
     basis = "history" if len(state.measurements) == state.from_history else "released"
     prior = None
+    coherent = None
     if cfg.use_prior and len(state.measurements) >= 2:
         ms = state.measurements[-PRIOR_DAYS:]
-        prior = profile_prior(
+        series = (
             np.stack([m.values[:, :r] for m in ms]),
             np.stack([m.noise[:, :r] for m in ms]),
             np.stack([m.sampled[:, :r] for m in ms]),
+        )
+        error = np.stack([e[:, :r] for e in state.errors[-PRIOR_DAYS:]])
+        prior = profile_prior(
+            *series,
             days=PRIOR_DAYS,
-            error=np.stack([e[:, :r] for e in state.errors[-PRIOR_DAYS:]]),
+            error=error,
             independent=np.stack(state.independent[-PRIOR_DAYS:]),
         )
+        coherent = _coherent_variance(prior, series, error, cfg)
     plan = plan_period(
         gamma,
         matrix=cfg.matrix,
@@ -246,8 +252,28 @@ def plan_for_period(
         basis=basis,
         prior_variance=None if prior is None else prior.variance,
         choose_with_prior=cfg.plan_with_prior,
+        prior_coherent=coherent,
     )
     return plan, prior
+
+
+def _coherent_variance(
+    prior: ProfilePrior | None, series: tuple[np.ndarray, ...], error: np.ndarray, cfg: AutoConfig
+) -> np.ndarray | None:
+    """(N, r) error variance of each node's forecast as a whole, for the planner's prediction
+    (``plan_period(prior_coherent=...)``): a leaf's is its prior's; an aggregate's comes from
+    its whole series, the periods summed from its leaves included (what its released value,
+    the sum of its leaves' merged estimates, inherits from their correlated forecasts)."""
+    if prior is None:
+        return None
+    out = np.array(prior.variance, dtype=np.float64)
+    agg = np.ones(out.shape[0], dtype=bool)
+    agg[cfg.leaf_nodes] = False
+    if agg.any():
+        whole = profile_prior(*(x[:, agg] for x in series), days=PRIOR_DAYS, error=error[:, agg])
+        if whole is not None:
+            out[agg] = whole.variance
+    return out
 
 
 def run_periods(

@@ -133,7 +133,9 @@ def release_optstream(
         whose predicted error the level shares minimise. ``level_shares``: None (planned),
         "equal" (ε/h each), "bottom-up" (everything on the leaves) or h floats. ``prior``:
         combine each period with the mean profile of earlier released periods (empirical
-        Bayes, ``postproc.profile_prior``). ``history``: a frame with the same columns the user
+        Bayes, ``postproc.profile_prior``; an aggregate only from the periods its level was
+        measured in, since a sum of its leaves' estimates adds nothing their priors lack).
+        ``history``: a frame with the same columns the user
         declares public (or already released), read by the planner and the prior.
     progress : callable, optional
         Called with the number of periods just released (the last, partial period counts

@@ -41,7 +41,9 @@ def test_auto_is_the_default_and_records_a_plan_per_period():
     plans = out.attrs["plan"]
     assert len(plans) == 6  # 5 days + the tail
     assert plans[0]["basis"] == "rule" and plans[1]["basis"] == "released"
-    assert all(np.isfinite(p["predicted"]) and p["predicted"] > 0 for p in plans)
+    # planned blind, the first period has no prediction; every planned one has
+    assert plans[0]["predicted"] is None
+    assert all(np.isfinite(p["predicted"]) and p["predicted"] > 0 for p in plans[1:])
     assert plans[-1]["k"] == min(plans[-2]["k"], 10)  # the tail keeps the full period's plan
     assert (out >= 0).all().all()
     np.testing.assert_allclose(out["total"], out["a"] + out["b"], atol=1e-6)
