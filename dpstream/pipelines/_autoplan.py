@@ -233,6 +233,7 @@ def plan_for_period(
             days=PRIOR_DAYS,
             error=error,
             independent=np.stack(state.independent[-PRIOR_DAYS:]),
+            period=cfg.w,
         )
         coherent = _coherent_variance(prior, series, error, cfg)
     plan = plan_period(
@@ -270,7 +271,9 @@ def _coherent_variance(
     agg = np.ones(out.shape[0], dtype=bool)
     agg[cfg.leaf_nodes] = False
     if agg.any():
-        whole = profile_prior(*(x[:, agg] for x in series), days=PRIOR_DAYS, error=error[:, agg])
+        whole = profile_prior(
+            *(x[:, agg] for x in series), days=PRIOR_DAYS, error=error[:, agg], period=cfg.w
+        )
         if whole is not None:
             out[agg] = whole.variance
     return out
