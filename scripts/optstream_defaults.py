@@ -38,7 +38,9 @@ without Python loops and the einsum path search (0.56 s of 3.0 s) replaced by ma
 new sandwich covariance and the prior-combined prediction cost part of that back: one
 ``auto + history`` release of a month, min of 3, same loaded machine, 2.0-2.1 s → 1.8-1.9 s.
 The remaining cost is intrinsic (29 periods x 11 k x the share grid); a run of 30 trials
-still takes ~1 h per dataset on the shared machine, so the datasets run as separate processes.
+takes ~8 min per dataset here with the machine otherwise idle (~1 h when it was loaded), so the
+datasets run as separate processes. The share table alone (``--datasets`` with no names):
+~8 min for 30 trials.
 Seeded runs: an experiment, not a release.
 """
 
