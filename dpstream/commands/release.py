@@ -209,6 +209,14 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
 )
 @click.option("--scheduler", help="With --engine dask: address of a running Dask scheduler.")
 @click.option(
+    "--lock-timeout",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="With --store: seconds to wait for another job on the same store to finish "
+    "(0: fail at once, naming the store).",
+)
+@click.option(
     "--out",
     "out_path",
     required=True,
@@ -239,6 +247,7 @@ def release(
     store_path: str | None,
     engine: str,
     scheduler: str | None,
+    lock_timeout: float,
     out_path: str,
     ledger_path: str | None,
     budget_epsilon: float | None,
@@ -358,11 +367,17 @@ def release(
         bound=bound if alpha_value is None else None,
         seeded=seed is not None,
     )
-    if store_path is not None or engine != "local" or scheduler is not None:
+    if not (lock_timeout >= 0 and math.isfinite(lock_timeout)):
+        raise ParameterError(
+            f"The '--lock-timeout' option of {command} must be a number of seconds in [0, inf). "
+            f"Got {lock_timeout!r} instead."
+        )
+    if store_path is not None or engine != "local" or scheduler is not None or lock_timeout:
         if method != "optstream" or store_path is None:
             raise ParameterError(
-                "The '--store', '--engine' and '--scheduler' options of dpstream release apply "
-                "to optstream with --store. Add --store STORE (or drop them)."
+                "The '--store', '--engine', '--scheduler' and '--lock-timeout' options of "
+                "dpstream release apply to optstream with --store. Add --store STORE (or drop "
+                "them)."
             )
         from dpstream.store._cli import release_with_store
 
@@ -375,7 +390,7 @@ def release(
             click.secho("Seeded run: an experiment, NOT a private release.", fg="yellow", err=True)
         show_guarantee(preview)
         options = {"epsilon": epsilon, "w": w, "k": k, "alpha": alpha_value, "bound": bound}
-        options.update(theta=theta, seed=seed)
+        options.update(theta=theta, seed=seed, lock_timeout=lock_timeout)
         release_with_store(
             input_path=input_path,
             out_path=out_path,

@@ -129,10 +129,13 @@ def bit_source(seed: int | np.random.SeedSequence | BitSource | None = None) -> 
 
 
 def uniform_open(bits: BitSource, size: int) -> np.ndarray:
-    """Uniform floats in the open interval (0, 1) from 53 random bits each.
+    """Uniform floats in (0, 1] from 53 random bits each: never 0, 1.0 with probability 2⁻⁵³.
 
-    ``(k + 0.5) / 2**53`` for a uniform integer k in [0, 2**53): never 0 (so ``log`` is finite)
-    and never 1.
+    ``(k + 0.5) / 2**53`` for a uniform integer k in [0, 2**53): never 0 (so ``log`` is finite).
+    For the largest k, ``k + 0.5`` needs 54 bits and rounds up to 2**53, so the result is
+    exactly 1.0 with probability 2⁻⁵³; the callers only compare with it (``u < p``) or scale it
+    inside a guarded search, where that changes a probability by at most 2⁻⁵³. Do not take
+    ``log(1 − u)`` of it.
     """
     raw = bits.random_raw(int(size))
     return ((raw >> np.uint64(11)).astype(np.float64) + 0.5) * _TWO_POW_MINUS_53

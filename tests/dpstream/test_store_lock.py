@@ -87,3 +87,38 @@ def test_the_lock_timeout_is_validated_before_anything(tmp_path):
             with pytest.raises(ParameterError, match="'lock_timeout'"):
                 store.release_optstream(frame(), epsilon=1.0, hierarchy=H, lock_timeout=bad)
         assert store.config is None
+
+
+def test_the_cli_waits_for_another_job_with_lock_timeout(tmp_path, capsys):
+    from dpstream.cli import main
+
+    data = tmp_path / "today.csv"
+    frame().rename_axis("time").to_csv(data)
+    hier = tmp_path / "h.json"
+    hier.write_text('{"total": ["a", "b"]}')
+    path = tmp_path / "ops.db"
+    args = ["release", "optstream", str(data), "--epsilon", "1", "--alpha", "5",
+            "--hierarchy", str(hier), "--seed", "1"]  # fmt: skip
+    store = ["--store", str(path)]
+    other = hold(path, 60)
+    try:  # fails at once, naming the store
+        assert main([*args, *store, "--out", str(tmp_path / "a.csv")]) == 2
+        assert "busy" in capsys.readouterr().err
+    finally:
+        other.send_signal(signal.SIGKILL)
+        other.wait()
+        other.stdout.close()
+    other = hold(path, 1.0)  # ends by itself: a job that waits gets the store
+    try:
+        out = tmp_path / "b.csv"
+        assert main([*args, *store, "--lock-timeout", "120", "--out", str(out)]) == 0
+        assert out.exists()
+    finally:
+        other.wait()
+        other.stdout.close()
+    capsys.readouterr()
+    assert main([*args, *store, "--lock-timeout", "-1", "--out", str(tmp_path / "c.csv")]) == 2
+    assert "--lock-timeout" in capsys.readouterr().err
+    assert main([*args, "--lock-timeout", "5", "--out", str(tmp_path / "c.csv")]) == 2
+    err = capsys.readouterr().err  # without --store
+    assert "--lock-timeout" in err and "--store" in err
