@@ -362,7 +362,8 @@ def models_markdown(table: pd.DataFrame, args: argparse.Namespace) -> str:
         f"{MODEL_EPSILON:g} (w = 48) and α ∈ {{1, 50}} kW, seeds 2000+; at every day of the "
         "month each model is refitted on the previous 28 days of the series (real or "
         "released) and forecasts the next 48 half-hours, scored against the real day. Means "
-        f"over the 5 series, {table['days'].iloc[0]} days and {args.trials} trial(s).",
+        f"over the 5 series, the days of {table['month'].nunique()} month(s) "
+        f"({table.drop_duplicates('month')['days'].sum()} days) and {args.trials} trial(s).",
         "",
     ]
     for metric, caption in (("l1", "Mean L1 error (kW)"), ("mape", "MAPE (%)")):
