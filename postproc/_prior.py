@@ -80,6 +80,8 @@ __all__ = ["ProfilePrior", "merge_prior", "profile_prior"]
 
 _FLOOR = 1e-6  # τ̂² floor, relative to the mean noise variance of the periods compared
 _CALIBRATIONS = ("backtest", "moments")
+#: Numbers per temporary array of :func:`profile_prior` (its nodes are taken in blocks).
+_CHUNK_NUMBERS = 4_000_000
 #: Most harmonics of the period in the smooth part a noisy profile is shrunk towards (for a
 #: day: the 24, 12, 8 and 6 h cycles); each node's number is chosen by predicted error.
 _MAX_HARMONICS = 4
@@ -185,10 +187,54 @@ def profile_prior(
         )
     recent, rv, rs, re = x[-days:], v[-days:], s[-days:], e[-days:]
     own = own[-days:].astype(bool)
-    rs = rs & own[:, :, None]
-    n_days = recent.shape[0]
+    n_days, n_nodes, w = recent.shape
     if n_days < 2:
         return None
+    # Node by node (every step below is per node; the floor is global): in blocks of nodes,
+    # so that the temporaries stay near _CHUNK_NUMBERS numbers each (100,000 feeders x 56
+    # periods x 48 steps at once took 22 GB).
+    block = max(1, _CHUNK_NUMBERS // (n_days * w))
+    floor = _variance_floor(recent, rv, rs, own, block)
+    opts = dict(
+        bandwidth=float(bandwidth),
+        prior_count=prior_count,
+        calibration=calibration,
+        min_predecessors=min_predecessors,
+        shrink=shrink,
+        period=period or w,
+        floor=floor,
+    )
+    parts = [
+        _node_block(recent[:, j : j + block], rv[:, j : j + block], rs[:, j : j + block],
+                    re[:, j : j + block], own[:, j : j + block], **opts)
+        for j in range(0, n_nodes, block)
+    ]  # fmt: skip
+    return ProfilePrior(
+        mean=np.concatenate([p[0] for p in parts]),
+        variance=np.concatenate([p[1] for p in parts]),
+        n_periods=int(n_days),
+        n_pairs=int(n_days),
+    )
+
+
+def _variance_floor(recent, rv, rs, own, block: int) -> float:
+    """τ̂² floor: :data:`_FLOOR` times the mean known noise of the unbiased steps (or the
+    squared mean level when every period is public)."""
+    noise = count = level = 0.0
+    for j in range(0, recent.shape[1], block):
+        mask = rs[:, j : j + block] & own[:, j : j + block, None]
+        noise += float(np.where(mask, rv[:, j : j + block], 0.0).sum())
+        count += float(mask.sum())
+        level += float(np.abs(recent[:, j : j + block]).sum())
+    known = noise / max(count, 1.0)
+    scale_ref = known if known > 0 else (level / recent.size) ** 2
+    return _FLOOR * max(scale_ref, 1e-12)
+
+
+def _node_block(recent, rv, rs, re, own, *, bandwidth, prior_count, calibration,
+                min_predecessors, shrink, period, floor):  # fmt: skip
+    """:func:`profile_prior` for a block of nodes: (mean, τ²), each (n, w)."""
+    rs = rs & own[:, :, None]
     # 1. Day-to-day variance σ²_t of the true values around the profile, by the method of
     #    moments on the measured (unbiased) steps: the leave-one-out residual of the equal-
     #    weight mean, y_q − f_{−q} = P/(P−1)(y_q − f), has E[r²] = σ²·P/(P−1) + s²_q + Σ_{j≠q}
@@ -201,11 +247,12 @@ def profile_prior(
     noise_sum = np.where(mine, rv, 0.0).sum(axis=0)
     others = (noise_sum[None] - rv) / (count - 1.0) ** 2
     excess = np.where(rs, (resid * resid - rv - others) / scale, 0.0)  # unbiased for σ²_t
-    bandwidth = float(bandwidth)
+    del resid
     # Each excess weighted by its inverse variance, ∝ 1/(σ² + s²_q + ...)² for a normal residual
     # (a noisy released day's excess is far less informative than a public day's); the weights
     # need σ², so iterate from the equal-weight estimate (a few steps suffice).
     spread = np.where(rs, (rv + others) / scale, 0.0)  # (P, N, w)
+    del others
     sigma2 = np.zeros(excess.shape[1:])
     for it in range(4):
         wgt = rs / (sigma2[None] + spread + _FLOOR) ** 2 if it else rs.astype(np.float64)
@@ -215,13 +262,11 @@ def profile_prior(
         sigma2 = np.maximum(
             _pooled(num, cnt, bandwidth=bandwidth, prior_count=prior_count * per_obs), 0.0
         )
+    del wgt, spread, excess
     # 2. The forecast: each day weighted by its precision 1/(σ² + e²_q) (a noise-free public
     #    day counts more than a noisy released one), and its error variance
     #    τ² = σ²(1 + Σ a²) + Σ a² e² with a the normalised weights.
-    known = float(np.where(rs, rv, 0.0).sum() / max(rs.sum(), 1))
-    scale_ref = known if known > 0 else float(np.abs(recent).mean() ** 2)
-    floor = _FLOOR * max(scale_ref, 1e-12)
-    wts = np.where(own[:, :, None], 1.0 / np.maximum(sigma2[None] + re, floor), 0.0)
+    wts = np.where(mine, 1.0 / np.maximum(sigma2[None] + re, floor), 0.0)
     usable = own.sum(axis=0) >= 2  # (N,) nodes with two periods of their own
     total = np.where(usable[:, None], wts.sum(axis=0), 1.0)
     a = wts / total
@@ -233,15 +278,9 @@ def profile_prior(
     day = kappa[:, None] * sigma2  # the new day's own deviation
     estimation = kappa[:, None] * sigma2 * a2 + (a * a * re).sum(axis=0)  # the profile's error
     if shrink:
-        mean = _shrunk_profile(mean, estimation, period=period or mean.shape[1])
+        mean = _shrunk_profile(mean, estimation, period=period)
     tau2 = np.maximum(day + estimation, floor)
-    tau2 = np.where(usable[:, None], tau2, np.inf)
-    return ProfilePrior(
-        mean=mean,
-        variance=tau2,
-        n_periods=int(n_days),
-        n_pairs=int(n_days),
-    )
+    return mean, np.where(usable[:, None], tau2, np.inf)
 
 
 def _shrunk_profile(mean: np.ndarray, estimation: np.ndarray, *, period: int) -> np.ndarray:
