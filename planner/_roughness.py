@@ -128,9 +128,18 @@ def kriging_bias(gamma: np.ndarray, m: np.ndarray) -> np.ndarray:
     ``m[t]`` are the interpolation weights of step t (rows sum to 1); the module's kriging
     identity with the variogram ``gamma`` (N, w).
     """
+    # The identity is linear in γ: bias = γ @ K with K[h, t] = 2 Σ_j m[t,j]·[|t−j| = h] −
+    # Σ_{i,j} m[t,i] m[t,j]·[|i−j| = h], one (w x w) kernel for every node. Per node the
+    # direct form built an (N, w, w) lag matrix: 9 s per candidate k at 100,000 feeders,
+    # against 0.1 s for the one matmul.
+    return np.maximum(gamma @ _bias_kernel(np.ascontiguousarray(m, dtype=np.float64)), 0.0)
+
+
+def _bias_kernel(m: np.ndarray) -> np.ndarray:
+    """K (w, w) of :func:`kriging_bias`: lag h x step t."""
     w = m.shape[0]
     lag = np.abs(np.arange(w)[:, None] - np.arange(w)[None, :])
-    g = gamma[:, lag]  # (N, w, w): γ(|i − j|)
-    first = 2.0 * (m[None] * g).sum(axis=2)
-    second = ((m[None] @ g) * m[None]).sum(axis=2)  # (M Γ Mᵀ)_tt
-    return np.maximum(first - second, 0.0)
+    onehot = (lag[None, :, :] == np.arange(w)[:, None, None]).astype(np.float64)  # (h, i, j)
+    first = 2.0 * np.einsum("tj,htj->ht", m, onehot)
+    second = np.einsum("ti,hij,tj->ht", m, onehot, m, optimize=True)
+    return first - second

@@ -126,7 +126,9 @@ def profile_prior(
     ----------
     measurements
         (P, N, w) measured periods, oldest first: released estimates before post-processing
-        (or public history).
+        (or public history). This and ``noise``, ``sampled`` and ``error`` may also be
+        sequences of P (N, w) arrays: they are then read a block of nodes at a time and never
+        stacked whole (at 100,000 feeders x 56 periods each stacked copy is 2 GB).
     noise
         (P, N, w) known noise variance of each measurement (0 for public history).
     sampled
@@ -165,29 +167,32 @@ def profile_prior(
     ProfilePrior or None
         None with fewer than two measured periods.
     """
-    x = np.asarray(measurements, dtype=np.float64)
-    v = np.asarray(noise, dtype=np.float64)
-    s = np.asarray(sampled, dtype=bool)
-    e = v if error is None else np.asarray(error, dtype=np.float64)
-    if x.ndim != 3 or v.shape != x.shape or s.shape != x.shape or e.shape != x.shape:
+    x = _periods(measurements, np.float64)
+    v = _periods(noise, np.float64)
+    s = _periods(sampled, bool)
+    e = v if error is None else _periods(error, np.float64)
+    shapes = {a.shape for a in (*x, *v, *s, *e)}
+    if len(shapes) != 1 or len(x) != len(v) or len(x) != len(s) or len(x) != len(e):
         raise ParameterError(
             "The 'measurements', 'noise', 'sampled' and 'error' parameters of profile_prior must "
-            f"have one shape (P, N, w). Got {x.shape}, {v.shape}, {s.shape} and {e.shape}."
+            f"have one shape (P, N, w) (or be P arrays of one shape (N, w)). Got {len(x)}, "
+            f"{len(v)}, {len(s)} and {len(e)} periods of shapes {sorted(shapes)}."
         )
     if calibration not in _CALIBRATIONS:
         raise ParameterError(
             f"The 'calibration' parameter of profile_prior must be one of {_CALIBRATIONS}. "
             f"Got {calibration!r} instead."
         )
-    own = np.ones(x.shape[:2], dtype=bool) if independent is None else np.asarray(independent)
-    if own.shape != x.shape[:2]:
+    n_nodes, w = x[0].shape if x else (0, 0)
+    own = np.ones((len(x), n_nodes), dtype=bool) if independent is None else np.asarray(independent)
+    if own.shape != (len(x), n_nodes):
         raise ParameterError(
             "The 'independent' parameter of profile_prior must have shape (P, N) = "
-            f"{x.shape[:2]}. Got {own.shape}."
+            f"{(len(x), n_nodes)}. Got {own.shape}."
         )
     recent, rv, rs, re = x[-days:], v[-days:], s[-days:], e[-days:]
     own = own[-days:].astype(bool)
-    n_days, n_nodes, w = recent.shape
+    n_days = len(recent)
     if n_days < 2:
         return None
     # Node by node (every step below is per node; the floor is global): in blocks of nodes,
@@ -205,8 +210,8 @@ def profile_prior(
         floor=floor,
     )
     parts = [
-        _node_block(recent[:, j : j + block], rv[:, j : j + block], rs[:, j : j + block],
-                    re[:, j : j + block], own[:, j : j + block], **opts)
+        _node_block(*(_stacked(a, j, block) for a in (recent, rv, rs, re)),
+                    own[:, j : j + block], **opts)
         for j in range(0, n_nodes, block)
     ]  # fmt: skip
     return ProfilePrior(
@@ -217,17 +222,32 @@ def profile_prior(
     )
 
 
+def _periods(values: object, dtype: type) -> list[np.ndarray]:
+    """P periods of (N, w) values as a list of 2-D arrays (views of a 3-D array, no copy)."""
+    if isinstance(values, np.ndarray):
+        arr = np.asarray(values, dtype=dtype)
+        return list(arr) if arr.ndim == 3 else [arr]
+    return [np.asarray(a, dtype=dtype) for a in values]
+
+
+def _stacked(periods: list[np.ndarray], start: int, size: int) -> np.ndarray:
+    """(P, size, w): a block of nodes of every period (only the block is copied)."""
+    return np.stack([a[start : start + size] for a in periods])
+
+
 def _variance_floor(recent, rv, rs, own, block: int) -> float:
     """τ̂² floor: :data:`_FLOOR` times the mean known noise of the unbiased steps (or the
     squared mean level when every period is public)."""
-    noise = count = level = 0.0
-    for j in range(0, recent.shape[1], block):
-        mask = rs[:, j : j + block] & own[:, j : j + block, None]
-        noise += float(np.where(mask, rv[:, j : j + block], 0.0).sum())
+    noise = count = level = size = 0.0
+    for j in range(0, recent[0].shape[0], block):
+        mask = _stacked(rs, j, block) & own[:, j : j + block, None]
+        noise += float(np.where(mask, _stacked(rv, j, block), 0.0).sum())
         count += float(mask.sum())
-        level += float(np.abs(recent[:, j : j + block]).sum())
+        values = _stacked(recent, j, block)
+        level += float(np.abs(values).sum())
+        size += values.size
     known = noise / max(count, 1.0)
-    scale_ref = known if known > 0 else (level / recent.size) ** 2
+    scale_ref = known if known > 0 else (level / size) ** 2
     return _FLOOR * max(scale_ref, 1e-12)
 
 

@@ -222,12 +222,14 @@ def plan_for_period(
     coherent = None
     if cfg.use_prior and len(state.measurements) >= 2:
         ms = state.measurements[-PRIOR_DAYS:]
+        # lists of the periods' (N, r) arrays, not stacked: profile_prior reads them a block
+        # of nodes at a time (stacked, each was 2 GB at 100,000 feeders x 56 periods)
         series = (
-            np.stack([m.values[:, :r] for m in ms]),
-            np.stack([m.noise[:, :r] for m in ms]),
-            np.stack([m.sampled[:, :r] for m in ms]),
+            [m.values[:, :r] for m in ms],
+            [m.noise[:, :r] for m in ms],
+            [m.sampled[:, :r] for m in ms],
         )
-        error = np.stack([e[:, :r] for e in state.errors[-PRIOR_DAYS:]])
+        error = [e[:, :r] for e in state.errors[-PRIOR_DAYS:]]
         prior = profile_prior(
             *series,
             days=PRIOR_DAYS,
@@ -259,7 +261,7 @@ def plan_for_period(
 
 
 def _coherent_variance(
-    prior: ProfilePrior | None, series: tuple[np.ndarray, ...], error: np.ndarray, cfg: AutoConfig
+    prior: ProfilePrior | None, series: tuple[list, ...], error: list, cfg: AutoConfig
 ) -> np.ndarray | None:
     """(N, r) error variance of each node's forecast as a whole, for the planner's prediction
     (``plan_period(prior_coherent=...)``): a leaf's is its prior's; an aggregate's comes from
@@ -272,7 +274,10 @@ def _coherent_variance(
     agg[cfg.leaf_nodes] = False
     if agg.any():
         whole = profile_prior(
-            *(x[:, agg] for x in series), days=PRIOR_DAYS, error=error[:, agg], period=cfg.w
+            *([a[agg] for a in x] for x in series),
+            days=PRIOR_DAYS,
+            error=[a[agg] for a in error],
+            period=cfg.w,
         )
         if whole is not None:
             out[agg] = whole.variance

@@ -160,3 +160,16 @@ def test_node_errors_keep_each_nodes_interpolation_error_through_the_hierarchy()
     # the independent model puts the root at √(14 + 19) instead: far below √53
     old = _node_errors(v, s)[0]
     assert old[0] == pytest.approx(_SQRT_2_PI * np.sqrt(14.0 + 19.0))
+
+
+def test_kriging_bias_is_one_kernel_for_every_node():
+    # bias = γ @ K is the kriging identity 2 Σ_j m[t,j] γ(|t−j|) − (M Γ Mᵀ)_tt, node by node
+    rng = np.random.default_rng(8)  # simulation only
+    w = 48
+    gamma = np.cumsum(rng.uniform(0.0, 5.0, (6, w)), axis=1)
+    gamma[:, 0] = 0.0
+    m = _m(w, 7)
+    lag = np.abs(np.arange(w)[:, None] - np.arange(w)[None, :])
+    g = gamma[:, lag]
+    direct = 2.0 * (m[None] * g).sum(axis=2) - ((m[None] @ g) * m[None]).sum(axis=2)
+    np.testing.assert_allclose(kriging_bias(gamma, m), np.maximum(direct, 0.0), rtol=1e-12, atol=1e-9)
