@@ -39,6 +39,8 @@ HERE = Path(__file__).resolve().parent
 #: Quick sizes: script stem -> (extra arguments, extra environment). Documented in the module
 #: notes; scripts not listed run at their defaults (a few seconds to a minute each).
 QUICK: dict[str, tuple[list[str], dict[str, str]]] = {
+    # 10,000 leaves instead of 100,000 (``--full`` runs the 100,000).
+    "bench_autoplan": (["--leaves", "10000"], {}),
     # n = 2.5·10⁶ instead of 2.5·10⁷ (the headline size; ``--full`` runs it).
     "bench_tree": ([], {"BENCH_TREE_N": "2500000"}),
     # one repeat, parts 1-2 (part 3 starts busy processes to measure threads under load).
