@@ -271,8 +271,8 @@ def _mean_over_leaves(x: np.ndarray, matrix: object) -> np.ndarray:
 def _node_errors(v: np.ndarray, matrix: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
     """Predicted mean |error| per node (C, N) from pre-projection variances v (C, N, r).
 
-    With ``bias`` (N, r) or (C, N, r), the interpolation part of ``v``: every level interpolates the same
-    sampled steps with the same operator, so a node's interpolation error is the sum of its
+    With ``bias`` (N, r) or (C, N, r), the interpolation part of ``v``: every level interpolates
+    the same sampled steps with the same operator, so a node's interpolation error is the sum of its
     leaves' (the estimates are ``S(z + ι) + noise``): consistent across levels, untouched by
     Algorithm 4, and *not* independent between nodes. Then only the noise ``v − bias`` is
     combined across levels (with Algorithm 4's weights ``1/v``: the sandwich
@@ -453,7 +453,7 @@ def plan_period(
                 tau2 = np.asarray(prior_variance, dtype=np.float64)[None, :, :r]
                 coherent = None if prior_coherent is None else prior_coherent[:, :r]
 
-                def with_prior(rows: slice) -> np.ndarray:
+                def with_prior(rows: slice, tau2=tau2, bias=bias, coherent=coherent) -> np.ndarray:
                     return _prior_errors(variances(rows), tau2, matrix, bias, coherent)
 
                 if choose_with_prior:

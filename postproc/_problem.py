@@ -343,11 +343,12 @@ def _as_prior(
                 f"or (n_periods, n_nodes, w). Got {arr.shape} instead."
             )
         # a variance of inf is "no prior on this step" (weight 0)
-        ok = (arr > 0) & ~np.isnan(arr) if name == "prior_variances" else np.isfinite(arr)
+        variances = name == "prior_variances"
+        ok = (arr > 0) & ~np.isnan(arr) if variances else np.isfinite(arr)
         if not ok.all():
+            rule = "floats in (0, inf] (inf: no prior)" if variances else "finite numbers"
             raise ParameterError(
-                f"The {name!r} parameter of {owner} must hold "
-                f"{'floats in (0, inf] (inf: no prior)' if name == 'prior_variances' else 'finite numbers'}; "
+                f"The {name!r} parameter of {owner} must hold {rule}; "
                 f"{int((~ok).sum())} entries are not."
             )
         out.append(arr)

@@ -159,10 +159,10 @@ def project_consistent(
         Default: the paper's ``λ_i = 1/m_i`` with ``m_i`` the number of parts of feature
         ``F_i`` ([FV19] Alg. 4, O1), the same for every node.
     prior_mean, prior_variances
-        Optional forecast ``f`` of every node's steps and its error variance ``τ²`` (> 0; ∞: no prior),
-        each (n_nodes, w) or (n_periods, n_nodes, w): adds ``Σ_{a,t} (ẋ[a,t] − f[a,t])²/τ²``
-        to O1 (:mod:`postproc._prior`, e.g. :func:`postproc.profile_prior`). Reported
-        objectives then include it up to a constant.
+        Optional forecast ``f`` of every node's steps and its error variance ``τ²`` (> 0; ∞:
+        no prior), each (n_nodes, w) or (n_periods, n_nodes, w): adds
+        ``Σ_{a,t} (ẋ[a,t] − f[a,t])²/τ²`` to O1 (:mod:`postproc._prior`, e.g.
+        :func:`postproc.profile_prior`). Reported objectives then include it up to a constant.
     method
         ``"fast"`` (exact two-pass tree solves + active set, linear in the number of nodes,
         see Notes), ``"cvxpy"`` (cvxpy + OSQP, the general reference path) or ``"dense"``

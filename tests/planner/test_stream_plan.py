@@ -172,4 +172,6 @@ def test_kriging_bias_is_one_kernel_for_every_node():
     lag = np.abs(np.arange(w)[:, None] - np.arange(w)[None, :])
     g = gamma[:, lag]
     direct = 2.0 * (m[None] * g).sum(axis=2) - ((m[None] @ g) * m[None]).sum(axis=2)
-    np.testing.assert_allclose(kriging_bias(gamma, m), np.maximum(direct, 0.0), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(
+        kriging_bias(gamma, m), np.maximum(direct, 0.0), rtol=1e-12, atol=1e-9
+    )
