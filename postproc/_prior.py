@@ -184,6 +184,19 @@ def profile_prior(
             f"Got {calibration!r} instead."
         )
     n_nodes, w = x[0].shape if x else (0, 0)
+    if not isinstance(shrink, bool):
+        raise ParameterError(
+            f"The 'shrink' parameter of profile_prior must be True or False. Got {shrink!r}."
+        )
+    checks = [("min_predecessors", min_predecessors, 1, "")]
+    if period is not None:
+        checks.append(("period", period, w, " (a whole period: at least the steps given)"))
+    for name, value, least, why in checks:
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+            raise ParameterError(
+                f"The {name!r} parameter of profile_prior must be an int >= {least}{why}. "
+                f"Got {value!r} instead."
+            )
     own = np.ones((len(x), n_nodes), dtype=bool) if independent is None else np.asarray(independent)
     if own.shape != (len(x), n_nodes):
         raise ParameterError(

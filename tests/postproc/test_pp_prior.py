@@ -192,6 +192,10 @@ def test_an_infinite_prior_variance_is_no_prior():
     [
         ({"calibration": "loo"}, "'calibration'"),
         ({"independent": np.ones((3, 1), dtype=bool)}, "'independent'"),
+        ({"shrink": "yes"}, "'shrink'"),
+        ({"period": 5}, "'period'"),
+        ({"period": 6.0}, "'period'"),
+        ({"min_predecessors": 0}, "'min_predecessors'"),
     ],
 )
 def test_profile_prior_options_are_validated(kw, match):
