@@ -41,8 +41,11 @@ whose Â came out negative, and pick them for that reason.
 *Sensitivity*: replacing one clipped value x by x' (|x − x'| ≤ θ) in block j moves H_j(p) by ≤ θ
 for the ≤ g − 1 values p past it and H_{j+1}(p) by p·θ/g (through ē_j), so Σ_{k,p}|ΔH| ≤
 (3/2)(g − 1)θ and |ΔA(g)| ≤ 3(g − 1)θ/(2g(K − 1)); the vector (A(g))_g over the candidate sizes
-has L1 sensitivity Δ = Σ_g of those, and is released with :class:`~mechanisms.LaplaceNoise`
-(Δ, ε_shape): ε_shape-DP on the prefix given θ. Candidates are powers of two g ≤ min(r, m/16)
+has L1 sensitivity Δ = Σ_g of those. Each of its d coordinates with g > 1 is snapped to the
+noise lattice γ separately, which can add γ per coordinate to the distance of two neighbours'
+vectors, so it is released with :class:`~mechanisms.LaplaceNoise` of scale (Δ + d·γ)/ε_shape
+(issue 24: one γ was accounted for the ~7 rounded coordinates): ε_shape-DP on the prefix
+given θ. Candidates are powers of two g ≤ min(r, m/16)
 (at least 16 blocks each, to keep Δ small). The prediction and the choice are post-processing.
 """
 
@@ -54,7 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core._budget import Budget
-from ..core._noise import LaplaceNoise
+from ..core._noise import LaplaceNoise, lattice_granularity
 from ..core._random import BitSource
 from ..core._units import EventLevel, PrivacyGuarantee
 from ._tree import _max_levels, max_levels, tops_leaf_size, tops_levels, tops_noise
@@ -81,7 +84,8 @@ SQUARE_RATIO = 2.0
 MIN_BLOCKS = 16
 _PROOF = (
     "ToPS shape rule: Laplace mechanism on the mean absolute smoothing errors of the clipped "
-    "prefix (L1 sensitivity Σ_g 3(g − 1)θ/(2g(K_g − 1)))"
+    "prefix (L1 sensitivity Σ_g 3(g − 1)θ/(2g(K_g − 1)) plus one lattice step per rounded "
+    "coordinate)"
 )
 
 
@@ -251,10 +255,19 @@ def release_deviation(
     of the vector's L1 sensitivity. Internal (validated inputs)."""
     m = int(prefix.size)
     exact, _ = partial_errors(np.minimum(prefix, threshold), sizes)
+    delta = deviation_sensitivity(sizes, m, threshold)
+    magnitude = float(sizes[-1]) * threshold
+    # Every coordinate with g > 1 is snapped to the lattice on its own, and each snap can add
+    # γ to the L1 distance of two neighbours' vectors: the released vector's sensitivity is
+    # Δ + d·γ (d such coordinates; A(1) ≡ 0 is on the lattice for both). LaplaceNoise adds one
+    # γ itself, so it is given Δ + (d − 1)·γ on a lattice fixed from Δ/ε (public) first.
+    gamma = lattice_granularity(delta / epsilon, magnitude)
+    rounded = int(np.count_nonzero(np.asarray(sizes) > 1))
     noise = LaplaceNoise(
-        sensitivity=deviation_sensitivity(sizes, m, threshold),
+        sensitivity=delta + max(rounded - 1, 0) * gamma,
         epsilon=epsilon,
-        magnitude=float(sizes[-1]) * threshold,
+        magnitude=magnitude,
+        granularity=gamma,
     )
     return noise.release(exact, bits), noise
 
