@@ -20,8 +20,8 @@ Parent columns in the input
 A frame may carry a parent's column (``load_regional()`` carries ``national``). It is accepted
 only if it equals the sum of its leaves (relative tolerance 1e-9 of the column's largest
 magnitude, i.e. float round-off); the released aggregate is always derived from the leaves.
-A parent column that disagrees with its leaves is a :class:`~mechanisms.DomainError` (count of
-disagreeing steps only): drop it, or fix the data.
+A parent column that disagrees with its leaves is a :class:`~mechanisms.DomainError` (the
+first disagreeing step, no count): drop it, or fix the data.
 
 Lengths not divisible by ``w``
 ------------------------------
@@ -74,6 +74,8 @@ __all__ = [
 ]
 
 _PARENT_RTOL = 1e-9
+#: Policies for missing readings (NaN): refuse, count as 0, leave unmeasured (public mask).
+_MISSING = ("error", "zero", "unmeasured")
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -102,6 +104,10 @@ class StreamFrame:
     """Name of the input Series when the input was a Series (returned as a Series), else None."""
     is_series: bool
     """True when the input was a ``pandas.Series``."""
+    observed: np.ndarray | None = None
+    """Read-only bool array (n_steps, n_nodes), False where a leaf's reading is missing and
+    left *unmeasured* (``missing="unmeasured"``; aggregates are sums over the observed leaves,
+    always True); None when every reading is present."""
 
     @property
     def n_steps(self) -> int:
@@ -275,6 +281,7 @@ def prepare_frame(
     bound: float | None = None,
     min_length: int = 1,
     name: str = "frame",
+    missing: str = "error",
 ) -> StreamFrame:
     """Validate a time-indexed frame and derive every node's stream (no noise, no budget).
 
@@ -293,6 +300,11 @@ def prepare_frame(
         Fewest time steps accepted.
     name : str, default "frame"
         The argument's name in error messages.
+    missing : {"error", "zero", "unmeasured"}, default "error"
+        What a NaN (a missing reading) means: refused; counted as 0; or left *unmeasured*:
+        the leaf's value is 0 in every aggregate (aggregates are sums over the observed
+        leaves) and :attr:`StreamFrame.observed` marks it, a public mask (``docs/privacy.md``,
+        "Missing readings"). ±inf is refused under every policy.
 
     Returns
     -------
@@ -342,19 +354,33 @@ def prepare_frame(
             f"The {name!r} argument of {owner} must hold numbers only; column(s) "
             f"{non_numeric[:5]} are not numeric. Convert or drop them."
         )
+    if missing not in _MISSING:
+        raise ParameterError(
+            f"The 'missing' parameter of {owner} must be one of {_MISSING}. Got {missing!r} "
+            "instead."
+        )
     data = frame.to_numpy(dtype=np.float64, copy=True)
     tree = resolve_hierarchy(hierarchy, columns, owner)
-    finite = np.isfinite(data)
-    # Messages name the rule, never how many private values break it (a count leaks).
-    if not finite.all():
+    gaps = np.isnan(data)
+    # Messages name the rule and the first offending (column, stamp), never a value or how
+    # many private values break it (a count leaks).
+    if missing == "error" and gaps.any():
         raise DomainError(
-            f"The {name!r} argument of {owner} must hold finite numbers only; some entries are "
-            "NaN or infinite. Remove or impute them before releasing."
+            f"The {name!r} argument of {owner} must hold finite numbers only; first NaN (a "
+            f"missing reading) {_where(frame, gaps)}. Fill it, or pass missing='zero' or "
+            "missing='unmeasured'."
+        )
+    data[gaps] = 0.0  # "zero", and "unmeasured": a constant in every neighbour (public mask)
+    if not np.isfinite(data).all():
+        raise DomainError(
+            f"The {name!r} argument of {owner} must hold finite numbers only; first infinite "
+            f"entry {_where(frame, ~np.isfinite(data))}. Remove or fix it before releasing."
         )
     if (data < 0).any():
         raise DomainError(
-            f"The {name!r} argument of {owner} must hold non-negative loads; some entries are "
-            "negative. Fix the data (or shift it by a public offset) before releasing."
+            f"The {name!r} argument of {owner} must hold non-negative loads; first negative "
+            f"entry {_where(frame, data < 0)}. Fix the data (or shift it by a public offset) "
+            "before releasing."
         )
     if tree is None:
         nodes = tuple(columns)
@@ -370,13 +396,13 @@ def prepare_frame(
             given = data[:, pos[parent]]
             derived = values[:, tree.index(parent)]
             tol = _PARENT_RTOL * max(float(np.abs(derived).max(initial=0.0)), 1.0)
-            off = int((np.abs(given - derived) > tol).sum())
-            if off:
+            off = np.abs(given - derived) > tol
+            if off.any():  # the first step, never how many (a count of private values)
                 raise DomainError(
                     f"The {name!r} argument of {owner} has a column {parent!r} that the "
-                    f"hierarchy lists as a parent, and it differs from the sum of its leaves at "
-                    f"{off} step(s). Aggregates are derived from the leaves: drop the column "
-                    "or fix the data."
+                    "hierarchy lists as a parent, and it differs from the sum of its leaves "
+                    f"(first at time stamp {frame.index[int(np.argmax(off))]}). Aggregates are "
+                    "derived from the leaves: drop the column or fix the data."
                 )
         nodes = tree.nodes
         leaves = tree.leaves
@@ -389,7 +415,17 @@ def prepare_frame(
                 "bound); some leaf entries lie above it. Clip the data to the bound or "
                 "declare a larger public bound."
             )
+    observed = None
+    if missing == "unmeasured" and gaps.any():
+        observed = np.ones((frame.shape[0], len(nodes)), dtype=bool)
+        leaf_gaps = gaps if tree is None else gaps[:, [pos[leaf] for leaf in tree.leaves]]
+        cols_of = (
+            np.arange(len(nodes)) if tree is None else [tree.index(leaf) for leaf in tree.leaves]
+        )
+        observed[:, cols_of] = ~leaf_gaps
+        observed = _frozen(observed)
     return StreamFrame(
+        observed=observed,
         index=frame.index.copy(),
         nodes=tuple(nodes),
         leaves=tuple(leaves),
@@ -442,6 +478,12 @@ def value_neighbours(
         )
     bound = check_positive(bound, "bound", owner)
     return ValueNeighbours(delta=bound, unit=WEvent(w=w))
+
+
+def _where(frame: pd.DataFrame, bad: np.ndarray) -> str:
+    """``at column 'c', time stamp t``: the first offending entry (shape only, no value)."""
+    step, col = np.argwhere(bad)[0]
+    return f"at column {str(frame.columns[col])!r}, time stamp {frame.index[step]}"
 
 
 def _numeric(dtype: object) -> bool:

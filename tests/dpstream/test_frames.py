@@ -56,9 +56,13 @@ def test_consistent_parent_column_is_accepted_and_rederived():
 def test_parent_listed_as_a_column_that_disagrees_is_refused():
     f = frame()
     f["ab"] = SECRET
-    with pytest.raises(DomainError, match="'ab'.*parent.*10 step") as err:
+    with pytest.raises(DomainError, match="'ab'.*parent.*first at time stamp") as err:
         prepare_frame(f, owner="t", hierarchy={"ab": ["a", "b"]})
     assert "987654" not in str(err.value)
+    f.iloc[1:, 2] = f.iloc[1:, 0] + f.iloc[1:, 1]  # disagrees at one step only
+    with pytest.raises(DomainError) as one:
+        prepare_frame(f, owner="t", hierarchy={"ab": ["a", "b"]})
+    assert str(one.value) == str(err.value)  # the first step, never how many (issue 24)
 
 
 def test_series_round_trips_as_a_series():
@@ -79,17 +83,42 @@ def test_to_frame_is_aligned_to_the_input_index():
 
 @pytest.mark.parametrize(
     ("value", "rule"),
-    [(np.nan, "NaN or infinite"), (np.inf, "NaN or infinite"), (-SECRET, "negative")],
+    [(np.nan, "first NaN"), (np.inf, "first infinite"), (-SECRET, "first negative")],
 )
 def test_bad_values_are_neither_counted_nor_shown(value, rule):
     f = frame()
     f.iloc[3, 1] = value
-    f.iloc[5, 0] = value
-    with pytest.raises(DomainError, match=rule) as err:
+    with pytest.raises(DomainError, match=rule) as one:
         prepare_frame(f, owner="release_x")
-    msg = str(err.value)
-    assert "'frame' argument of release_x" in msg and "some entries" in msg
-    assert "987654" not in msg and "2" not in msg  # neither the values nor their count
+    f.iloc[5, 0] = value  # a second bad entry, later: the message must not change
+    with pytest.raises(DomainError, match=rule) as two:
+        prepare_frame(f, owner="release_x")
+    msg = str(one.value)
+    assert "'frame' argument of release_x" in msg
+    assert "column 'b', time stamp 2016-01-01 01:30:00" in msg  # the first offending entry
+    assert msg == str(two.value)  # no count of offending values
+    assert "987654" not in msg and "inf" not in msg.replace("infinite", "")
+
+
+def test_missing_policies_zero_and_unmeasured():
+    f = frame(cols=("a", "b", "c"))
+    f.iloc[3, 1] = np.nan
+    tree = {"t": ["a", "b", "c"]}
+    zero = prepare_frame(f, owner="t", hierarchy=tree, missing="zero")
+    unm = prepare_frame(f, owner="t", hierarchy=tree, missing="unmeasured")
+    assert zero.observed is None
+    np.testing.assert_array_equal(zero.values, unm.values)  # aggregates over observed leaves
+    assert zero.values[3, zero.nodes.index("b")] == 0.0
+    want = np.ones((10, 4), dtype=bool)
+    want[3, unm.nodes.index("b")] = False
+    np.testing.assert_array_equal(unm.observed, want)
+    assert prepare_frame(frame(), owner="t", missing="unmeasured").observed is None
+    with pytest.raises(ParameterError, match="'missing' parameter of t must be one of"):
+        prepare_frame(f, owner="t", missing="drop")
+    g = f.copy()
+    g.iloc[4, 0] = np.inf  # inf is never a missing reading
+    with pytest.raises(DomainError, match="first infinite"):
+        prepare_frame(g, owner="t", missing="unmeasured")
 
 
 def test_values_above_the_declared_bound():

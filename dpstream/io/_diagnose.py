@@ -1,0 +1,395 @@
+"""One validation pass over meter readings: diagnose, then say what to fix (issue 25).
+
+Real meter files have holes, readings sent twice, days of 46 or 50 half-hours in local time,
+stray text. :func:`diagnose_long` and :func:`diagnose_wide` read the file's *shape* once and name
+the first problem found with the first offending series and time stamp, so an operator knows
+what to fix; they return a wide frame on a regular UTC grid (one column per series) with the
+policy for missing readings applied. They run before any ledger is opened, any budget is
+charged, any noise is drawn or any file is written.
+
+Order of the checks (the first failure is raised, a :class:`~mechanisms.DomainError`):
+
+1. columns and time stamps: unparseable stamps, time-zone handling (see below);
+2. text in the values (a value that is not a number);
+3. duplicated (series, stamp) pairs, with the same or with different values;
+4. the grid: the step is the most common spacing of the distinct stamps; a stamp off that
+   grid ("a step other than the grid's") is refused;
+5. missing (series, step) pairs on the grid, and NaN values (a missing reading): refused with
+   ``missing="error"``, filled with 0 by ``"zero"``, kept as *unmeasured* by ``"unmeasured"``
+   (a public mask, see ``docs/privacy.md``, "Missing readings");
+6. infinite and negative values.
+
+What a message shows
+--------------------
+Series names and time stamps are the file's shape, which the operator holds; values are not.
+A message names the rule, the first offending (series, stamp) and the fix, and never a value
+or a count of offending values (how many readings are negative is a statistic of private
+data). Nothing of the diagnosis enters an output or a privacy record except the policy name.
+
+Time zones
+----------
+Stamps written with an offset (``2016-03-27T01:30:00+01:00``) are converted to UTC. Naive
+stamps are read as UTC unless ``timezone`` names the zone they were written in: then they are
+localised (the repeated hour of a DST autumn day is resolved by order, the skipped spring hour
+simply has no rows) and converted to UTC. A file of naive stamps that looks like local time
+(every series repeats the same stamps, or a whole hour is absent on a DST day) is refused
+with a hint to pass ``--timezone``: the release is always on a UTC grid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from mechanisms import DomainError, ParameterError
+
+__all__ = ["MISSING_POLICIES", "Readings", "diagnose_long", "diagnose_wide", "read_readings"]
+
+#: Policies for missing readings: refuse, count as 0, or leave unmeasured (public mask).
+MISSING_POLICIES = ("error", "zero", "unmeasured")
+ID, DS, Y = "unique_id", "ds", "y"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Readings:
+    """A diagnosed input: a wide frame on a regular grid and which readings were observed."""
+
+    frame: pd.DataFrame
+    """Wide frame (one column per series, first-seen order), index on the regular grid (UTC,
+    tz-naive, or integers); NaN where a reading is missing, except with ``missing="zero"``."""
+    observed: np.ndarray | None
+    """Boolean (n_steps, n_series), False where a reading is missing (public operational data
+    under ``missing="unmeasured"``); None when every reading is present."""
+    missing: str
+    """The policy applied: ``"error"``, ``"zero"`` or ``"unmeasured"``."""
+
+
+def _at(series: object, stamp: object) -> str:
+    return f"series {str(series)!r} at {stamp}"
+
+
+def _fix_missing(command: str) -> str:
+    return (
+        "Fill it, or choose a policy: --missing zero (a missing reading counts as 0) or "
+        "--missing unmeasured (released without it; see docs/privacy.md)"
+        if command.startswith("dpstream")
+        else "Fill it, or pass missing='zero' or missing='unmeasured'"
+    )
+
+
+def _check_policy(missing: str, owner: str) -> str:
+    if missing not in MISSING_POLICIES:
+        raise ParameterError(
+            f"The 'missing' parameter of {owner} must be one of {MISSING_POLICIES}. Got "
+            f"{missing!r} instead."
+        )
+    return missing
+
+
+def _parse_stamps(raw: pd.Series, ids: pd.Series | None, timezone: str | None, owner: str):
+    """Parse stamps to int64 (ns since epoch, UTC) or keep integers; returns (kind, int64)."""
+    if pd.api.types.is_integer_dtype(raw.dtype):
+        if timezone is not None:
+            raise ParameterError(
+                f"The 'timezone' parameter of {owner} applies to dates; the time stamps are "
+                "integers. Drop it."
+            )
+        return "int", raw.to_numpy(dtype=np.int64)
+    if pd.api.types.is_datetime64_any_dtype(raw.dtype):
+        stamps = raw
+    else:
+        text = raw.astype(str)
+        stamps = pd.to_datetime(text, errors="coerce", utc=False, format="mixed")
+        bad = stamps.isna().to_numpy() & raw.notna().to_numpy()
+        bad |= raw.isna().to_numpy()
+        if bad.any():
+            i = int(np.argmax(bad))
+            where = f"row {i + 2}"
+            if ids is not None:
+                where = f"series {str(ids.iloc[i])!r}, {where}"
+            raise DomainError(
+                f"The time stamps of {owner} must be dates or integers; {where} holds one that "
+                "is not (text or empty). Fix or drop that row."
+            )
+        if stamps.dtype == object:  # several UTC offsets (a DST change written with offsets)
+            stamps = pd.to_datetime(text, utc=True, format="mixed")
+    if getattr(stamps.dt, "tz", None) is not None:
+        stamps = stamps.dt.tz_convert("UTC").dt.tz_localize(None)
+    elif timezone is not None:
+        try:
+            if ids is None:
+                local = stamps.dt.tz_localize(timezone, ambiguous="infer", nonexistent="raise")
+            else:  # the repeated autumn hour is resolved within each series, by order
+                local = stamps.groupby(ids.to_numpy(), sort=False).transform(
+                    lambda s: s.dt.tz_localize(timezone, ambiguous="infer", nonexistent="raise")
+                )
+        except (ValueError, TypeError) as exc:  # pytz/zoneinfo errors subclass these
+            raise DomainError(
+                f"The time stamps of {owner} cannot be read in the time zone {timezone!r} "
+                f"({type(exc).__name__}: a stamp that does not exist there, or a repeated hour "
+                "out of order). Check --timezone, or write the stamps in UTC."
+            ) from None
+        stamps = pd.to_datetime(local, utc=True).dt.tz_localize(None)
+    return "datetime", stamps.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+
+
+def _label(kind: str, t: int) -> str:
+    return str(pd.Timestamp(t)) if kind == "datetime" else str(t)
+
+
+def _values(raw: pd.Series, ids: np.ndarray, kind: str, t: np.ndarray, owner: str) -> np.ndarray:
+    y = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+    text = np.isnan(y) & raw.notna().to_numpy()
+    if text.any():
+        i = int(np.argmax(text))
+        raise DomainError(
+            f"The readings of {owner} must be numbers; {_at(ids[i], _label(kind, int(t[i])))} "
+            "holds text. Fix it, or delete the value (an empty cell is a missing reading)."
+        )
+    return y
+
+
+def _grid(kind: str, t: np.ndarray, ids: np.ndarray, owner: str, timezone: str | None):
+    """Regular grid (origin, step, n) of the distinct stamps; refuses a stamp off the grid."""
+    uniq = np.unique(t)
+    if uniq.size == 1:
+        return int(uniq[0]), 1, 1
+    gaps = np.diff(uniq)
+    vals, counts = np.unique(gaps, return_counts=True)
+    step = int(vals[np.argmax(counts)])
+    off = (uniq - uniq[0]) % step != 0
+    if off.any():
+        bad = int(uniq[np.argmax(off)])
+        s = ids[np.argmax(t == bad)]
+        unit = (
+            pd.tseries.frequencies.to_offset(pd.Timedelta(step, "ns")).freqstr
+            if kind == "datetime"
+            else f"{step}"
+        )
+        raise DomainError(
+            f"The time stamps of {owner} must lie on one regular grid (a step of {unit}, the "
+            f"file's most common spacing); {_at(s, _label(kind, bad))} is off it. Resample or "
+            "drop the readings between steps."
+        )
+    n = int((uniq[-1] - uniq[0]) // step) + 1
+    if kind == "datetime" and timezone is None and uniq.size < n:
+        # A whole hour absent for every series on one day only: local time, spring forward?
+        absent = np.setdiff1d(uniq[0] + step * np.arange(n, dtype=np.int64), uniq)
+        hour = 3_600_000_000_000
+        if absent.size and absent.size * step == hour and (absent[-1] - absent[0]) < hour:
+            raise DomainError(
+                f"The time stamps of {owner} skip one hour for every series at "
+                f"{_label(kind, int(absent[0]))}: local time on a daylight-saving day? Pass "
+                "--timezone ZONE (e.g. Europe/Paris) to read them as local times (the release "
+                "is on a UTC grid), or write the stamps in UTC."
+            )
+    return int(uniq[0]), step, n
+
+
+def _assemble(
+    kind: str,
+    t: np.ndarray,
+    ids: np.ndarray,
+    y: np.ndarray,
+    *,
+    missing: str,
+    timezone: str | None,
+    owner: str,
+    command: str,
+) -> Readings:
+    id_codes, names = pd.factorize(ids, sort=False)
+    n_ids = len(names)
+    # Duplicated (series, stamp) pairs, before the grid (a DST repeat shows up here).
+    order = np.lexsort((t, id_codes))
+    ts, cs = t[order], id_codes[order]
+    same = (np.diff(ts) == 0) & (np.diff(cs) == 0)
+    if same.any():
+        j = int(np.argmax(same))
+        a, b = y[order[j]], y[order[j + 1]]
+        equal = (a == b) or (np.isnan(a) and np.isnan(b))
+        stamp = int(ts[j])
+        everyone = all(((t == stamp) & (id_codes == c)).sum() > 1 for c in range(min(n_ids, 50)))
+        hint = (
+            " Every series repeats this stamp: local time on a daylight-saving day? Pass "
+            "--timezone ZONE to read local times (released on a UTC grid)."
+            if everyone and kind == "datetime" and timezone is None and n_ids > 1
+            else ""
+        )
+        raise DomainError(
+            f"The readings of {owner} have a duplicated (series, time stamp) pair, "
+            f"{'with the same value' if equal else 'with different values'}: first "
+            f"{_at(names[cs[j]], _label(kind, stamp))}. Keep one reading per series and "
+            f"step.{hint}"
+        )
+    origin, step, n = _grid(kind, t, ids, owner, timezone)
+    pos = ((t - origin) // step).astype(np.int64)
+    values = np.full((n, n_ids), np.nan)
+    values[pos, id_codes] = y
+    observed = ~np.isnan(values)
+    if not observed.all():
+        if missing == "error":
+            step_i, col = np.argwhere(~observed)[0]
+            raise DomainError(
+                f"The readings of {owner} have a missing reading: first "
+                f"{_at(names[col], _label(kind, origin + int(step_i) * step))} (no row, or an "
+                f"empty value). {_fix_missing(command)}."
+            )
+    finite = np.isfinite(values) | ~observed
+    if not finite.all():
+        step_i, col = np.argwhere(~finite)[0]
+        raise DomainError(
+            f"The readings of {owner} must be finite; "
+            f"{_at(names[col], _label(kind, origin + int(step_i) * step))} is infinite. Fix it."
+        )
+    neg = observed & (values < 0)
+    if neg.any():
+        step_i, col = np.argwhere(neg)[0]
+        raise DomainError(
+            f"The readings of {owner} must be non-negative loads; first negative "
+            f"{_at(names[col], _label(kind, origin + int(step_i) * step))}. Fix the data (or "
+            "shift it by a public offset)."
+        )
+    stamps = origin + step * np.arange(n, dtype=np.int64)
+    index = (
+        pd.DatetimeIndex(stamps.astype("datetime64[ns]"), name=DS)
+        if kind == "datetime"
+        else pd.Index(stamps, name=DS)
+    )
+    frame = pd.DataFrame(values, index=index, columns=[str(c) for c in names])
+    mask = None if observed.all() else observed
+    if missing == "zero":
+        frame = frame.fillna(0.0)
+        mask = None
+    return Readings(frame=frame, observed=mask, missing=missing)
+
+
+def diagnose_long(
+    frame: pd.DataFrame,
+    *,
+    missing: str = "error",
+    timezone: str | None = None,
+    owner: str = "diagnose_long",
+) -> Readings:
+    """Diagnose a long frame (``unique_id``, ``ds``, ``y``, any row order) in one pass.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        As read from CSV, Parquet or a database table (:func:`dpstream.io.read_table`).
+    missing : {"error", "zero", "unmeasured"}, default "error"
+        What a missing (series, step) pair or a NaN reading means (module Notes).
+    timezone : str, optional
+        The IANA zone naive stamps were written in (e.g. ``"Europe/Paris"``); default UTC.
+    owner : str
+        The command or function named in messages.
+
+    Returns
+    -------
+    Readings
+
+    Raises
+    ------
+    DomainError
+        The first problem found, with its first offending series and time stamp, no value.
+    ParameterError
+        An unknown policy, missing columns.
+    """
+    missing = _check_policy(missing, owner)
+    if frame.index.name is not None:
+        frame = frame.reset_index()
+    absent = [c for c in (ID, DS, Y) if c not in frame.columns]
+    if absent:
+        raise ParameterError(
+            f"The long input of {owner} must have columns 'unique_id', 'ds', 'y'; {absent} "
+            f"are missing. Columns: {[str(c) for c in frame.columns][:10]}."
+        )
+    ids = frame[ID].astype(str)
+    kind, t = _parse_stamps(frame[DS], ids, timezone, owner)
+    ids_arr = ids.to_numpy(dtype=object)
+    y = _values(frame[Y], ids_arr, kind, t, owner)
+    return _assemble(
+        kind, t, ids_arr, y, missing=missing, timezone=timezone, owner=owner, command=owner
+    )
+
+
+def diagnose_wide(
+    frame: pd.DataFrame,
+    *,
+    missing: str = "error",
+    timezone: str | None = None,
+    owner: str = "diagnose_wide",
+) -> Readings:
+    """Diagnose a wide frame (time index or ``time`` column, one column per series).
+
+    The index (or, for a frame with a plain range index, its first column) holds the stamps;
+    rows may come in any order. Checks, result and errors as :func:`diagnose_long`.
+    """
+    missing = _check_policy(missing, owner)
+    if not isinstance(frame, pd.DataFrame):
+        raise DomainError(
+            f"The input of {owner} must be a pandas DataFrame. Got {type(frame).__name__}."
+        )
+    if frame.index.name is None and isinstance(frame.index, pd.RangeIndex):
+        frame = frame.set_index(frame.columns[0])
+    if frame.shape[1] == 0:
+        raise DomainError(f"The input of {owner} has no series columns.")
+    cols = [str(c) for c in frame.columns]
+    if len(set(cols)) != len(cols):
+        raise DomainError(f"The input of {owner} has duplicated column names. Rename them.")
+    n_t, n_s = frame.shape
+    kind, t = _parse_stamps(pd.Series(frame.index), None, timezone, owner)
+    ids = np.repeat(np.array(cols, dtype=object)[None, :], n_t, axis=0).reshape(-1)
+    tt = np.repeat(t, n_s)
+    y = np.concatenate(
+        [
+            _values(frame.iloc[:, j], np.full(n_t, c, dtype=object), kind, t, owner)[:, None]
+            for j, c in enumerate(cols)
+        ],
+        axis=1,
+    ).reshape(-1)
+    return _assemble(
+        kind, tt, ids, y, missing=missing, timezone=timezone, owner=owner, command=owner
+    )
+
+
+def read_readings(
+    source: object,
+    *,
+    table: str | None = None,
+    time_column: str | None = None,
+    missing: str = "error",
+    timezone: str | None = None,
+    owner: str = "read_readings",
+) -> tuple[Readings, bool]:
+    """Read meter readings (CSV, Parquet, SQLite; long or wide) and diagnose them in one pass.
+
+    A table with exactly the columns ``unique_id``, ``ds``, ``y`` is long; any other is wide,
+    its time column ``time_column`` (default: ``time``, else the first column). Returns the
+    :class:`Readings` and whether the input was long. Nothing but the file is read.
+    """
+    from ._long import is_long, read_table
+
+    missing = _check_policy(missing, owner)
+    raw = read_table(source, table=table, owner=owner)
+    if is_long(raw):
+        return diagnose_long(raw, missing=missing, timezone=timezone, owner=owner), True
+    if raw.index.name is not None:  # Parquet written from a time-indexed frame
+        raw = raw.reset_index()
+    if raw.shape[1] < 2:
+        raise DomainError(
+            f"The input of {owner} must be long (unique_id, ds, y) or wide (a time column and "
+            f"one column per series). Columns: {[str(c) for c in raw.columns][:10]}."
+        )
+    if time_column is None:
+        time_column = "time" if "time" in raw.columns else str(raw.columns[0])
+    if time_column not in raw.columns:
+        raise ParameterError(
+            f"The time column of {owner} (--time-column) must name a column of the input. Got "
+            f"{time_column!r}; columns are {[str(c) for c in raw.columns][:10]}."
+        )
+    wide = raw.set_index(time_column)
+    readings = diagnose_wide(wide, missing=missing, timezone=timezone, owner=owner)
+    readings.frame.index.name = time_column
+    return readings, False
