@@ -68,6 +68,7 @@ from ._sampling import (
     interpolation_weights,
     null_rate_threshold,
     reconstruct,
+    reconstruct_observed,
     sample_equal_window,
     sample_l1,
 )
@@ -279,6 +280,7 @@ def optstream_estimates(
     shares: Sequence[float] | None = None,
     seed: object = None,
     ledger: BudgetLedger | None = None,
+    observed: object = None,
 ) -> OptStreamEstimates:
     """Run Sample, Perturb, Reconstruct and the feature queries on every period and node.
 
@@ -314,6 +316,13 @@ def optstream_estimates(
     ledger
         Optional :class:`~mechanisms.BudgetLedger`, charged the guarantee (ε, unit
         (w, α)-indistinguishability) once, after validation and before any draw.
+    observed
+        Optional boolean mask (B, N, r) of observed readings, *public* (the ``unmeasured``
+        policy for missing readings): ``values`` may be NaN where it is False. Unobserved
+        entries are replaced by the constant 0 before anything is computed (so every feature
+        answer is a sum over the observed readings), the sampler's scores and each node's
+        reconstruction use only the node's observed steps
+        (:func:`~._sampling.sample_l1`, :func:`~._sampling.reconstruct_observed`).
 
     Returns
     -------
@@ -329,6 +338,12 @@ def optstream_estimates(
     Lemma 1; Theorems 7, 8, 9 with the sensitivities of the module Notes); any window of w steps
     costs at most ε/h per level with ``windows="any"``; levels compose sequentially: ε
     ([FV19] Theorem 13). Unit: (w, α)-indistinguishability, [FV19] Def. 3.
+
+    *Unobserved readings* (``observed``): the neighbour relation is taken with the mask fixed
+    (public operational data, ``docs/privacy.md``, "Missing readings"). An unobserved entry
+    is the constant 0 in both neighbours, so every sensitivity above still bounds the change;
+    the sampler only drops score terms through a public gate and the reconstruction is
+    post-processing of the noisy samples with the mask: the loss is unchanged.
     """
     ledger = check_ledger(ledger, _OWNER)
     bits = bit_source(seed)
@@ -346,6 +361,7 @@ def optstream_estimates(
         shares=shares,
         bits=bits,
         ledger=ledger,
+        observed=observed,
     )
 
 
@@ -364,6 +380,7 @@ def _estimates(
     shares: Sequence[float] | None,
     bits: BitSource,
     ledger: BudgetLedger | None = None,
+    observed: object = None,
 ) -> OptStreamEstimates:
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 3 or 0 in x.shape:
@@ -371,6 +388,17 @@ def _estimates(
             f"The 'values' parameter of {_OWNER} must be a non-empty array (periods, nodes, "
             f"steps). Got shape {x.shape}."
         )
+    obs = None
+    if observed is not None:
+        obs = np.asarray(observed)
+        if obs.dtype != bool or obs.shape != x.shape:
+            raise ParameterError(
+                f"The 'observed' parameter of {_OWNER} must be a boolean array of the values' "
+                f"shape {x.shape}. Got {obs.dtype} of shape {obs.shape}."
+            )
+        x = np.where(obs, x, 0.0)  # a public constant where nothing was observed
+        if obs.all():
+            obs = None
     if not np.isfinite(x).all():
         from ..core._errors import DomainError
 
@@ -453,7 +481,14 @@ def _estimates(
                 else theta
             )
             mask = sample_l1(
-                xl, k=k, epsilon=split.sample, alpha=alpha, theta=th, bits=bits, window=w
+                xl,
+                k=k,
+                epsilon=split.sample,
+                alpha=alpha,
+                theta=th,
+                bits=bits,
+                window=w,
+                observed=None if obs is None else obs[:, nodes, :],
             )
         else:
             th = float("nan")
@@ -464,8 +499,13 @@ def _estimates(
         noise = pnoises[li]
         taken = xl.transpose(0, 2, 1)[mask].reshape(n_b, -1, len(nodes)).transpose(0, 2, 1)
         noisy = noise.release(taken, bits)  # [FV19 §3.2]
-        est[:, nodes, :r] = reconstruct(mask, noisy)  # [FV19 §3.3]
-        var[:, nodes, :r] = (interpolation_weights(mask) * noise.variance)[:, None, :]
+        if obs is None:
+            est[:, nodes, :r] = reconstruct(mask, noisy)  # [FV19 §3.3]
+            var[:, nodes, :r] = (interpolation_weights(mask) * noise.variance)[:, None, :]
+        else:  # each node through its observed samples only
+            rec, wts = reconstruct_observed(mask, noisy, obs[:, nodes, :])
+            est[:, nodes, :r] = rec
+            var[:, nodes, :r] = wts * noise.variance
         col = r
         for feature, fnoise in zip(queries, fnoises[li], strict=True):  # [FV19 Alg. 4 l. 1]
             m = len(feature)

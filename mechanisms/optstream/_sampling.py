@@ -24,6 +24,7 @@ __all__ = [
     "l1_sensitivity",
     "null_rate_threshold",
     "reconstruct",
+    "reconstruct_observed",
     "sample_equal",
     "sample_equal_window",
     "sample_l1",
@@ -82,7 +83,9 @@ def l1_sensitivity(w: int, k: int, alpha: float) -> float:
     return 2.0 * alpha * (w - k)
 
 
-def l1_score(x: np.ndarray, tp: np.ndarray, i: int) -> np.ndarray:
+def l1_score(
+    x: np.ndarray, tp: np.ndarray, i: int, observed: np.ndarray | None = None
+) -> np.ndarray:
     """The L1 score L1^[tp, i] of [FV19] Eq. 3, summed over the nodes of a level.
 
     Parameters
@@ -93,11 +96,21 @@ def l1_score(x: np.ndarray, tp: np.ndarray, i: int) -> np.ndarray:
         Last sampled step of each period ``(B,)``, every entry ``< i``.
     i
         Candidate step (the same for every period).
+    observed
+        Optional public mask ``(B, n, r)`` of observed readings (``missing="unmeasured"``). A
+        node contributes only its observed interior steps, and only when both end points are
+        observed for it; its unobserved entries never enter the score.
 
     Returns
     -------
     numpy.ndarray
         ``(B,)``: ``sum_nodes sum_{tp < j < i} |ξ^[tp,i](j) − x_j|`` (the end points contribute 0).
+
+    Notes
+    -----
+    With ``observed``, the score is the same sum with some terms removed by a public gate
+    (the mask and the earlier sampled step t_p, an output of the SVT): each kept term moves by
+    at most what it moved before, so ΔL = 2α(w − k) still bounds it ([FV19] Theorem 6).
     """
     b, _, r = x.shape
     j = np.arange(r, dtype=np.float64)[None, :]
@@ -107,7 +120,12 @@ def l1_score(x: np.ndarray, tp: np.ndarray, i: int) -> np.ndarray:
     xa = np.take_along_axis(x, tp[:, None, None].repeat(x.shape[1], axis=1), axis=2)  # (B, n, 1)
     xb = x[:, :, i : i + 1]
     line = xa + lam[:, None, :] * (xb - xa)  # [FV19 §3.1, ξ^[a,b]]
-    return np.where(inside[:, None, :], np.abs(line - x), 0.0).sum(axis=(1, 2))
+    keep = np.broadcast_to(inside[:, None, :], x.shape)
+    if observed is not None:
+        obs = np.asarray(observed, dtype=bool)
+        ends = np.take_along_axis(obs, tp[:, None, None].repeat(x.shape[1], axis=1), axis=2)
+        keep = keep & obs & ends & obs[:, :, i : i + 1]  # public gate (mask, t_p, i)
+    return np.where(keep, np.abs(line - x), 0.0).sum(axis=(1, 2))
 
 
 def svt_noises(
@@ -149,6 +167,7 @@ def sample_l1(
     theta: float,
     bits: BitSource,
     window: int | None = None,
+    observed: np.ndarray | None = None,
 ) -> np.ndarray:
     """The L1-based adaptive sampler ([FV19] Algorithm 3), one SVT per period and level.
 
@@ -169,6 +188,9 @@ def sample_l1(
     window
         The w the noise is calibrated for (default ``r``); a short last period uses the full
         period's calibration.
+    observed
+        Optional public mask ``(B, n, r)`` of observed readings: the scores use only observed
+        steps of a node (:func:`l1_score`); ΔL, the noises and θ are unchanged.
 
     Returns
     -------
@@ -218,7 +240,7 @@ def sample_l1(
     count = np.ones(b, dtype=np.int64)
     active = np.ones(b, dtype=bool)
     for i in range(1, r):
-        score = snap_to_lattice(l1_score(x, tp, i), gamma)
+        score = snap_to_lattice(l1_score(x, tp, i, observed), gamma)
         mu = mu_noise.sample(b, bits)  # [FV19 Alg. 3 l. 4]
         hit = active & (score + mu >= level)  # [FV19 Alg. 3 l. 5]
         mask[hit, i] = True
@@ -295,3 +317,55 @@ def reconstruct(mask: np.ndarray, noisy: np.ndarray) -> np.ndarray:
 def interpolation_weights(mask: np.ndarray) -> np.ndarray:
     """Sum of squared interpolation weights per step ``(B, r)``: Var(x̃_t) / Var(noise)."""
     return (interpolation_matrix(mask) ** 2).sum(axis=2)
+
+
+def reconstruct_observed(
+    mask: np.ndarray, noisy: np.ndarray, observed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-node interpolation through the noisy samples a node *observed* (``unmeasured``).
+
+    Parameters
+    ----------
+    mask
+        Sample sets ``(B, r)`` (shared by the level's nodes).
+    noisy
+        Noisy sampled values ``(B, n, k)``, in step order of each period's sample set.
+    observed
+        Public mask ``(B, n, r)`` of observed readings.
+
+    Returns
+    -------
+    estimates, weights : numpy.ndarray
+        ``(B, n, r)`` each: node ``j``'s line through its samples at observed steps only
+        ([FV19] §3.3, ξ^S with S the node's observed samples; before its first one and after
+        its last one the nearest is held), and the sum of squared interpolation weights per
+        step (the variance over the noise variance; ``inf`` for a node without any observed
+        sample in the period, whose estimate is 0). A sample at an unobserved step measured a
+        public constant plus noise and is dropped. Pure post-processing of the noisy samples
+        with a public mask.
+    """
+    m = np.asarray(mask, dtype=bool)
+    obs = np.asarray(observed, dtype=bool)
+    b, n, r = obs.shape
+    full = np.zeros((b, n, r))
+    full.transpose(0, 2, 1)[m] = (
+        np.asarray(noisy, dtype=np.float64).transpose(0, 2, 1).reshape(-1, n)
+    )
+    own = (m[:, None, :] & obs).reshape(b * n, r)  # each node's usable samples
+    vals = full.reshape(b * n, r)
+    steps = np.arange(r)
+    left = np.maximum.accumulate(np.where(own, steps, -1), axis=1)
+    right = np.minimum.accumulate(np.where(own, steps, r)[:, ::-1], axis=1)[:, ::-1]
+    none = left[:, -1] < 0  # no usable sample in the period
+    left = np.where(left < 0, right, left)  # before the first sample: hold it
+    right = np.where(right >= r, left, right)  # after the last: hold it
+    left = np.clip(left, 0, r - 1)
+    right = np.clip(right, 0, r - 1)
+    span = np.maximum(right - left, 1)
+    lam = np.where(right > left, (steps[None, :] - left) / span, 0.0)
+    rows = np.arange(b * n)[:, None]
+    est = (1.0 - lam) * vals[rows, left] + lam * vals[rows, right]
+    wts = np.where(right > left, (1.0 - lam) ** 2 + lam**2, 1.0)
+    est[none] = 0.0
+    wts[none] = np.inf
+    return est.reshape(b, n, r), wts.reshape(b, n, r)
