@@ -32,6 +32,7 @@ the planner does not lock itself into few samples.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -132,14 +133,20 @@ def kriging_bias(gamma: np.ndarray, m: np.ndarray) -> np.ndarray:
     # Σ_{i,j} m[t,i] m[t,j]·[|i−j| = h], one (w x w) kernel for every node. Per node the
     # direct form built an (N, w, w) lag matrix: 9 s per candidate k at 100,000 feeders,
     # against 0.1 s for the one matmul.
-    return np.maximum(gamma @ _bias_kernel(np.ascontiguousarray(m, dtype=np.float64)), 0.0)
+    m = np.ascontiguousarray(m, dtype=np.float64)
+    return np.maximum(gamma @ _bias_kernel(m.shape, m.tobytes()), 0.0)
 
 
-def _bias_kernel(m: np.ndarray) -> np.ndarray:
-    """K (w, w) of :func:`kriging_bias`: lag h x step t."""
+@lru_cache(maxsize=256)
+def _bias_kernel(shape: tuple[int, int], data: bytes) -> np.ndarray:
+    """K (w, w) of :func:`kriging_bias`: lag h x step t (cached by the weights: the planner
+    asks for the same few operators every period; read-only)."""
+    m = np.frombuffer(data, dtype=np.float64).reshape(shape)
     w = m.shape[0]
     lag = np.abs(np.arange(w)[:, None] - np.arange(w)[None, :])
     onehot = (lag[None, :, :] == np.arange(w)[:, None, None]).astype(np.float64)  # (h, i, j)
     first = 2.0 * np.einsum("tj,htj->ht", m, onehot)
     second = np.einsum("ti,hij,tj->ht", m, onehot, m, optimize=True)
-    return first - second
+    out = first - second
+    out.setflags(write=False)
+    return out

@@ -307,6 +307,231 @@ def _node_errors(v: np.ndarray, matrix: np.ndarray, bias: np.ndarray | None = No
     return _SQRT_2_PI * np.sqrt(np.maximum(var, 0.0)).mean(axis=2)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CandidateScores:
+    """Every candidate's predicted error summed over a set of nodes (:func:`score_candidates`).
+
+    Additive over disjoint sets of nodes (``a + b``) when each node's error is its own, i.e.
+    without the cross-level combination of small trees (``_MAX_BLUE_LEAVES``): subtrees of a
+    large hierarchy are scored where they live and their scores added at the top, which then
+    chooses (:meth:`choose`) exactly as if the whole tree had been scored at once.
+    """
+
+    blocks: tuple[tuple[str, int, float], ...]
+    """(noise, k, budget) of each block of candidates, in the order they are tried."""
+    shares: tuple[tuple[float, ...], ...]
+    """The level shares of each candidate of a block."""
+    sums: np.ndarray = field(hash=False)
+    """(G, C) Σ over the target nodes of the predicted mean |error| per value (NaN where a
+    target node has no estimate: share 0 without the combination)."""
+    count: int
+    """Target nodes summed."""
+    sums_prior: np.ndarray | None = field(default=None, hash=False)
+    """(G, C) the same after the prior is merged (``choose_with_prior`` only), or None."""
+
+    def __add__(self, other: CandidateScores) -> CandidateScores:
+        if self.blocks != other.blocks or self.shares != other.shares:
+            raise ParameterError(
+                "CandidateScores of different candidates cannot be added: score every subtree "
+                "with the same previous plan, candidates and shares."
+            )
+        both = self.sums_prior is not None and other.sums_prior is not None
+        return CandidateScores(
+            blocks=self.blocks,
+            shares=self.shares,
+            sums=self.sums + other.sums,
+            count=self.count + other.count,
+            sums_prior=self.sums_prior + other.sums_prior if both else None,
+        )
+
+    def choose(self, *, with_prior: bool = False) -> tuple[int, int] | None:
+        """(block, candidate) of the lowest mean error (the first on ties), or None."""
+        sums = self.sums_prior if with_prior and self.sums_prior is not None else self.sums
+        best, best_rank = None, np.inf
+        count = max(self.count, 1)
+        for g in range(len(self.blocks)):
+            rank = sums[g] / count
+            if np.isnan(rank).all():
+                continue
+            i = int(np.nanargmin(rank))
+            if best is None or rank[i] < best_rank:
+                best, best_rank = (g, i), float(rank[i])
+        return best
+
+    def predicted(self, choice: tuple[int, int], *, with_prior: bool = False) -> float:
+        """Mean predicted error per value over the target nodes of the candidate ``choice``."""
+        sums = self.sums_prior if with_prior else self.sums
+        return float(sums[choice] / max(self.count, 1))
+
+
+def _uses_combination(matrix: object) -> bool:
+    """True for small trees, whose prediction combines the levels (:func:`_node_errors`)."""
+    n, n_leaves = matrix.shape
+    return not (n == n_leaves or n_leaves > _MAX_BLUE_LEAVES)
+
+
+def _level_sums(svar: np.ndarray, m2: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """(U,) Σ over the nodes of ``bias`` (n, r) of √(2/π)·mean_t √(svar[u]·m2[t] + bias[n, t])
+    for every finite sample variance ``svar`` (U,), in blocks of nodes (no (U, n, r) array
+    larger than ``_CHUNK_NUMBERS``)."""
+    u, (n, r) = svar.size, bias.shape
+    out = np.zeros(u)
+    if n == 0 or u == 0:
+        return out
+    step = max(1, _CHUNK_NUMBERS // (u * r))
+    for j in range(0, n, step):
+        v = svar[:, None, None] * m2[None, None, :]
+        v = np.add(v, bias[None, j : j + step], out=np.empty((u, min(step, n - j), r)))
+        np.sqrt(v, out=v)
+        out += (_SQRT_2_PI * v.mean(axis=2)).sum(axis=1)
+    return out
+
+
+def score_candidates(
+    gamma: np.ndarray | None,
+    *,
+    matrix: object,
+    node_level: np.ndarray,
+    target_mask: np.ndarray,
+    alpha: float,
+    r: int,
+    totals: dict[str, float],
+    noises: tuple[str, ...],
+    ks: tuple[int, ...],
+    shares: list[tuple[float, ...]],
+    previous: tuple[np.ndarray, float, str] | None,
+    prior_variance: np.ndarray | None = None,
+    prior_coherent: np.ndarray | None = None,
+) -> CandidateScores:
+    """Predicted error of every candidate (noise, k, level shares), summed over the nodes.
+
+    Without the cross-level combination (independent streams, or trees of more than
+    ``_MAX_BLUE_LEAVES`` leaves) a node's predicted error depends on the candidate only
+    through its level's share, so each node is scored once per *distinct* share of its level
+    (at most 12 on the default grid) instead of once per candidate (66 for three levels, 286
+    for four), and a candidate's score is the sum of its levels' sums: no (candidates x nodes x
+    steps) array. The same numbers as scoring every candidate, summed in another order.
+    Small trees combine the levels per candidate (:func:`_node_errors`).
+
+    ``prior_variance`` (given only to choose with the prior) adds ``sums_prior``.
+    """
+    n = node_level.size
+    combine = _uses_combination(matrix)
+    share_arr = np.array(shares, dtype=np.float64).reshape(len(shares), -1)  # (C, h)
+    blocks, rows, rows_p = [], [], []
+    prev = None if previous is None else (previous[0], previous[1])
+    for noise in noises:
+        if previous is not None and previous[2] != noise:
+            continue  # the noise is fixed for the whole call (accounting in one currency)
+        total = totals[noise]
+        for k in ks:
+            pos, m, m2 = _interpolation(r, k)
+            budget = window_budget(prev, pos, total)
+            if budget <= 0:
+                continue
+            bias = np.zeros((n, r)) if gamma is None else kriging_bias(gamma[:, :r], m)
+            if combine or prior_variance is not None:
+                svar, err = _all_candidates(noise, k, alpha, budget, share_arr[:, node_level],
+                                            m2, bias, matrix)  # fmt: skip
+                sums = err[:, target_mask].sum(axis=1)
+                if prior_variance is not None:
+                    tau2 = np.asarray(prior_variance, dtype=np.float64)[None, :, :r]
+                    coherent = None if prior_coherent is None else prior_coherent[:, :r]
+                    v = svar[:, :, None] * m2[None, None, :] + bias[None]
+                    err_p = _prior_errors(v, tau2, matrix, bias, coherent)
+                    rows_p.append(err_p[:, target_mask].sum(axis=1))
+            else:
+                sums = np.zeros(share_arr.shape[0])
+                for li in range(share_arr.shape[1]):
+                    nodes = np.flatnonzero((node_level == li) & target_mask)
+                    uniq, inv = np.unique(share_arr[:, li], return_inverse=True)
+                    level = np.full(uniq.size, np.nan if nodes.size else 0.0)
+                    live = uniq > 0
+                    svar = _sample_variance(noise, k, alpha, budget * uniq[live])
+                    level[live] = _level_sums(np.atleast_1d(svar), m2, bias[nodes])
+                    sums = sums + level[inv.reshape(-1)]
+            blocks.append((noise, int(k), float(budget)))
+            rows.append(sums)
+    c = share_arr.shape[0]
+    return CandidateScores(
+        blocks=tuple(blocks),
+        shares=tuple(tuple(float(x) for x in sh) for sh in shares),
+        sums=np.array(rows).reshape(len(rows), c),
+        count=int(np.count_nonzero(target_mask)),
+        sums_prior=np.array(rows_p).reshape(len(rows), c) if prior_variance is not None else None,
+    )
+
+
+def _all_candidates(noise, k, alpha, budget, share_nodes, m2, bias, matrix):
+    """(svar (C, N), err (C, N)) of every candidate with Algorithm 4's combination."""
+    with np.errstate(divide="ignore"):
+        svar = np.where(
+            share_nodes > 0, _sample_variance(noise, k, alpha, budget * share_nodes), np.inf
+        )  # (C, N)
+    n, r = bias.shape
+    step = max(1, _CHUNK_NUMBERS // (n * r))  # (C, N, r) at once is gigabytes at 100,000 nodes
+    err = np.concatenate(
+        [
+            _node_errors(svar[j : j + step, :, None] * m2[None, None, :] + bias[None], matrix, bias)
+            for j in range(0, svar.shape[0], step)
+        ]
+    )
+    return svar, err
+
+
+def finish_plan(
+    gamma: np.ndarray | None,
+    scores: CandidateScores,
+    choice: tuple[int, int],
+    *,
+    matrix: object,
+    node_level: np.ndarray,
+    target_mask: np.ndarray,
+    alpha: float,
+    r: int,
+    basis: str,
+    prior_variance: np.ndarray | None = None,
+    prior_coherent: np.ndarray | None = None,
+) -> PeriodPlan:
+    """The :class:`PeriodPlan` of the candidate ``choice`` of ``scores`` for these nodes.
+
+    ``predicted`` is the mean over every target node that ``scores`` summed (all subtrees,
+    when they were added); ``predicted_nodes``, ``variances`` and ``sample_variance`` are
+    this set of nodes'. ``predicted_with_prior`` is the mean over these nodes (with
+    ``prior_coherent``, an aggregate's part uses the mean prior weight of its leaves in
+    ``matrix``).
+    """
+    noise, k, budget = scores.blocks[choice[0]]
+    share = np.array(scores.shares[choice[1]], dtype=np.float64)[node_level]  # (N,)
+    _, m, m2 = _interpolation(r, k)
+    n = node_level.size
+    bias = np.zeros((n, r)) if gamma is None else kriging_bias(gamma[:, :r], m)
+    with np.errstate(divide="ignore"):
+        svar = np.where(share > 0, _sample_variance(noise, k, alpha, budget * share), np.inf)
+    variances = svar[:, None] * m2[None, :] + bias
+    err = _node_errors(variances[None], matrix, bias)[0]
+    with_prior = None
+    if scores.sums_prior is not None:
+        with_prior = scores.predicted(choice, with_prior=True)
+    elif prior_variance is not None:
+        tau2 = np.asarray(prior_variance, dtype=np.float64)[None, :, :r]
+        coherent = None if prior_coherent is None else prior_coherent[:, :r]
+        err_p = _prior_errors(variances[None], tau2, matrix, bias, coherent)[0]
+        with_prior = float(err_p[target_mask].mean())
+    return PeriodPlan(
+        k=int(k),
+        noise=noise,
+        shares=scores.shares[choice[1]],
+        budget=float(budget),
+        predicted=scores.predicted(choice),
+        predicted_nodes=err,
+        variances=variances,
+        sample_variance=svar,
+        basis=basis,
+        predicted_with_prior=with_prior,
+    )
+
+
 def plan_period(
     gamma: np.ndarray | None,
     *,
@@ -417,68 +642,20 @@ def plan_period(
     else:
         ks = tuple(k for k in (candidates or default_candidates(w)) if k <= r)
         share_list = shares or share_grid(h)
+    scores = score_candidates(
+        gamma, matrix=matrix, node_level=node_level, target_mask=tmask, alpha=alpha, r=r,
+        totals=totals, noises=noises, ks=ks, shares=share_list, previous=previous,
+        prior_variance=prior_variance if choose_with_prior else None,
+        prior_coherent=prior_coherent,
+    )  # fmt: skip
     best: PeriodPlan | None = None
-    best_rank = np.inf
-    for noise in noises:
-        if previous is not None and previous[2] != noise:
-            continue  # the noise is fixed for the whole call (accounting in one currency)
-        total = totals[noise]
-        share_arr = np.array(share_list, dtype=np.float64)[:, node_level]  # (C, N)
-        for k in ks:
-            pos, m, m2 = _interpolation(r, k)
-            prev = None if previous is None else (previous[0], previous[1])
-            budget = window_budget(prev, pos, total)
-            if budget <= 0:
-                continue
-            bias = np.zeros((n, r)) if gamma is None else kriging_bias(gamma[:, :r], m)
-            with np.errstate(divide="ignore"):
-                svar = np.where(
-                    share_arr > 0, _sample_variance(noise, k, alpha, budget * share_arr), np.inf
-                )  # (C, N)
-
-            def variances(rows: slice, svar=svar, m2=m2, bias=bias) -> np.ndarray:
-                return svar[rows, :, None] * m2[None, None, :] + bias[None]  # (c, N, r)
-
-            # candidates in chunks: (C, N, r) at once is gigabytes at 100,000 nodes
-            step = max(1, _CHUNK_NUMBERS // (n * r))
-            err = np.concatenate(
-                [
-                    _node_errors(variances(slice(j, j + step)), matrix, bias)
-                    for j in range(0, svar.shape[0], step)
-                ]
-            )  # (C, N)
-            score = err[:, tmask].mean(axis=1)
-            score_p = None
-            if prior_variance is not None:  # the forecast as one more independent estimate
-                tau2 = np.asarray(prior_variance, dtype=np.float64)[None, :, :r]
-                coherent = None if prior_coherent is None else prior_coherent[:, :r]
-
-                def with_prior(rows: slice, tau2=tau2, bias=bias, coherent=coherent) -> np.ndarray:
-                    return _prior_errors(variances(rows), tau2, matrix, bias, coherent)
-
-                if choose_with_prior:
-                    err_p = with_prior(slice(None))
-                else:  # only the candidate chosen by its own error
-                    j = int(np.nanargmin(score))
-                    err_p = np.full_like(err, np.nan)
-                    err_p[j] = with_prior(slice(j, j + 1))[0]
-                score_p = err_p[:, tmask].mean(axis=1)
-            rank = score_p if choose_with_prior and score_p is not None else score
-            i = int(np.nanargmin(rank))
-            if best is None or rank[i] < best_rank:
-                best_rank = float(rank[i])
-                best = PeriodPlan(
-                    k=int(k),
-                    noise=noise,
-                    shares=tuple(float(x) for x in share_list[i]),
-                    budget=float(budget),
-                    predicted=float(score[i]),
-                    predicted_nodes=err[i],
-                    variances=variances(slice(i, i + 1))[0],
-                    sample_variance=svar[i],
-                    basis=basis,
-                    predicted_with_prior=None if score_p is None else float(score_p[i]),
-                )
+    choice = scores.choose(with_prior=choose_with_prior and prior_variance is not None)
+    if choice is not None:
+        best = finish_plan(
+            gamma, scores, choice, matrix=matrix, node_level=node_level, target_mask=tmask,
+            alpha=alpha, r=r, basis=basis, prior_variance=prior_variance,
+            prior_coherent=prior_coherent,
+        )  # fmt: skip
     if best is None:
         raise ParameterError(f"No candidate of {owner} fits the budget; widen 'candidates'.")
     return best

@@ -421,13 +421,17 @@ def _pooled(
     observations at the node's overall mean (shrinkage where few steps were measured).
     """
     n, w = num.shape
+    overall = num.sum(axis=1, keepdims=True) / np.maximum(cnt.sum(axis=1, keepdims=True), 1.0)
+    if np.isinf(bandwidth):  # one value per node (the default): the kernel is all ones
+        num_s = np.broadcast_to(num.sum(axis=1, keepdims=True), num.shape)
+        cnt_s = np.broadcast_to(cnt.sum(axis=1, keepdims=True), cnt.shape)
+        return (num_s + prior_count * overall) / (cnt_s + prior_count)
     lag = np.minimum(np.arange(w), w - np.arange(w))
     kern = np.exp(-0.5 * (lag / max(bandwidth, 1e-9)) ** 2)
     # circular convolution via FFT-free dense form: (w, w) is small
     kmat = kern[(np.arange(w)[:, None] - np.arange(w)[None, :]) % w]
     num_s = num @ kmat.T
     cnt_s = cnt @ kmat.T
-    overall = num.sum(axis=1, keepdims=True) / np.maximum(cnt.sum(axis=1, keepdims=True), 1.0)
     return (num_s + prior_count * overall) / (cnt_s + prior_count)
 
 

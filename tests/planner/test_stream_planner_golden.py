@@ -1,0 +1,32 @@
+"""The rebuilt in-stream planner (issue 22.1) against releases recorded before it.
+
+``tests/planner/data/autoplan_golden.npz`` holds the plans and released values of seeded
+``release_optstream(k="auto")`` runs recorded on commit e6d6b85, before the planner scored
+candidates by sufficient statistics (``_golden_autoplan.py`` writes it). The new planner must
+choose the same plans and release the same values, to rounding.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from _golden_autoplan import OUT, cases, run
+
+GOLDEN = np.load(OUT)
+
+
+@pytest.mark.parametrize("name", list(cases()))
+def test_plans_and_releases_equal_the_recorded_ones(name):
+    values, plans = run(name)
+    want = json.loads(str(GOLDEN[f"{name}_plans"]))
+    got = json.loads(plans)
+    assert [p["k"] for p in got] == [p["k"] for p in want]
+    assert [p["shares"] for p in got] == [p["shares"] for p in want]
+    assert [p["noise"] for p in got] == [p["noise"] for p in want]
+    for key in ("budget", "predicted", "predicted_with_prior"):
+        a = [np.nan if p[key] is None else p[key] for p in got]
+        b = [np.nan if p[key] is None else p[key] for p in want]
+        np.testing.assert_allclose(a, b, rtol=1e-9, err_msg=key)
+    np.testing.assert_allclose(values, GOLDEN[f"{name}_values"], rtol=1e-9, atol=1e-9)
