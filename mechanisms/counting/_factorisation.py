@@ -84,7 +84,7 @@ _U = 2.0**-53  # unit roundoff of float64
 
 
 def sqrt_coefficients(n: int) -> np.ndarray:
-    """c_j = C(2j, j)/4ʲ for j = 0..n − 1 ([FHU23] §3), by the recurrence c_j = c_{j−1}(2j − 1)/(2j).
+    """c_j = C(2j, j)/4ʲ, j = 0..n − 1 ([FHU23] §3), by the recurrence c_j = c_{j−1}(2j − 1)/(2j).
 
     The mechanism uses these floats as its C (public, fixed): the sensitivity is computed for
     them, so their own rounding (relative ≤ n·2⁻⁵³) costs no privacy; C·C equals A up to that.
@@ -261,10 +261,7 @@ def _sqrt_release(
     coef = sqrt_coefficients(n)
     y = np.rint(_convolve(coef, units))  # step 2: integers, |error| ≤ η before rounding
     z = np.concatenate(
-        [
-            discrete_gaussian(bits, min(_BLOCK, n - a), cal.sigma_units)
-            for a in range(0, n, _BLOCK)
-        ]
+        [discrete_gaussian(bits, min(_BLOCK, n - a), cal.sigma_units) for a in range(0, n, _BLOCK)]
     )
     noisy = y + z  # exact integers below 2⁵⁰
     prefix = _convolve(coef, noisy) * g  # post-processing
@@ -357,7 +354,9 @@ class SqrtFactorisationCounter:
         t, g = self._t, self._cal.granularity
         self._units[t] = min(max(round(val / g), 0.0), self._cal.units_bound)
         if t % _BLOCK == 0:
-            self._block = discrete_gaussian(self._bits, min(_BLOCK, self.n - t), self._cal.sigma_units)
+            self._block = discrete_gaussian(
+                self._bits, min(_BLOCK, self.n - t), self._cal.sigma_units
+            )
         rev = self._coef[t::-1]  # c_t .. c_0 against u_0 .. u_t
         y = float(np.rint(np.dot(rev, self._units[: t + 1])))
         self._noisy[t] = y + self._block[t % _BLOCK]
