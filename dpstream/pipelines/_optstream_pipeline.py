@@ -61,6 +61,7 @@ def release_optstream(
     prior: bool = True,
     history: object = None,
     progress: Callable[[int], None] | None = None,
+    missing: str = "error",
 ) -> pd.DataFrame:
     """Release load streams with OptStream: consistent, non-negative, (w, α)-private.
 
@@ -140,6 +141,13 @@ def release_optstream(
     progress : callable, optional
         Called with the number of periods just released (the last, partial period counts
         one), e.g. a progress bar's ``update``.
+    missing : {"error", "zero", "unmeasured"}, default "error"
+        What a NaN in ``frame`` (a missing reading) means: refused (naming the first one);
+        counted as 0; or *unmeasured* (an int ``k`` only): the sampler and each node's
+        reconstruction use only the node's observed steps, aggregates are sums over the
+        observed leaves, and the output is NaN at the unobserved leaf steps. Assumes the
+        missingness pattern is public operational data (``docs/privacy.md``, "Missing
+        readings"); the record's parameters name the policy (other than "error").
 
     Returns
     -------
@@ -197,13 +205,25 @@ def release_optstream(
     """
     eps = check_positive(epsilon, "epsilon", _OWNER)
     w = check_integer(w, "w", _OWNER)
+    if missing not in ("error", "zero", "unmeasured"):
+        raise ParameterError(
+            f"The 'missing' parameter of {_OWNER} must be one of ('error', 'zero', "
+            f"'unmeasured'). Got {missing!r} instead."
+        )
+    if missing == "zero" and isinstance(frame, pd.DataFrame | pd.Series):
+        frame = frame.fillna(0.0)  # a missing reading counts as 0 (±inf still refused)
     if isinstance(k, str) and k == "auto":
-        return release_auto(
+        if missing == "unmeasured":
+            raise ParameterError(
+                f"The 'missing' parameter of {_OWNER} is 'unmeasured', which needs an int k "
+                "(k='auto' plans from every step of a period). Pass k=10, or missing='zero'."
+            )
+        return _note_missing(release_auto(
             frame, epsilon=eps, w=w, sampling=sampling, theta=theta, hierarchy=hierarchy,
             alpha=alpha, seed=seed, weights=weights, features=features, shares=shares, delta=delta,
             noise=noise, target=target, level_shares=level_shares, prior=prior, history=history,
             ledger=check_ledger(ledger, _OWNER), progress=progress,
-        )  # fmt: skip
+        ), missing)  # fmt: skip
     k = check_integer(k, "k", _OWNER, minimum=1, maximum=w)
     sampling = "l1" if sampling is None else sampling
     if sampling not in OPTSTREAM_SAMPLINGS:
@@ -221,7 +241,13 @@ def release_optstream(
     fs = _feature_set(features, w)
     neighbours = value_neighbours(w=w, alpha=alpha, bound=None, owner=_OWNER)
     check_ledger(ledger, _OWNER)
-    sf = prepare_frame(frame, owner=_OWNER, hierarchy=hierarchy)
+    if missing == "unmeasured" and weights == "paper":
+        raise ParameterError(
+            f"The 'weights' parameter of {_OWNER} must be 'variance' or 'noise' with "
+            "missing='unmeasured' (unobserved steps are pinned through the variances). Got "
+            "'paper' instead."
+        )
+    sf = prepare_frame(frame, owner=_OWNER, hierarchy=hierarchy, missing=missing)
     n_levels = sf.n_levels
     # Validates shares; every level gets ε/h, rounded down as Budget.split does.
     optstream_split(
@@ -233,6 +259,9 @@ def release_optstream(
         shares=shares,
     )
     periods = to_periods(sf.values, w)
+    obs = None if sf.observed is None else to_periods(sf.observed.astype(np.float64), w)
+    obs_full = None if obs is None else obs.full.astype(bool)
+    obs_tail = None if obs is None else obs.tail.astype(bool)
     bits = bit_source(seed)  # validates the seed; draws nothing
     levels = BudgetLedger(Budget(eps))  # the per-level split ε/h fits the whole ε exactly
     for li, part in enumerate(levels.total.split([1.0 / n_levels] * n_levels)):
@@ -253,18 +282,24 @@ def release_optstream(
     )
     # One implementation with the store and the Dask engine (dpstream.pipelines._period).
     if progress is None:
-        out = release_block(spec, periods.full, periods.tail, bits)
+        both = None if obs is None else (obs_full, obs_tail)
+        out = release_block(spec, periods.full, periods.tail, bits, both)
     else:
         # Periods are independent once planned: with a listener, release them in batches and
         # report each batch (issue 17); without one, in a single call as before.
         parts = []
         for lo in range(0, periods.full.shape[0], PROGRESS_BATCH):
-            parts.append(release_block(spec, periods.full[lo : lo + PROGRESS_BATCH], None, bits))
+            hi = lo + PROGRESS_BATCH
+            both = None if obs is None else (obs_full[lo:hi], None)
+            parts.append(release_block(spec, periods.full[lo:hi], None, bits, both))
             progress(min(PROGRESS_BATCH, periods.full.shape[0] - lo))
         if periods.tail.shape[1]:
-            parts.append(release_block(spec, periods.full[:0], periods.tail, bits))
+            both = None if obs is None else (obs_full[:0], obs_tail)
+            parts.append(release_block(spec, periods.full[:0], periods.tail, bits, both))
             progress(1)
         out = np.concatenate(parts) if parts else np.empty((0, sf.n_nodes))
+    if sf.observed is not None:
+        out = np.where(sf.observed, out, np.nan)  # nothing is published for a missing reading
     result = sf.to_frame(out)
     record = release_record(
         unit=neighbours.unit,
@@ -278,9 +313,19 @@ def release_optstream(
             "weights": weights,
             "shares": None if shares is None else list(shares),
             "levels": n_levels,
+            **({} if missing == "error" else {"missing": missing}),
         },
         bound=None,
         seeded=seed is not None,
     )
     attach_record(result, record)
+    return result
+
+
+def _note_missing(result: pd.DataFrame, missing: str) -> pd.DataFrame:
+    """Name the missing-readings policy (other than "error") in the record's parameters."""
+    if missing != "error" and isinstance(result.attrs.get("privacy"), dict):
+        params = dict(result.attrs["privacy"].get("parameters") or {})
+        params["missing"] = missing
+        result.attrs["privacy"] = {**result.attrs["privacy"], "parameters": params}
     return result

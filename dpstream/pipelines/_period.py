@@ -21,7 +21,7 @@ results do not depend on how periods are spread over processes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -57,9 +57,12 @@ def _post_process(
     fs: FeatureSet,
     levels: list[list[int]],
     weights: str,
+    observed: np.ndarray | None = None,
 ) -> np.ndarray:
     """Algorithm 4 line 2 over the whole hierarchy, one problem per period: (B, N, r)."""
     kw = _weights(est, fs, levels, weights)
+    if observed is not None:  # missing="unmeasured": see _pin_unobserved
+        est, kw = _pin_unobserved(est, kw, observed)
     if hierarchy is not None:
         return project_consistent(est.estimates, hierarchy=hierarchy, features=fs, **kw).values
     out = np.empty((est.estimates.shape[0], len(nodes), fs.w))
@@ -70,6 +73,24 @@ def _post_process(
         )
         out[:, j, :] = rel.values[:, 0, :]
     return out
+
+
+def _pin_unobserved(est: OptStreamEstimates, kw: dict, observed: np.ndarray):
+    """Pin each unobserved reading's singleton to 0 with a negligible variance (unmeasured).
+
+    Aggregates are sums over the observed leaves, so the consistent solution must give an
+    unobserved leaf step 0 (the pipeline publishes it as NaN). Post-processing with the public
+    mask: no privacy cost.
+    """
+    var = np.array(kw.get("variances", est.variances), dtype=np.float64)
+    values = np.array(est.estimates, dtype=np.float64)
+    r = observed.shape[2]
+    gap = ~observed
+    tiny = 1e-9 * float(np.min(var[np.isfinite(var) & (var > 0)], initial=1.0))
+    values[:, :, :r][gap] = 0.0
+    var[:, :, :r][gap] = tiny
+    var[~np.isfinite(var)] = 1e12 * float(np.max(var[np.isfinite(var)], initial=1.0))
+    return replace(est, estimates=values), {"variances": var}
 
 
 def release_periods(
@@ -88,6 +109,7 @@ def release_periods(
     shares: Sequence[float] | None = None,
     windows: str = "any",
     bits: BitSource,
+    observed: np.ndarray | None = None,
 ) -> np.ndarray:
     """OptStream on periods already cut and validated: (B, N, r) -> released (B, N, r).
 
@@ -96,6 +118,9 @@ def release_periods(
     (:func:`mechanisms.optstream._estimates.optstream_estimates`), then Algorithm 4 line 2 with
     ``weights``. ``values`` holds every node (``nodes`` order, aggregates included); ``B``
     may stack independent trials of an experiment. Output >= 0 and consistent.
+    ``observed`` (B, N, r), optional: the public mask of ``missing="unmeasured"``
+    (:func:`~mechanisms.optstream._estimates.optstream_estimates`); unobserved leaf steps come
+    back as 0, aggregates over the observed leaves.
     """
     if hierarchy is None:
         levels = [list(range(len(nodes)))]
@@ -114,8 +139,9 @@ def release_periods(
         windows=windows,
         shares=shares,
         bits=bits,
+        observed=observed,
     )
-    return _post_process(est, hierarchy, nodes, features, levels, weights)
+    return _post_process(est, hierarchy, nodes, features, levels, weights, observed)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,21 +195,37 @@ class PeriodSpec:
         }
 
 
-def release_block(spec: PeriodSpec, full: np.ndarray, tail: np.ndarray | None, bits) -> np.ndarray:
+def release_block(
+    spec: PeriodSpec,
+    full: np.ndarray,
+    tail: np.ndarray | None,
+    bits,
+    observed: tuple[np.ndarray, np.ndarray | None] | None = None,
+) -> np.ndarray:
     """Release full periods (B, N, w) and a partial tail (N, r), r < w: (B·w + r, N), >= 0.
 
     The tail is released as a shorter period with the full period's calibration (features:
     singletons + the whole tail, even for r = 1), the rule of ``dpstream.pipelines``.
+    ``observed``: the public masks (full, tail) of ``missing="unmeasured"``, or None.
     """
     n_nodes = len(spec.nodes)
+    obs_full, obs_tail = (None, None) if observed is None else observed
     out_full = np.empty((0, n_nodes, spec.w))
     if full.shape[0]:
-        out_full = release_periods(full, features=spec.features, bits=bits, **spec._common())
+        out_full = release_periods(
+            full, features=spec.features, bits=bits, observed=obs_full, **spec._common()
+        )
     out_tail = None
     if tail is not None and tail.shape[1]:
         r = tail.shape[1]
         tail_fs = FeatureSet.from_breaks(r, [(0, r)] if spec.features.n_features > 1 else [])
-        out_tail = release_periods(tail[None], features=tail_fs, bits=bits, **spec._common())[0]
+        out_tail = release_periods(
+            tail[None],
+            features=tail_fs,
+            bits=bits,
+            observed=None if obs_tail is None else obs_tail[None],
+            **spec._common(),
+        )[0]
     return np.maximum(from_periods(out_full, out_tail), 0.0)
 
 
