@@ -349,15 +349,24 @@ class TreeFactor:
 
     def _passes(self, b: np.ndarray) -> np.ndarray:
         """The two passes (module notes) for right-hand sides ``b`` (N, R, w)."""
+        return self.down(self.up(b))
+
+    def up(self, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The up pass for right-hand sides ``b`` (N, R, w): ``(m_leaf, μ, m_int)``.
+
+        ``m_int[0]`` (with :attr:`p_int` ``[0]`` and :attr:`support` ``[0]``) is the root's
+        summary ``V_root(z) = (z - m)^T P^{-1} (z - m) + const`` of the module notes: what a
+        subtree sends to the top of a distributed elimination (:mod:`postproc._split`).
+        """
         lay = self.layout
         r, w = b.shape[1], self.ft.w
         bl = np.where(self.free[:, None, :], b[lay.leaf_rows], 0.0)
         m_leaf = self.leaf.apply(bl)  # (L, R, w)
-        if lay.n_int == 0:
-            return m_leaf
-        bi = b[lay.int_rows]
         mu = np.zeros((lay.n_int, r, w))
         m_int = np.zeros((lay.n_int, r, w))
+        if lay.n_int == 0:
+            return m_leaf, mu, m_int
+        bi = b[lay.int_rows]
         flat_leaf = m_leaf.reshape(lay.n_leaves, -1)
         for d in range(len(lay.int_levels) - 1, -1, -1):
             j = lay.int_levels[d]
@@ -368,11 +377,25 @@ class TreeFactor:
             sup = self.support[j][:, None, :]
             rhs = np.where(sup, bi[j], 0.0) + np.einsum("itu,iru->irt", self.s_inv[j], mu[j])
             m_int[j] = np.einsum("itu,iru->irt", self.p_int[j], rhs)
+        return m_leaf, mu, m_int
+
+    def down(
+        self, up: tuple[np.ndarray, np.ndarray, np.ndarray], z_root: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The down pass from :meth:`up`'s output: leaf-steps (L, R, w).
+
+        ``z_root`` (R, w) fixes the root's values (a subtree of a distributed elimination,
+        its root's values solved at the top); None: the root's own optimum ``m_int[0]``.
+        """
+        m_leaf, mu, m_int = up
+        lay = self.layout
+        if lay.n_int == 0:
+            return np.where(self.free[:, None, :], m_leaf, 0.0)
         z = np.zeros_like(m_int)
         y = np.zeros_like(m_int)
         for d, j in enumerate(lay.int_levels):
             if d == 0:
-                z[j] = m_int[j]
+                z[j] = m_int[j] if z_root is None else np.asarray(z_root)[None]
             else:
                 z[j] = m_int[j] + np.einsum("itu,iru->irt", self.p_int[j], y[lay.int_parent[j]])
             y[j] = np.einsum("itu,iru->irt", self.s_inv[j], z[j] - mu[j])

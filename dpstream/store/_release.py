@@ -7,6 +7,7 @@ import pandas as pd
 from mechanisms import Budget, ParameterError
 from mechanisms.optstream._estimates import optstream_split
 
+from .._ledger import calibrated
 from ..engine._run import PeriodTask, map_periods, run_period
 from ..pipelines._frames import prepare_frame, to_periods
 from ..pipelines._period import PeriodSpec
@@ -150,6 +151,8 @@ def release_new_periods(
     check=None,
     scheduler=None,
     progress=None,
+    leaves_of=None,
+    cut=None,
 ) -> list[int]:
     """The store's side of a release: configuration, budget, then per new period a committed
     charge, the per-period function (here or on Dask), a committed period. Returns the ordinals
@@ -165,12 +168,13 @@ def release_new_periods(
         from ..pipelines._autoplan import _config as auto_config
 
         auto = auto_config(
-            epsilon=p["epsilon"],
+            epsilon=calibrated(p["epsilon"]),  # noise at most the decimal charged (issue 31 §5)
             alpha=p["neighbours"].delta,
             w=p["w"],
             nodes=nodes,
             hierarchy=tree,
-            **{key: p["auto"].get(key) for key in ("delta", "noise", "target", "level_shares")},
+            **{key: p["auto"].get(key) for key in ("noise", "target", "level_shares")},
+            delta=None if p["auto"].get("delta") is None else calibrated(p["auto"]["delta"]),
             prior=p["auto"].get("prior", True),
         )
     with store.job_lock(p["lock_timeout"]):
@@ -187,13 +191,16 @@ def release_new_periods(
             check=check,
             scheduler=scheduler,
             progress=progress,
+            leaves_of=leaves_of,
+            cut=cut,
         )
 
 
 def _release_new(
-    store, p, auto, *, nodes, tree, grid, first, n_periods, values_of, check, scheduler, progress
-) -> list[int]:
-    eps, w, engine = p["epsilon"], p["w"], p["engine"]
+    store, p, auto, *, nodes, tree, grid, first, n_periods, values_of, check, scheduler, progress,
+    leaves_of=None, cut=None,
+) -> list[int]:  # fmt: skip
+    eps, w, engine = calibrated(p["epsilon"]), p["w"], p["engine"]  # issue 31 §5
     h = 1 if tree is None else tree.n_levels
     optstream_split(
         eps,
@@ -286,6 +293,17 @@ def _release_new(
                 charge(i)  # committed right before this period's draw
             yield PeriodTask(spec=spec, ordinal=ordinals[i], values=values_of(i), seed=p["seed"])
 
+    if engine == "dask" and leaves_of is not None:  # inside each period: subtrees on Dask
+        from ..engine._subtree import release_periods_split, split_applies
+
+        if split_applies(spec, cut, p["n_workers"]):
+            put = lambda o, v: store._put(o, grid.label(o), v, plan, seeded=p["seed"] is not None)  # noqa: E731
+            release_periods_split(
+                spec, [(ordinals[i], leaves_of(i), lambda i=i: charge(i)) for i in new],
+                seed=p["seed"], cut=cut, scheduler=scheduler, n_workers=p["n_workers"],
+                put=put, progress=progress,
+            )  # fmt: skip
+            return ordinals
     if engine == "dask":
         for i in new:
             charge(i)  # every charge committed before any task is sent

@@ -23,7 +23,13 @@ from ..pipelines._frames import prepare_frame, resolve_hierarchy
 from ._grid import Grid
 from ._release import _OWNER, _params, release_new_periods
 
-__all__ = ["ParquetPeriod", "ParquetScan", "release_parquet_to_store", "scan_parquet"]
+__all__ = [
+    "ParquetLeaves",
+    "ParquetPeriod",
+    "ParquetScan",
+    "release_parquet_to_store",
+    "scan_parquet",
+]
 
 _BATCH = 1 << 20
 
@@ -126,6 +132,49 @@ class ParquetPeriod:
         self()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParquetLeaves:
+    """Some leaves of one period of a Parquet input, read where they are called (picklable).
+
+    What a subtree of a split period reads (:mod:`dpstream.engine._subtree`): the period's
+    time range and, in a long file, only the rows of the given series (a Parquet filter on
+    ``unique_id``; row groups skipped by their statistics when the file is sorted by it).
+    Validated as :func:`dpstream.pipelines._frames.prepare_frame` does (finite, >= 0, at most
+    the bound), with a ``DomainError`` that never quotes a value.
+    """
+
+    scan: ParquetScan
+    start: object
+    stop: object
+    w: int
+    bound: float | None
+    owner: str
+
+    def __call__(self, leaves) -> np.ndarray:
+        """Values (len(leaves), w) of ``leaves`` over the period."""
+        scan, names = self.scan, [str(n) for n in leaves]
+        filters = [(scan.time, ">=", self.start), (scan.time, "<=", self.stop)]
+        if scan.long:
+            frame = pd.read_parquet(scan.path, filters=[*filters, (ID, "in", names)])
+            wide = long_to_wide(frame, owner=self.owner)
+            if any(n not in wide.columns for n in names):
+                raise DomainError(
+                    f"The INPUT of {self.owner} is ragged: some series have no row in a "
+                    "period. Every series must cover the same time stamps."
+                )
+            wide = wide[names]
+        else:
+            frame = pd.read_parquet(scan.path, columns=[scan.time, *names], filters=filters)
+            wide = frame.set_index(scan.time)[names]
+        if len(wide) != self.w:
+            raise DomainError(
+                f"The INPUT of {self.owner} must hold {self.w} distinct time stamps in every "
+                f"period; one holds {len(wide)}."
+            )
+        sf = prepare_frame(wide, owner=self.owner, hierarchy=None, bound=self.bound)
+        return np.ascontiguousarray(sf.values.T)
+
+
 def release_parquet_to_store(
     store,
     path,
@@ -153,6 +202,7 @@ def release_parquet_to_store(
     time_column: str | None = None,
     progress=None,
     scan=None,
+    cut: int | None = None,
 ) -> list[int]:
     """:func:`release_to_store` for a Parquet file (wide or long) read lazily, period by period,
     in the process that releases the period; returns the ordinals of the file's periods (read
@@ -160,6 +210,13 @@ def release_parquet_to_store(
 
     Nothing but the file's time stamps and series names is read here: every new period is
     first validated where it runs (a mapped pass), then charged, released and committed.
+
+    With ``engine="dask"``, a fixed k, ``sampling="equal"`` and a hierarchy with a level
+    below the root whose nodes all have children, each period is split *inside*: subtrees
+    rooted at depth ``cut`` (None: chosen for ``n_workers``) are Dask actors that read their
+    own leaves from the file (:class:`ParquetLeaves`), measure them and take part in the
+    distributed elimination (:func:`dpstream.engine._subtree.release_split`). Otherwise
+    periods are mapped whole over the workers.
     """
     p = _params(
         epsilon=epsilon,
@@ -202,6 +259,16 @@ def release_parquet_to_store(
             owner=_OWNER,
         )
 
+    def leaves(i: int) -> ParquetLeaves:
+        return ParquetLeaves(
+            scan=slim,
+            start=scan.stamps[i * wp],
+            stop=scan.stamps[(i + 1) * wp - 1],
+            w=wp,
+            bound=bound,
+            owner=_OWNER,
+        )
+
     _, t = Grid.stamps(scan.stamps)
     return release_new_periods(
         store,
@@ -213,6 +280,8 @@ def release_parquet_to_store(
         n_periods=len(scan.stamps) // wp,
         values_of=period,
         check=lambda i: period(i).check,
+        leaves_of=leaves,
+        cut=cut,
         scheduler=scheduler,
         progress=progress,
     )

@@ -1,0 +1,544 @@
+"""One OptStream period split into subtrees of the hierarchy: Dask *inside* a period.
+
+The daily job releases one period, so parallelism across periods gives it nothing. Here the
+hierarchy is cut at a depth ``c`` (:func:`choose_cut`): every node of depth ``c`` roots a
+subtree, the nodes above form the *top*. One object per subtree, :class:`SubtreeRelease`,
+does everything that touches the subtree's data where it lives (in this process, or as a Dask
+actor on a worker): it reads its leaves from the source (never through the task graph), sums
+its aggregates, draws its nodes' noise ([FV19] Alg. 2: sample, perturb, reconstruct, and the
+feature queries of Alg. 4 line 1), estimates its weights, and takes part in the distributed
+elimination of Algorithm 4 line 2 (:mod:`postproc._split`). The client measures the few top
+nodes (their values are sums of the subtree roots' values), solves the top of the elimination
+and pushes the roots' values back down. :func:`release_split` is the same function for one
+process (``client=None``) and for Dask.
+
+Randomness (seeded runs): every internal node draws from its own stream and the leaf children
+of a node from one stream of that node (``SeedSequence(seed, spawn_key=(ordinal, row, 0))``
+and ``(ordinal, row, 1)``, ``row`` the node's row in ``hierarchy.nodes``), each group in a
+fixed order. The draws therefore do not depend on the cut, the number of workers or the
+order of work: a split release equals its one-process run to rounding. With ``seed=None``
+every subtree object draws from its own :class:`~mechanisms.core._random.SecureBits`.
+
+Scope: equally spaced samples (``sampling="equal"``, what the in-stream planner uses too);
+the L1 sampler's one SVT per level needs the level's summed score at every step (a round of
+the subtrees per step) and is not split. Fixed k.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mechanisms import DomainError, ParameterError
+from mechanisms.core._random import bit_source
+from mechanisms.optstream._estimates import (
+    feature_answers,
+    feature_noise,
+    optstream_split,
+    perturb_noise,
+)
+from mechanisms.optstream._sampling import (
+    interpolation_weights,
+    reconstruct,
+    sample_equal_window,
+)
+from postproc import FeatureSet, Hierarchy, bias_aware_variances, project_consistent
+from postproc._split import SubtreeSolver, TopTree, node_depths, solve_split, subtrees
+
+__all__ = [
+    "SplitSpec",
+    "SubtreeRelease",
+    "SubtreeTask",
+    "choose_cut",
+    "measure_nodes",
+    "release_split",
+]
+
+#: Subtrees per worker the automatic cut aims for (load balance against per-task overhead).
+SUBTREES_PER_WORKER = 4
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SplitSpec:
+    """Public parameters of one split period (everything fixed before the release)."""
+
+    epsilon: float
+    """ε of every window of w steps (ε/h per level, [FV19] Theorem 13)."""
+    w: int
+    """Period length and privacy window."""
+    k: int
+    """Equally spaced samples per period, 1 <= k <= w."""
+    alpha: float
+    """Per-step change α that calibrates the noise."""
+    features: FeatureSet
+    """The feature chain of a full period."""
+    level_sizes: tuple[int, ...]
+    """Number of nodes of each level of the whole hierarchy (the lattice's rounding count)."""
+    weights: str = "variance"
+    """``"variance"`` (noise + interpolation bias, as release_optstream) or ``"noise"``."""
+    shares: tuple[float, ...] | None = None
+    """Relative budget (s, p, o) or None for the default split."""
+
+    def __post_init__(self) -> None:
+        if self.weights not in ("variance", "noise"):
+            raise ParameterError(
+                "The 'weights' parameter of a split release must be 'variance' or 'noise'. "
+                f"Got {self.weights!r} instead."
+            )
+        if self.features.w != self.w:
+            raise ParameterError(
+                f"The 'features' parameter of SplitSpec must partition w = {self.w} steps."
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubtreeTask:
+    """What a subtree's object needs: public parameters, its shape, and where its data is."""
+
+    spec: SplitSpec
+    ordinal: int
+    """The period's ordinal (keys the seeded streams)."""
+    seed: object
+    """None (secure source) or an int (experiments only)."""
+    children: dict = field(hash=False)
+    """``{parent: children}`` of the subtree (its root at the cut depth)."""
+    rows: np.ndarray = field(hash=False)
+    """Row of each subtree node in the whole hierarchy (the subtree's BFS order)."""
+    parent_rows: np.ndarray = field(hash=False)
+    """Row of each node's parent in the whole hierarchy."""
+    cut: int
+    """Depth of the subtree's root in the whole hierarchy."""
+    source: Callable = field(hash=False)
+    """``source(leaves)`` -> the period's values (len(leaves), w) of those leaves, validated."""
+
+
+def choose_cut(hierarchy: Hierarchy, n_workers: int, cut: int | None = None) -> int:
+    """The depth whose nodes root the subtrees.
+
+    Given ``cut``: checked (1 <= cut, every node of depth <= cut has children). Else the
+    shallowest depth with at least ``SUBTREES_PER_WORKER * n_workers`` nodes, or the deepest
+    admissible one; 0 when the hierarchy cannot be split (the root's children are leaves):
+    then the whole tree is one subtree run by the client.
+    """
+    depth = node_depths(hierarchy)
+    is_leaf = np.ones(depth.size, dtype=bool)
+    is_leaf[hierarchy.parent[hierarchy.parent >= 0]] = False
+    deepest = int(depth[is_leaf].min()) - 1  # every node down to this depth has children
+    if cut is not None:
+        if (
+            isinstance(cut, bool)
+            or not isinstance(cut, int | np.integer)
+            or not (1 <= cut <= deepest)
+        ):
+            raise ParameterError(
+                f"The 'cut' parameter of release_split must be a depth in [1, {deepest}] (the "
+                f"subtree roots must have children). Got {cut!r} instead."
+            )
+        return int(cut)
+    if deepest < 1:
+        return 0
+    counts = np.bincount(depth)
+    for d in range(1, deepest + 1):
+        if counts[d] >= SUBTREES_PER_WORKER * n_workers:
+            return d
+    return deepest
+
+
+def _streams(seed: object, ordinal: int, secure):
+    """``stream(row, kind)`` -> the bit source of a node's own draws (kind 0) or of its
+    leaf children's (kind 1)."""
+    if seed is None:
+        return lambda row, kind: secure
+    base = int(seed)
+    return lambda row, kind: bit_source(
+        np.random.SeedSequence(base, spawn_key=(int(ordinal), int(row), int(kind)))
+    )
+
+
+def measure_nodes(
+    values: np.ndarray,
+    *,
+    spec: SplitSpec,
+    depths: np.ndarray,
+    rows: np.ndarray,
+    parent_rows: np.ndarray,
+    is_leaf: np.ndarray,
+    stream: Callable,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sample, perturb, reconstruct and the feature queries of some nodes of one period.
+
+    ``values`` (n, w); ``depths``, ``rows``, ``parent_rows``, ``is_leaf`` (n,) place each node
+    in the whole hierarchy. Returns the estimates ``c̃`` and their noise variances (n, P), as
+    :func:`mechanisms.optstream._estimates._estimates` for equally spaced samples, with each
+    group's noise from its own stream (module notes).
+
+    *Privacy*: per level ε/h split into ε_p, ε_o as [FV19] Alg. 2 and Theorem 13 (the split of
+    ``optstream_split(sampling="equal")``); the noise of level ℓ is calibrated for the level's
+    ``spec.level_sizes[ℓ]`` nodes, whichever nodes this call measures.
+    """
+    n, w = values.shape
+    fs = spec.features
+    parts = fs.partitions
+    queries = parts[1:]
+    split = optstream_split(
+        spec.epsilon,
+        sampling="equal",
+        n_levels=len(spec.level_sizes),
+        has_features=bool(queries),
+        windows="any",
+        shares=spec.shares,
+    )
+    mask = np.zeros((1, w), dtype=bool)
+    mask[0, sample_equal_window(w, spec.k, spec.w)] = True
+    pos = np.flatnonzero(mask[0])
+    weights = interpolation_weights(mask)[0]
+    est = np.empty((n, fs.n_parts))
+    var = np.empty((n, fs.n_parts))
+    # groups: an internal node alone (kind 0); the leaf children of one parent (kind 1)
+    key_row = np.where(is_leaf, parent_rows, rows)
+    order = np.lexsort((np.arange(n), is_leaf, key_row))
+    keys = np.stack([key_row[order], is_leaf[order]], axis=1)
+    starts = np.flatnonzero(np.r_[True, (keys[1:] != keys[:-1]).any(axis=1)])
+    bounds = np.r_[starts, n]
+    noises: dict[int, tuple] = {}
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        idx = order[a:b]
+        level = int(depths[idx[0]])
+        if level not in noises:
+            size = spec.level_sizes[level]
+            noises[level] = (
+                perturb_noise(k=pos.size, alpha=spec.alpha, epsilon=split.perturb, n_nodes=size),
+                [
+                    feature_noise(
+                        window=spec.w,
+                        alpha=spec.alpha,
+                        epsilon=split.features / len(queries),
+                        n_coords=len(q) * size,
+                    )
+                    for q in queries
+                ],
+            )
+        pnoise, fnoises = noises[level]
+        bits = stream(key_row[idx[0]], int(is_leaf[idx[0]]))
+        x = values[idx]
+        noisy = pnoise.release(x[:, pos], bits)  # [FV19 §3.2]
+        est[idx, :w] = reconstruct(mask, noisy[None])[0]  # [FV19 §3.3]
+        var[idx, :w] = weights * pnoise.variance
+        col = w
+        for q, fnoise in zip(queries, fnoises, strict=True):  # [FV19 Alg. 4 l. 1]
+            est[idx, col : col + len(q)] = fnoise.release(feature_answers(x, q), bits)
+            var[idx, col : col + len(q)] = fnoise.variance
+            col += len(q)
+    return est, var
+
+
+def _weights(spec: SplitSpec, est: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """Weights of Algorithm 4 line 2 (inverse variances; per node, so per subtree)."""
+    if spec.weights == "noise":
+        return 1.0 / var
+    mask = np.zeros((1, 1, spec.w), dtype=bool)
+    mask[0, 0, sample_equal_window(spec.w, spec.k, spec.w)] = True
+    v = bias_aware_variances(
+        est[None], var[None], mask, levels=[np.arange(est.shape[0])], features=spec.features
+    )[0]
+    return 1.0 / v
+
+
+class SubtreeRelease:
+    """Everything of one subtree that touches its data, where it runs (a Dask actor or here).
+
+    Lifecycle: built (reads and validates its leaves), :meth:`root_values` (the top's input),
+    :meth:`measure` (after the period is charged: draws its noise), then the elimination's
+    calls (:class:`postproc._split.SubtreeSolver`'s methods) and :meth:`node_values`.
+    """
+
+    def __init__(self, task: SubtreeTask) -> None:
+        self.task = task
+        self.tree = Hierarchy(children=task.children)
+        leaves = np.asarray(task.source(self.tree.leaves), dtype=np.float64)
+        if leaves.shape != (len(self.tree.leaves), task.spec.w):
+            raise DomainError(
+                f"A subtree's source must give ({len(self.tree.leaves)}, {task.spec.w}) "
+                f"values. Got shape {leaves.shape}."
+            )
+        self.values = np.asarray(self.tree.sparse_matrix @ leaves)  # (n, w), aggregates summed
+        self.solver: SubtreeSolver | None = None
+
+    def root_values(self) -> np.ndarray:
+        """The subtree root's values (w,): the top nodes' values are their sums."""
+        return self.values[0].copy()
+
+    def measure(self) -> int:
+        """Draw the subtree's noise and set up its part of the elimination; its node count."""
+        task, spec = self.task, self.task.spec
+        depth = node_depths(self.tree) + task.cut
+        is_leaf = np.ones(depth.size, dtype=bool)
+        is_leaf[self.tree.parent[self.tree.parent >= 0]] = False
+        est, var = measure_nodes(
+            self.values,
+            spec=spec,
+            depths=depth,
+            rows=task.rows,
+            parent_rows=task.parent_rows,
+            is_leaf=is_leaf,
+            stream=_streams(task.seed, task.ordinal, bit_source(None)),
+        )
+        self.values = None  # the true values are not needed any more
+        self.solver = SubtreeSolver(self.tree, spec.features, est, _weights(spec, est, var))
+        return int(depth.size)
+
+    # the elimination (postproc._split.SubtreeSolver), delegated for Dask's actor proxies
+    def scale(self, offset_b):
+        return self.solver.scale(offset_b)
+
+    def summary(self, rhs):
+        return self.solver.summary(rhs)
+
+    def descend(self, z_root, add):
+        return self.solver.descend(z_root, add)
+
+    def gradient(self, offset):
+        return self.solver.gradient(offset)
+
+    def extent(self):
+        return self.solver.extent()
+
+    def start(self):
+        return self.solver.start()
+
+    def infeasible(self, x_tol, g_tol):
+        return self.solver.infeasible(x_tol, g_tol)
+
+    def swap(self):
+        return self.solver.swap()
+
+    def problem(self):
+        return self.solver.problem()
+
+    def set_leaves(self, x):
+        return self.solver.set_leaves(x)
+
+    def node_values(self) -> np.ndarray:
+        """The released values (n, w) of the subtree's nodes, >= 0 and consistent."""
+        return self.solver.node_values()
+
+
+def _local_call(objects: list) -> Callable:
+    def call(method: str, args: Sequence[tuple]) -> list:
+        return [getattr(o, method)(*a) for o, a in zip(objects, args, strict=True)]
+
+    return call
+
+
+def _actor_call(actors: list) -> Callable:
+    def call(method: str, args: Sequence[tuple]) -> list:
+        futures = [getattr(a, method)(*x) for a, x in zip(actors, args, strict=True)]
+        return [f.result() for f in futures]
+
+    return call
+
+
+@contextmanager
+def split_client(scheduler: str | None = None, n_workers: int = 2, processes: bool = True):
+    """A Dask client for :func:`release_split`: the ``scheduler``'s, or a ``LocalCluster`` of
+    ``n_workers`` single-threaded workers (processes, or threads) made and closed here."""
+    import dask
+    from distributed import Client, LocalCluster  # heavy: import on use
+
+    from ._run import worker_environ
+
+    cluster = None
+    if scheduler is None:
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ()}):
+            cluster = LocalCluster(
+                n_workers=n_workers,
+                threads_per_worker=1,
+                processes=processes,
+                dashboard_address=":0",
+                silence_logs=logging.ERROR,
+            )
+        client = Client(cluster)
+    else:
+        client = Client(scheduler)
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def release_split(
+    spec: SplitSpec,
+    hierarchy: Hierarchy,
+    source: Callable,
+    *,
+    ordinal: int,
+    seed: object = None,
+    cut: int | None = None,
+    client=None,
+    charge: Callable[[], None] | None = None,
+    n_workers: int = 2,
+) -> np.ndarray:
+    """Release one period of ``hierarchy`` split into subtrees: values (N, w), nodes in
+    ``hierarchy.nodes`` order, >= 0 and consistent.
+
+    Parameters
+    ----------
+    spec
+        The period's public parameters.
+    hierarchy
+        The whole hierarchy.
+    source
+        ``source(leaves)`` -> the period's values (len(leaves), w) of those leaves, read where
+        it is called (a Dask worker reads its subtree's leaves itself). Must be picklable for
+        Dask (e.g. :class:`dpstream.store._source.ParquetLeaves`).
+    ordinal, seed
+        The period's ordinal and None (secure source) or an int (experiments only).
+    cut
+        Depth of the subtree roots; None: :func:`choose_cut` for ``n_workers``.
+    client
+        A ``distributed.Client`` (one actor per subtree on its workers) or None (here).
+    charge
+        Called once every subtree has read and validated its data and before any draw.
+
+    Notes
+    -----
+    *Privacy*: the release of :func:`measure_nodes` for every node (ε per window of w steps,
+    [FV19] Theorem 13) followed by post-processing ([FV19] Theorem 3).
+    """
+    c = choose_cut(hierarchy, n_workers if client is not None else 1, cut)
+    if c == 0:
+        raise ParameterError(
+            "The 'hierarchy' of a split release must have a level below the root whose nodes "
+            "all have children (leaves directly under the root cannot be split); release "
+            "the period in one process."
+        )
+    maps, rows = subtrees(hierarchy, c)
+    parent = hierarchy.parent
+    tasks = [
+        SubtreeTask(
+            spec=spec,
+            ordinal=int(ordinal),
+            seed=None if seed is None else int(seed),
+            children=m,
+            rows=r,
+            parent_rows=parent[r],
+            cut=c,
+            source=source,
+        )
+        for m, r in zip(maps, rows, strict=True)
+    ]
+    if client is None:
+        objects = [SubtreeRelease(t) for t in tasks]
+        call = _local_call(objects)
+    else:
+        futures = [client.submit(SubtreeRelease, t, actor=True) for t in tasks]
+        objects = [f.result() for f in futures]
+        call = _actor_call(objects)
+    cut_values = np.stack(call("root_values", [()] * len(tasks)))
+    # the top: values from the roots' sums, measured here (before: the period's charge)
+    depth = node_depths(hierarchy)
+    is_leaf = np.ones(depth.size, dtype=bool)
+    is_leaf[parent[parent >= 0]] = False
+    top_rows = np.flatnonzero(depth < c)
+    if charge is not None:
+        charge()
+    call("measure", [()] * len(tasks))
+    shape = (top_rows.size, spec.features.n_parts)
+    structure = TopTree(hierarchy, c, spec.features, np.zeros(shape), np.ones(shape))
+    top_values = structure.sums(cut_values)
+    top_est, top_var = measure_nodes(
+        top_values,
+        spec=spec,
+        depths=depth[top_rows],
+        rows=top_rows,
+        parent_rows=parent[top_rows],
+        is_leaf=is_leaf[top_rows],
+        stream=_streams(seed, ordinal, bit_source(None)),
+    )
+    top = TopTree(hierarchy, c, spec.features, top_est, _weights(spec, top_est, top_var))
+
+    def gather() -> None:  # the stall fallback: the whole problem in this process
+        parts = call("problem", [()] * len(tasks))
+        n = len(hierarchy.nodes)
+        est = np.empty((n, spec.features.n_parts))
+        wts = np.empty_like(est)
+        est[top_rows], wts[top_rows] = top.c, top.weights
+        for (ce, we), r in zip(parts, rows, strict=True):
+            est[r], wts[r] = ce, we
+        rel = project_consistent(
+            est, hierarchy=hierarchy, features=spec.features, weights=wts
+        ).values[0]
+        call("set_leaves", [(_leaf_steps(hierarchy, rel, r),) for r in rows])
+
+    solve_split(top, call, gather=gather)
+    out = np.empty((len(hierarchy.nodes), spec.w))
+    node_vals = call("node_values", [()] * len(tasks))
+    for vals, r in zip(node_vals, rows, strict=True):
+        out[r] = vals
+    out[top_rows] = top.sums(np.stack([v[0] for v in node_vals]))
+    return out
+
+
+def _leaf_steps(hierarchy: Hierarchy, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The leaf rows of a subtree (its BFS order) from the whole release's node values."""
+    is_leaf = np.ones(len(hierarchy.nodes), dtype=bool)
+    is_leaf[hierarchy.parent[hierarchy.parent >= 0]] = False
+    return values[rows[is_leaf[rows]]]
+
+
+def split_applies(spec, cut: int | None, n_workers: int) -> bool:
+    """Whether a store period of ``spec`` (:class:`dpstream.pipelines._period.PeriodSpec`)
+    can be split into subtrees: equally spaced samples, variance or noise weights, and a
+    hierarchy with a level below the root whose nodes all have children."""
+    if spec.hierarchy is None or spec.sampling != "equal" or spec.weights == "paper":
+        return False
+    return choose_cut(spec.hierarchy, n_workers, cut) > 0
+
+
+def release_periods_split(
+    spec,
+    periods: Sequence[tuple[int, Callable, Callable]],
+    *,
+    seed: object,
+    cut: int | None,
+    scheduler: str | None,
+    n_workers: int,
+    put: Callable[[int, np.ndarray], None],
+    progress: Callable | None = None,
+) -> None:
+    """The store's split periods on one Dask cluster kept for the call: for each
+    ``(ordinal, source, charge)`` in time order, :func:`release_split` then ``put(ordinal,
+    values (N, w))`` (committed before the next period starts)."""
+    tree = spec.hierarchy
+    split = SplitSpec(
+        epsilon=spec.epsilon,
+        w=spec.w,
+        k=spec.k,
+        alpha=spec.alpha,
+        features=spec.features,
+        level_sizes=tuple(len(level) for level in tree.levels),
+        weights=spec.weights,
+        shares=spec.shares,
+    )
+    with split_client(scheduler, n_workers) as client:
+        for ordinal, source, charge in periods:
+            out = release_split(
+                split,
+                tree,
+                source,
+                ordinal=ordinal,
+                seed=seed,
+                cut=cut,
+                client=client,
+                charge=charge,
+                n_workers=n_workers,
+            )
+            put(ordinal, out)
+            if progress is not None:
+                progress(1)
