@@ -57,6 +57,15 @@ class RoughnessStats:
             counts=self.counts + other.counts,
         )
 
+    def __sub__(self, other: RoughnessStats) -> RoughnessStats:
+        """Take a period out of the sums (a running look-back: equal to summing the rest,
+        to rounding)."""
+        return RoughnessStats(
+            squares=self.squares - other.squares,
+            noise=self.noise - other.noise,
+            counts=self.counts - other.counts,
+        )
+
 
 def period_roughness(
     values: np.ndarray, noise: np.ndarray | None = None, sampled: np.ndarray | None = None

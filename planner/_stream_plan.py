@@ -69,6 +69,7 @@ from ._roughness import kriging_bias
 
 __all__ = [
     "NOISES",
+    "CandidateScores",
     "TARGETS",
     "PeriodPlan",
     "default_candidates",
@@ -161,7 +162,10 @@ def window_budget(
     Parameters
     ----------
     previous
-        (sampled steps of the previous period, its cost per sample E_p/k_p), or None.
+        (sampled steps of the previous period, its cost per sample E_p/k_p), or None. The
+        cost may also be an array, one per sampled step: the samples of the last w steps
+        before the period, possibly of several earlier periods (a short tail, another call),
+        at steps counted from w steps before the period's start.
     positions
         Sampled steps of the next period.
     total
@@ -170,15 +174,23 @@ def window_budget(
     if previous is None:
         return total
     prev_pos, prev_cost = previous
-    prev_pos = np.sort(np.asarray(prev_pos))
+    prev_pos = np.asarray(prev_pos)
+    order = np.argsort(prev_pos, kind="stable")
+    prev_pos = prev_pos[order]
     pos = np.sort(np.asarray(positions))
     k = pos.size
     horizon = max(int(prev_pos.max(initial=0)), int(pos.max(initial=0))) + 1
     s = np.arange(1, horizon + 1)
     head = np.searchsorted(pos, s, side="left")  # #{j in S_next: j < s}
-    tail = prev_pos.size - np.searchsorted(prev_pos, s, side="left")  # #{j in S_prev: j >= s}
+    first = np.searchsorted(prev_pos, s, side="left")
     ok = head > 0
-    limits = (total - prev_cost * tail[ok]) * k / head[ok]
+    if np.ndim(prev_cost) == 0:
+        spent = prev_cost * (prev_pos.size - first)  # E_p/k_p · #{j in S_prev: j >= s}
+    else:  # one cost per earlier sample (samples of several earlier periods)
+        cost = np.asarray(prev_cost, dtype=np.float64)[order]
+        suffix = np.concatenate([np.cumsum(cost[::-1])[::-1], [0.0]])
+        spent = suffix[first]
+    limits = (total - spent[ok]) * k / head[ok]
     best = min(total, float(limits.min(initial=total)))
     return max(best * (1.0 - 1e-12), 0.0)
 
@@ -551,7 +563,9 @@ def plan_period(
     prior_variance: np.ndarray | None = None,
     choose_with_prior: bool = False,
     prior_coherent: np.ndarray | None = None,
-) -> PeriodPlan:
+    scores: CandidateScores | None = None,
+    scores_only: bool = False,
+) -> PeriodPlan | CandidateScores:
     """Choose k, noise and level shares of one period by their predicted error (module Notes).
 
     Parameters
@@ -603,10 +617,15 @@ def plan_period(
         release's own. Off by default: the measured periods are also what later priors are
         built from, which the score does not value, and fewer samples made the later priors
         worse on the regional data (``docs/results/optstream_defaults_findings.md``).
+    scores, scores_only
+        For a hierarchy scored in parts (subtrees, :class:`planner.StreamPlanner`):
+        ``scores_only=True`` returns these nodes' :class:`CandidateScores` without choosing;
+        ``scores`` (the parts' scores added) chooses from them instead of scoring.
 
     Returns
     -------
     PeriodPlan
+        (or :class:`CandidateScores` with ``scores_only``)
 
     Notes
     -----
@@ -642,12 +661,15 @@ def plan_period(
     else:
         ks = tuple(k for k in (candidates or default_candidates(w)) if k <= r)
         share_list = shares or share_grid(h)
-    scores = score_candidates(
-        gamma, matrix=matrix, node_level=node_level, target_mask=tmask, alpha=alpha, r=r,
-        totals=totals, noises=noises, ks=ks, shares=share_list, previous=previous,
-        prior_variance=prior_variance if choose_with_prior else None,
-        prior_coherent=prior_coherent,
-    )  # fmt: skip
+    if scores is None:
+        scores = score_candidates(
+            gamma, matrix=matrix, node_level=node_level, target_mask=tmask, alpha=alpha, r=r,
+            totals=totals, noises=noises, ks=ks, shares=share_list, previous=previous,
+            prior_variance=prior_variance if choose_with_prior else None,
+            prior_coherent=prior_coherent,
+        )  # fmt: skip
+    if scores_only:
+        return scores
     best: PeriodPlan | None = None
     choice = scores.choose(with_prior=choose_with_prior and prior_variance is not None)
     if choice is not None:

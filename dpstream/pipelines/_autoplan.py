@@ -27,7 +27,7 @@ those straddling two differently planned periods, within the total.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -40,8 +40,8 @@ from mechanisms import (
 )
 from mechanisms.core._validation import check_positive, check_probability
 from mechanisms.wevent._gaussian import zcdp_to_dp
-from planner._roughness import RoughnessStats, period_roughness, variogram
-from planner._stream_plan import NOISES, TARGETS, PeriodPlan, plan_period, share_grid
+from planner._stream_plan import TARGETS, PeriodPlan
+from planner._stream_planner import LOOKBACK, PRIOR_DAYS, StreamPlanner, carried_previous
 from postproc import profile_prior
 from postproc._prior import ProfilePrior
 
@@ -57,8 +57,11 @@ from ._privacy import attach_record, charge_release, release_record
 
 __all__ = [
     "AUTO_NOISES",
+    "LOOKBACK",
+    "PRIOR_DAYS",
     "Measurement",
-    "PlanState",
+    "StreamPlanner",
+    "new_planner",
     "measure_period",
     "plan_for_period",
     "post_process_periods",
@@ -68,68 +71,12 @@ __all__ = [
 
 #: ``noise=`` choices of ``release_optstream(k="auto")``.
 AUTO_NOISES = ("laplace", "gaussian", "auto")
-#: Measured periods the variogram and the prior look back on.
-LOOKBACK = 28
-#: Measured periods the prior weighs (by precision: noisy released days count less than public
-#: ones, so a longer look-back only adds information; model assumption: the daily profile
-#: drifts little over two months).
-PRIOR_DAYS = 56
 
 
-@dataclass(slots=True, kw_only=True)
-class PlanState:
-    """What the planner knows before a period: earlier measurements and the previous plan."""
-
-    w: int
-    measurements: list[Measurement] = field(default_factory=list)
-    roughness: list[RoughnessStats] = field(default_factory=list)
-    errors: list[np.ndarray] = field(default_factory=list)
-    """(N, w) predicted error variance of each measurement (noise plus interpolation)."""
-    independent: list[np.ndarray] = field(default_factory=list)
-    """(N,) True where the node was measured in its own right (leaves always; aggregates
-    when their level had a share; never for public history, whose aggregates are sums)."""
-    previous: tuple[np.ndarray, float, str] | None = None
-    noise: str | None = None
-    from_history: int = 0
-    cfg: AutoConfig | None = None
-
-    def add(self, m: Measurement, plan: PeriodPlan | None = None) -> None:
-        """Record a full period's measurement (and the plan that produced it)."""
-        if m.values.shape[1] == self.w:  # the tail (last, shorter period) plans nothing after it
-            self.measurements.append(m)
-            self.roughness.append(period_roughness(m.values, m.noise, m.sampled))
-            self.errors.append(m.noise if plan is None else _error_variance(m, plan, self.cfg))
-            self.independent.append(_measured_nodes(m.values.shape[0], plan, self.cfg))
-        if plan is not None:
-            pos = plan.positions(m.values.shape[1])
-            self.previous = (pos, plan.budget / pos.size, plan.noise)
-            self.noise = plan.noise
-
-
-def _measured_nodes(n: int, plan: PeriodPlan | None, cfg: AutoConfig | None) -> np.ndarray:
-    """(N,) nodes whose estimate is their own measurement: the leaves, and the aggregates of
-    levels with a share. An aggregate summed from its leaves (or from public history) holds
-    no information its leaves' priors lack: a prior on it too would count the same days
-    twice in Algorithm 4 (measured: regional α/ε = 10, leaves 412 -> 346 kW)."""
-    if cfg is None:
-        return np.ones(n, dtype=bool)
-    own = np.zeros(n, dtype=bool)
-    own[cfg.leaf_nodes] = True
-    if plan is not None:
-        for share, nodes in zip(plan.shares, cfg.levels, strict=True):
-            if share > 0:
-                own[nodes] = True
-    return own
-
-
-def _error_variance(m: Measurement, plan: PeriodPlan, cfg: AutoConfig | None) -> np.ndarray:
-    """Predicted error variance of a measurement: the plan's (noise plus interpolation), with
-    share-0 aggregates given the sum of their leaves' (their estimate is that sum)."""
-    v = np.array(plan.variances[:, : m.values.shape[1]], dtype=np.float64)
-    bad = ~np.isfinite(v).all(axis=1)
-    if bad.any() and cfg is not None:  # independence of the leaves' errors assumed
-        v[bad] = cfg.matrix[bad] @ v[cfg.leaf_nodes]
-    return np.where(np.isfinite(v), v, m.noise)
+def new_planner(cfg: AutoConfig) -> StreamPlanner:
+    """The release's in-stream planner (:class:`planner.StreamPlanner`) with the profile prior
+    (:func:`postproc.profile_prior`) when ``cfg.use_prior``."""
+    return StreamPlanner(cfg, prior_model=profile_prior if cfg.use_prior else None)
 
 
 def _config(
@@ -154,8 +101,10 @@ def _config(
             f"The 'prior' parameter of {owner} must be True or False. Got {prior!r}."
         )
     if hierarchy is None:
+        from scipy import sparse
+
         n = len(nodes)
-        matrix = np.eye(n)
+        matrix = sparse.identity(n, format="csr")  # never dense: 80 GB at 100,000 streams
         levels = (np.arange(n),)
         leaf_nodes = np.arange(n)
     else:
@@ -166,11 +115,23 @@ def _config(
         leaf_nodes = np.array([hierarchy.index(x) for x in hierarchy.leaves])
     h = len(levels)
     if level_shares not in (None, "equal", "bottom-up"):
-        vals = tuple(float(s) for s in level_shares)  # type: ignore[union-attr]
-        if len(vals) != h or min(vals) < 0 or abs(sum(vals) - 1) > 1e-9 or vals[-1] <= 0:
+        try:
+            vals = tuple(float(s) for s in level_shares)  # type: ignore[union-attr]
+        except (TypeError, ValueError):
+            vals = ()
+        # at most 1 EXACTLY (issue 24.4): the floats' exact sum, no slack (1 + 1e-9 would let a
+        # window cost 1.000000001 ε); every level is charged budget x share as given
+        exact = sum((Fraction(v) for v in vals), Fraction(0)) if vals else None
+        if (
+            len(vals) != h
+            or not all(np.isfinite(vals))
+            or min(vals) < 0
+            or exact > 1
+            or vals[-1] <= 0
+        ):
             raise ParameterError(
                 f"The 'level_shares' parameter of {owner} must be None, 'equal', 'bottom-up' or "
-                f"{h} non-negative floats summing to 1 with the leaf level > 0. "
+                f"{h} non-negative floats summing to at most 1 exactly, the leaf level > 0. "
                 f"Got {level_shares!r} instead."
             )
         level_shares = vals
@@ -189,99 +150,12 @@ def _config(
     )
 
 
-def _shares(cfg: AutoConfig) -> list[tuple[float, ...]] | None:
-    h = len(cfg.levels)
-    if cfg.level_shares is None:
-        return share_grid(h)
-    if cfg.level_shares == "equal":
-        return [tuple([1.0 / h] * h)]
-    if cfg.level_shares == "bottom-up":
-        return [tuple([0.0] * (h - 1) + [1.0])]
-    return [cfg.level_shares]
-
-
 def plan_for_period(
-    state: PlanState, cfg: AutoConfig, *, r: int, tail_of: PeriodPlan | None = None
+    state: StreamPlanner, cfg: AutoConfig, *, r: int, tail_of: PeriodPlan | None = None
 ) -> tuple[PeriodPlan, ProfilePrior | None]:
-    """Plan one period of r steps from the state (public values only) and build its prior."""
-    recent = state.roughness[-LOOKBACK:]
-    gamma = None
-    if recent:
-        total = recent[0]
-        for s in recent[1:]:
-            total = total + s
-        gamma = variogram(total)
-    if state.noise is not None:
-        noises: tuple[str, ...] = (state.noise,)
-    elif cfg.noise == "auto":
-        noises = NOISES if cfg.delta is not None else ("laplace",)
-    else:
-        noises = (cfg.noise,)
-    basis = "history" if len(state.measurements) == state.from_history else "released"
-    prior = None
-    coherent = None
-    if cfg.use_prior and len(state.measurements) >= 2:
-        ms = state.measurements[-PRIOR_DAYS:]
-        # lists of the periods' (N, r) arrays, not stacked: profile_prior reads them a block
-        # of nodes at a time (stacked, each was 2 GB at 100,000 feeders x 56 periods)
-        series = (
-            [m.values[:, :r] for m in ms],
-            [m.noise[:, :r] for m in ms],
-            [m.sampled[:, :r] for m in ms],
-        )
-        error = [e[:, :r] for e in state.errors[-PRIOR_DAYS:]]
-        prior = profile_prior(
-            *series,
-            days=PRIOR_DAYS,
-            error=error,
-            independent=np.stack(state.independent[-PRIOR_DAYS:]),
-            period=cfg.w,
-        )
-        coherent = _coherent_variance(prior, series, error, cfg)
-    plan = plan_period(
-        gamma,
-        matrix=cfg.matrix,
-        levels=list(cfg.levels),
-        epsilon=cfg.epsilon,
-        alpha=cfg.alpha,
-        w=cfg.w,
-        r=r,
-        delta=cfg.delta,
-        noises=noises,
-        target=cfg.target,
-        previous=state.previous,
-        candidates=None if tail_of is None else (min(tail_of.k, r),),
-        shares=_shares(cfg) if tail_of is None else [tail_of.shares],
-        basis=basis,
-        prior_variance=None if prior is None else prior.variance,
-        choose_with_prior=cfg.plan_with_prior,
-        prior_coherent=coherent,
-    )
-    return plan, prior
-
-
-def _coherent_variance(
-    prior: ProfilePrior | None, series: tuple[list, ...], error: list, cfg: AutoConfig
-) -> np.ndarray | None:
-    """(N, r) error variance of each node's forecast as a whole, for the planner's prediction
-    (``plan_period(prior_coherent=...)``): a leaf's is its prior's; an aggregate's comes from
-    its whole series, the periods summed from its leaves included (what its released value,
-    the sum of its leaves' merged estimates, inherits from their correlated forecasts)."""
-    if prior is None:
-        return None
-    out = np.array(prior.variance, dtype=np.float64)
-    agg = np.ones(out.shape[0], dtype=bool)
-    agg[cfg.leaf_nodes] = False
-    if agg.any():
-        whole = profile_prior(
-            *([a[agg] for a in x] for x in series),
-            days=PRIOR_DAYS,
-            error=[a[agg] for a in error],
-            period=cfg.w,
-        )
-        if whole is not None:
-            out[agg] = whole.variance
-    return out
+    """Plan one period of r steps from the planner's state (public values only) and build its
+    prior: :meth:`planner.StreamPlanner.plan`."""
+    return state.plan(r, tail_of=tail_of)
 
 
 def run_periods(
@@ -291,22 +165,23 @@ def run_periods(
     *,
     history: np.ndarray | None,
     measure,
+    carried: tuple | None = None,
 ) -> tuple[list[Measurement], list[PeriodPlan], list[ProfilePrior | None]]:
     """Plan and measure every period in time order; ``measure(i, values, plan)`` is the private
-    step (:func:`measure_period`), or a read of published measurements (:func:`replan`)."""
-    state = PlanState(w=cfg.w, cfg=cfg)
-    for m in history_measurements(history, cfg.w):
-        state.add(m)
-    state.from_history = len(state.measurements)
+    step (:func:`measure_period`), or a read of published measurements (:func:`replan`).
+    ``carried``: the samples of an earlier release just before (:func:`carried_previous`)."""
+    planner = new_planner(cfg)
+    planner.add_history(history_measurements(history, cfg.w))
+    planner.carry(carried)
     measured, plans, priors = [], [], []
     n_full = full.shape[0]
     last: PeriodPlan | None = None
     for i in range(n_full + (1 if tail.shape[1] else 0)):
         vals = full[i] if i < n_full else tail
         r = vals.shape[1]
-        plan, prior = plan_for_period(state, cfg, r=r, tail_of=last if r < cfg.w else None)
+        plan, prior = planner.plan(r, tail_of=last if r < cfg.w else None)
         m = measure(i, vals, plan)
-        state.add(m, plan)
+        planner.update(m, plan)
         measured.append(m)
         plans.append(plan)
         priors.append(prior)
@@ -336,16 +211,66 @@ def records(
     return out
 
 
+def _carried(history: object, hist_index, index, cfg: AutoConfig):
+    """The samples of an earlier ``k="auto"`` release passed as ``history`` that windows
+    reaching into this call's first period hold (issue 24.1; :func:`carried_previous`), or
+    None (history without plans: public data, or more than w steps before the frame).
+
+    The earlier release's periods start every w steps from its first stamp (its
+    ``attrs["plan"]`` says where; checked), its last may be a shorter tail, and a gap of g
+    steps before the frame moves them g steps further from it. Validated here, before any
+    charge: an earlier release of another noise cannot be continued (one currency per
+    window).
+    """
+    owner = "release_optstream"
+    plans = getattr(history, "attrs", {}).get("plan")
+    if not plans:
+        return None
+    w, t = cfg.w, len(hist_index)
+    starts = [i * w for i in range(len(plans))]
+    if starts[-1] >= t or any(
+        str(p.get("start")) != str(hist_index[s]) for p, s in zip(plans, starts, strict=True)
+    ):
+        raise ParameterError(
+            f"The 'history' parameter of {owner} carries the plans of an earlier k='auto' "
+            "release (attrs['plan']) that do not match its index: pass that release unchanged "
+            "(not a slice), or drop its attrs if it is public data."
+        )
+    step = index[1] - index[0] if len(index) > 1 else hist_index[-1] - hist_index[-2]
+    gap = (index[0] - hist_index[-1]) / step - 1
+    if gap < 0 or gap != int(gap):
+        raise ParameterError(
+            f"The 'history' parameter of {owner} is an earlier release that must end before "
+            f"the frame starts, on its grid. Got history ending at {hist_index[-1]} and the "
+            f"frame starting at {index[0]}."
+        )
+    if gap >= w:
+        return None
+    lengths = [min(s + w, t) - s for s in starts]
+    carried = carried_previous(plans, lengths, w, gap=int(gap))
+    if carried is not None:
+        allowed = AUTO_NOISES[:2] if cfg.noise == "auto" else (cfg.noise,)
+        if carried[2] not in allowed or (carried[2] == "gaussian" and cfg.delta is None):
+            raise ParameterError(
+                f"The 'noise' parameter of {owner} is {cfg.noise!r} (delta={cfg.delta}), but "
+                f"the earlier release passed as 'history' ended with {carried[2]!r} noise: a "
+                "window straddling both would mix currencies. Use its noise (and delta)."
+            )
+    return carried
+
+
 def replan(
     measurements: np.ndarray,
     cfg: AutoConfig,
     *,
     history: np.ndarray | None = None,
+    carried: tuple | None = None,
 ) -> tuple[list[PeriodPlan], list[ProfilePrior | None]]:
     """Recompute every period's plan and prior from published measurements (T, N) alone.
 
     The privacy check of the pipeline: the plans depend on the data only through the
-    measurements (and public history), so replaying them gives the same plans.
+    measurements (and public history, and the carried plan of an earlier release:
+    ``attrs["plan_config"]["carried"]``), so replaying them gives the same plans.
     """
     w = cfg.w
     t = measurements.shape[0]
@@ -356,7 +281,9 @@ def replan(
     def read(i: int, vals: np.ndarray, plan: PeriodPlan) -> Measurement:
         return as_measurement(vals, plan, cfg)
 
-    _, plans, priors = run_periods(full, tail, cfg, history=history, measure=read)
+    _, plans, priors = run_periods(
+        full, tail, cfg, history=history, measure=read, carried=carried
+    )
     return plans, priors
 
 
@@ -410,7 +337,7 @@ def release_auto(
         epsilon=epsilon, alpha=alpha, w=w, delta=delta, noise=noise, target=target,
         level_shares=level_shares, hierarchy=sf.hierarchy, nodes=sf.nodes, prior=prior,
     )  # fmt: skip
-    hist = None
+    hist = carried = None
     if history is not None:
         hf = prepare_frame(history, owner=owner, hierarchy=hierarchy, name="history")
         if hf.nodes != sf.nodes:
@@ -419,6 +346,7 @@ def release_auto(
                 f"Got nodes {list(hf.nodes)[:5]} instead of {list(sf.nodes)[:5]}."
             )
         hist = np.asarray(hf.values)
+        carried = _carried(history, hf.index, sf.index, cfg)
     periods = to_periods(sf.values, w)
     bits = bit_source(seed)  # validates the seed; draws nothing
     total = Budget(epsilon, 0.0 if delta is None else delta)
@@ -433,7 +361,7 @@ def release_auto(
         return measured
 
     measured, plans, priors = run_periods(
-        periods.full, periods.tail, cfg, history=hist, measure=draw
+        periods.full, periods.tail, cfg, history=hist, measure=draw, carried=carried
     )
     released = post_process_periods(measured, plans, priors, sf.hierarchy)
     n_full = periods.full.shape[0]
@@ -450,6 +378,8 @@ def release_auto(
     out.attrs["plan_config"] = {
         "epsilon": epsilon, "delta": delta, "alpha": alpha, "w": w, "noise": noise,
         "target": target, "prior": prior, "history": hist is not None,
+        "carried": None if carried is None else {
+            "steps": carried[0].tolist(), "cost": carried[1].tolist(), "noise": carried[2]},
     }  # fmt: skip
     record = release_record(
         unit=unit,

@@ -10,8 +10,6 @@ method and the privacy argument.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from mechanisms.core._random import BitSource
@@ -19,6 +17,7 @@ from mechanisms.optstream._estimates import perturb_noise
 from mechanisms.optstream._sampling import interpolation_matrix
 from mechanisms.wevent._gaussian import gaussian_window_noise
 from planner._stream_plan import PeriodPlan
+from planner._stream_planner import AutoConfig, Measurement
 from postproc import FeatureSet, Hierarchy, project_consistent
 from postproc._prior import ProfilePrior
 
@@ -32,39 +31,6 @@ __all__ = [
 ]
 
 _UNMEASURED = 1e8  # variance multiplier for nodes of a level with share 0 (no estimate)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AutoConfig:
-    """Public, data-independent settings of one auto-planned release."""
-
-    epsilon: float
-    alpha: float
-    w: int
-    delta: float | None
-    noise: str
-    target: str
-    level_shares: object
-    matrix: object = field(hash=False)
-    """Aggregation matrix (N, L): scipy.sparse CSR for a hierarchy, the identity without one."""
-    levels: tuple[np.ndarray, ...] = field(hash=False)
-    leaf_nodes: np.ndarray = field(hash=False)
-    use_prior: bool = True
-    plan_with_prior: bool = False
-    """Choose the planner's candidates by their error combined with the prior (when there is
-    one; ``plan_period(choose_with_prior=...)``); the combined prediction is recorded always."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Measurement:
-    """Released estimates of one period (outputs of the private step) and their noise."""
-
-    values: np.ndarray = field(hash=False)
-    """(N, r) reconstructed estimates x̃ of every node (aggregates of share-0 levels: summed)."""
-    noise: np.ndarray = field(hash=False)
-    """(N, r) noise variance of each estimate."""
-    sampled: np.ndarray = field(hash=False)
-    """(N, r) True at the sampled steps (unbiased estimates)."""
 
 
 def _level_noise(plan: PeriodPlan, cfg: AutoConfig, k: int, share: float, n_nodes: int):

@@ -10,7 +10,7 @@ The store runs exactly those functions, one period at a time, with the planner's
 from the store before each period: the measurements and plans of the last
 ``max(LOOKBACK, PRIOR_DAYS)`` stored periods, all that the variogram and the prior read
 (persisted by :func:`pack` in the transaction that commits the period's values), in time order,
-through :meth:`PlanState.add`. So a store filled one day per run plans as the in-memory
+through :meth:`planner.StreamPlanner.update`. So a store filled one day per run plans as the in-memory
 pipeline over the same days, and its plans can be replayed from the store alone
 (:func:`dpstream.pipelines._autoplan.replan` on the stored measurements).
 
@@ -114,28 +114,37 @@ def unpack(blob: bytes):
     return m, PeriodPlan(**kw)
 
 
-def plan_state(store, ordinal: int, cfg):
-    """The planner's state before period ``ordinal``, rebuilt from the store's measurements."""
+def plan_state(store, ordinal: int, cfg, *, history=None, carried=None):
+    """The planner (:class:`planner.StreamPlanner`) before period ``ordinal``, rebuilt from the
+    store's measurements, after the public ``history`` (T, N) if given; ``carried``: the
+    samples of an earlier release just before the store's first period (used only when the
+    store holds no period before ``ordinal``)."""
     from ..pipelines import _autoplan
+    from ..pipelines._period_steps import history_measurements
 
-    state = _autoplan.PlanState(w=cfg.w, cfg=cfg)
+    planner = _autoplan.new_planner(cfg)
+    planner.add_history(history_measurements(history, cfg.w))
     # every period the planner reads: the variogram's and the prior's look-backs
     rows = store._measured(ordinal, max(_autoplan.LOOKBACK, _autoplan.PRIOR_DAYS))
+    if not rows:
+        planner.carry(carried)
     for _, _, blob in rows:
         m, plan = unpack(blob)
-        state.add(m, plan)
+        planner.update(m, plan)
     if rows and rows[-1][0] != ordinal - 1:
-        state.previous = None  # a gap: no window of w steps straddles it
-    return state
+        planner.previous = None  # a gap: no window of w steps straddles it
+    return planner
 
 
-def release_auto_period(store, cfg, *, ordinal, label, values, tree, seed, charge, run):
+def release_auto_period(
+    store, cfg, *, ordinal, label, values, tree, seed, charge, run, history=None, carried=None
+):
     """Plan (from the store), charge, measure and post-process (``run(measure_task, task)``:
     here or in a Dask worker), then commit one period with its measurement (one transaction)."""
-    from ..pipelines._autoplan import plan_for_period, records
+    from ..pipelines._autoplan import records
 
-    state = plan_state(store, ordinal, cfg)
-    plan, prior = plan_for_period(state, cfg, r=cfg.w)
+    state = plan_state(store, ordinal, cfg, history=history, carried=carried)
+    plan, prior = state.plan(cfg.w)
     charge()  # committed before the draw
     task = AutoTask(
         cfg=cfg, plan=plan, prior=prior, hierarchy=tree, values=values, seed=seed, ordinal=ordinal

@@ -1,0 +1,390 @@
+"""The in-stream planner of ``release_optstream(k="auto")`` as one object: its state, ``plan``,
+``update``.
+
+:class:`StreamPlanner` holds what the planner knows before a period -- the measurements already
+released (or public history), the running variogram statistics and the previous period's plan
+-- and plans the next period (:func:`planner.plan_period`: k, noise, level shares, the window
+budget; and the profile prior, :func:`postproc.profile_prior`, given as ``prior_model``). The
+release pipeline, the store and the engine only call it::
+
+    planner = StreamPlanner(cfg, prior_model=profile_prior)
+    planner.add_history(public)                # optional: public periods, noise-free
+    planner.carry(earlier_plans)               # optional: the last plan of an earlier release
+    plan, prior = planner.plan()               # public values only
+    measurement = <the private step with plan>
+    planner.update(measurement, plan)
+
+State (per node, for the N nodes it plans): the variogram's sufficient statistics summed over
+the last :data:`LOOKBACK` measured periods (:class:`planner.RoughnessStats`, O(N w): a period
+leaving the look-back is subtracted, recomputed from its measurement) and the measurements of
+the last :data:`PRIOR_DAYS` periods that the prior reads (values, noise, predicted error).
+The prior's iteratively reweighted moments read the periods themselves, so that part is
+O(N w · PRIOR_DAYS) (see ``docs/results/bench_autoplan.md``).
+
+Subtrees (issue 22.2, the per-subtree engine)
+---------------------------------------------
+For a hierarchy of more than ``_MAX_BLUE_LEAVES`` leaves (and for independent streams) every
+node's predicted error is its own (the prediction does not combine levels), so a subtree's
+nodes are planned independently of the rest, given from the top only the previous plan (the
+same for every node) and the configuration (ε, α, w, δ, target, levels). Run one planner per
+subtree with a configuration restricted to its nodes (levels keep the global level numbers,
+possibly empty), then::
+
+    total = sum(p.scores() for p in planners)  # CandidateScores: additive over nodes
+    for p in planners: plan_i, prior_i = p.plan(scores=total)
+
+Each plan then holds the same choice (k, noise, shares, budget, predicted: over all target
+nodes) and its subtree's per-node arrays. What a subtree cannot see: the prior's variance
+floor (``_FLOOR`` times the mean noise of *all* nodes; it binds only for near-noise-free
+nodes), an aggregate above the cut (its measurement if its level has no share is the sum of
+leaves in other subtrees) and ``predicted_with_prior`` (a mean over the subtree's nodes).
+Small trees combine the levels in the prediction and must be planned whole.
+
+*Privacy*: everything here reads public values only (released measurements, declared-public
+history, earlier plans): post-processing ([FV19] Theorem 3), nothing spent.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mechanisms import ParameterError
+
+from ._roughness import RoughnessStats, period_roughness, variogram
+from ._stream_plan import NOISES, CandidateScores, PeriodPlan, plan_period, share_grid
+
+__all__ = [
+    "LOOKBACK",
+    "PRIOR_DAYS",
+    "AutoConfig",
+    "Measurement",
+    "StreamPlanner",
+    "carried_previous",
+]
+
+#: Measured periods the variogram looks back on.
+LOOKBACK = 28
+#: Measured periods the prior weighs (by precision: noisy released days count less than public
+#: ones, so a longer look-back only adds information; model assumption: the daily profile
+#: drifts little over two months).
+PRIOR_DAYS = 56
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AutoConfig:
+    """Public, data-independent settings of one auto-planned release."""
+
+    epsilon: float
+    """ε per window of w steps (the user's)."""
+    alpha: float
+    """α of the (w, α) unit."""
+    w: int
+    """Steps per period (and per window)."""
+    delta: float | None
+    """δ of (ε, δ) (Gaussian), or None."""
+    noise: str
+    """``"laplace"``, ``"gaussian"`` or ``"auto"``."""
+    target: str
+    """Nodes whose mean error is minimised: ``"leaves"``, ``"root"``, ``"all"``."""
+    level_shares: object
+    """None (planned), ``"equal"``, ``"bottom-up"`` or one share per level."""
+    matrix: object = field(hash=False)
+    """Aggregation matrix (N, L): scipy.sparse CSR (the identity without a hierarchy)."""
+    levels: tuple[np.ndarray, ...] = field(hash=False)
+    """Node indices of each level, root level first, leaves last."""
+    leaf_nodes: np.ndarray = field(hash=False)
+    """Node index of each leaf (column of ``matrix``)."""
+    use_prior: bool = True
+    """Fold the profile prior into Algorithm 4."""
+    plan_with_prior: bool = False
+    """Choose the planner's candidates by their error combined with the prior (when there is
+    one; ``plan_period(choose_with_prior=...)``); the combined prediction is recorded always."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Measurement:
+    """Released estimates of one period (outputs of the private step) and their noise."""
+
+    values: np.ndarray = field(hash=False)
+    """(N, r) reconstructed estimates x̃ of every node (aggregates of share-0 levels: summed)."""
+    noise: np.ndarray = field(hash=False)
+    """(N, r) noise variance of each estimate."""
+    sampled: np.ndarray = field(hash=False)
+    """(N, r) True at the sampled steps (unbiased estimates)."""
+
+
+def _shares(cfg: AutoConfig) -> list[tuple[float, ...]]:
+    h = len(cfg.levels)
+    if cfg.level_shares is None:
+        return share_grid(h)
+    if cfg.level_shares == "equal":
+        return [tuple([1.0 / h] * h)]
+    if cfg.level_shares == "bottom-up":
+        return [tuple([0.0] * (h - 1) + [1.0])]
+    return [tuple(cfg.level_shares)]
+
+
+def _measured_nodes(n: int, plan: PeriodPlan | None, cfg: AutoConfig) -> np.ndarray:
+    """(N,) nodes whose estimate is their own measurement: the leaves, and the aggregates of
+    levels with a share. An aggregate summed from its leaves (or from public history) holds
+    no information its leaves' priors lack: a prior on it too would count the same days
+    twice in Algorithm 4 (measured: regional α/ε = 10, leaves 412 -> 346 kW)."""
+    own = np.zeros(n, dtype=bool)
+    own[cfg.leaf_nodes] = True
+    if plan is not None:
+        for share, nodes in zip(plan.shares, cfg.levels, strict=True):
+            if share > 0:
+                own[nodes] = True
+    return own
+
+
+def _error_variance(m: Measurement, plan: PeriodPlan, cfg: AutoConfig) -> np.ndarray:
+    """Predicted error variance of a measurement: the plan's (noise plus interpolation), with
+    share-0 aggregates given the sum of their leaves' (their estimate is that sum)."""
+    v = np.array(plan.variances[:, : m.values.shape[1]], dtype=np.float64)
+    bad = ~np.isfinite(v).all(axis=1)
+    if bad.any():  # independence of the leaves' errors assumed
+        v[bad] = cfg.matrix[bad] @ v[cfg.leaf_nodes]
+    return np.where(np.isfinite(v), v, m.noise)
+
+
+def carried_previous(
+    plans: list[dict], lengths: list[int], w: int, *, gap: int = 0
+) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """The ``previous`` of :func:`planner.plan_period` for the first period after an earlier
+    release (issue 24.1: the window rule across calls).
+
+    Parameters
+    ----------
+    plans
+        The earlier release's plan records (``DataFrame.attrs["plan"]``: k, budget, noise),
+        in time order.
+    lengths
+        Steps of each of those periods (the last may be a shorter tail).
+    w
+        The window.
+    gap
+        Steps between the earlier release's end and the new period (none released).
+
+    Returns
+    -------
+    (sampled steps, cost per sample, noise) or None
+        The samples of the earlier release's last w steps, at steps counted from w steps
+        before the new period (so a short tail and the period before it are both seen), each
+        with its period's budget / k; None when there are none.
+    """
+    from mechanisms.optstream._sampling import sample_equal
+
+    pos, cost, noise = [], [], None
+    end = gap  # steps from the boundary back to the end of the period being read
+    for rec, r in zip(reversed(plans), reversed(lengths), strict=True):
+        if end >= w:
+            break
+        k = int(rec["k"])
+        noise = noise or rec["noise"]
+        if rec["noise"] != noise:
+            raise ParameterError(
+                "The earlier release passed as 'history' mixes noises; its window budget "
+                "cannot be carried over. Pass one release of one noise."
+            )
+        steps = sample_equal(int(r), k) + (w - end - int(r))  # in the w-frame
+        keep = steps >= 0
+        pos.append(steps[keep])
+        cost.append(np.full(int(keep.sum()), float(rec["budget"]) / k))
+        end += int(r)
+    if not pos or not np.concatenate(pos).size:
+        return None
+    return np.concatenate(pos), np.concatenate(cost), noise
+
+
+class StreamPlanner:
+    """The in-stream planner: its state, :meth:`plan` (the next period), :meth:`update`.
+
+    Parameters
+    ----------
+    cfg : AutoConfig
+        The release's public settings (the nodes this planner plans: all, or one subtree).
+    prior_model : callable, optional
+        :func:`postproc.profile_prior` (or one with its signature) when ``cfg.use_prior``;
+        None: no prior.
+
+    See the module notes for the state and for planning subtrees separately.
+    """
+
+    def __init__(self, cfg: AutoConfig, *, prior_model: Callable | None = None) -> None:
+        self.cfg = cfg
+        self.prior_model = prior_model if cfg.use_prior else None
+        keep = max(LOOKBACK, PRIOR_DAYS) if self.prior_model is not None else LOOKBACK
+        self._measured: deque[Measurement] = deque(maxlen=keep)
+        self._errors: deque[np.ndarray] = deque(maxlen=keep)
+        self._independent: deque[np.ndarray] = deque(maxlen=keep)
+        self._rough: RoughnessStats | None = None
+        self._n_rough = 0
+        self.previous: tuple[np.ndarray, object, str] | None = None
+        """(sampled steps, cost per sample, noise) of the samples before the next period."""
+        self.noise: str | None = None
+        """The call's noise, once a period (or a carried plan) fixed it."""
+        self.n_measured = 0
+        """Full periods measured (history included)."""
+        self.from_history = 0
+        """Of which public history."""
+
+    # -- state --------------------------------------------------------------------------------
+
+    @property
+    def measurements(self) -> list[Measurement]:
+        """The measured periods the planner still holds (at most the longer look-back)."""
+        return list(self._measured)
+
+    def update(self, m: Measurement, plan: PeriodPlan | None = None) -> None:
+        """Record a released period's measurement (and the plan that produced it); a full
+        period of public history has ``plan=None``."""
+        if m.values.shape[1] == self.cfg.w:  # the tail (last, shorter period) plans nothing
+            if self._n_rough == LOOKBACK:  # the oldest period leaves the variogram's look-back
+                old = self._measured[-LOOKBACK]
+                self._rough = self._rough - period_roughness(old.values, old.noise, old.sampled)
+                self._n_rough -= 1
+            new = period_roughness(m.values, m.noise, m.sampled)
+            self._rough = new if self._rough is None else self._rough + new
+            self._n_rough += 1
+            self._measured.append(m)
+            self._errors.append(m.noise if plan is None else _error_variance(m, plan, self.cfg))
+            self._independent.append(_measured_nodes(m.values.shape[0], plan, self.cfg))
+            self.n_measured += 1
+        if plan is not None:
+            pos = plan.positions(m.values.shape[1])
+            self.previous = (pos, plan.budget / pos.size, plan.noise)
+            self.noise = plan.noise
+
+    add = update
+
+    def add_history(self, measurements: list[Measurement]) -> None:
+        """Public history, full periods oldest first (noise-free measurements)."""
+        for m in measurements:
+            self.update(m)
+        self.from_history = self.n_measured
+
+    def carry(self, previous: tuple[np.ndarray, np.ndarray, str] | None) -> None:
+        """Start after an earlier release (:func:`carried_previous`): its last w steps' samples
+        bound the first period's budget and its noise is kept."""
+        if previous is None:
+            return
+        allowed = NOISES if self.cfg.noise == "auto" else (self.cfg.noise,)
+        if previous[2] not in allowed:
+            raise ParameterError(
+                f"The 'noise' parameter of release_optstream is {self.cfg.noise!r}, but the "
+                f"earlier release passed as 'history' ended with {previous[2]!r} noise: windows "
+                "straddling the two would mix currencies. Use the same noise (or 'auto')."
+            )
+        self.previous = previous
+        self.noise = previous[2]
+
+    # -- planning -----------------------------------------------------------------------------
+
+    def _gamma(self) -> np.ndarray | None:
+        return None if self._rough is None else variogram(self._rough)
+
+    def _noises(self) -> tuple[str, ...]:
+        cfg = self.cfg
+        if self.noise is not None:
+            return (self.noise,)
+        if cfg.noise == "auto":
+            return NOISES if cfg.delta is not None else ("laplace",)
+        return (cfg.noise,)
+
+    def _prior(self, r: int):
+        """(prior, coherent variance) for a period of r steps, or (None, None)."""
+        if self.prior_model is None or len(self._measured) < 2:
+            return None, None
+        ms = list(self._measured)[-PRIOR_DAYS:]
+        # lists of the periods' (N, r) arrays, not stacked: profile_prior reads them a block
+        # of nodes at a time (stacked, each was 2 GB at 100,000 feeders x 56 periods)
+        series = (
+            [m.values[:, :r] for m in ms],
+            [m.noise[:, :r] for m in ms],
+            [m.sampled[:, :r] for m in ms],
+        )
+        error = [e[:, :r] for e in list(self._errors)[-PRIOR_DAYS:]]
+        prior = self.prior_model(
+            *series,
+            days=PRIOR_DAYS,
+            error=error,
+            independent=np.stack(list(self._independent)[-PRIOR_DAYS:]),
+            period=self.cfg.w,
+        )
+        return prior, self._coherent_variance(prior, series, error)
+
+    def _coherent_variance(self, prior, series, error) -> np.ndarray | None:
+        """(N, r) error variance of each node's forecast as a whole, for the planner's
+        prediction (``plan_period(prior_coherent=...)``): a leaf's is its prior's; an
+        aggregate's comes from its whole series, the periods summed from its leaves included
+        (what its released value, the sum of its leaves' merged estimates, inherits from their
+        correlated forecasts)."""
+        if prior is None:
+            return None
+        out = np.array(prior.variance, dtype=np.float64)
+        agg = np.ones(out.shape[0], dtype=bool)
+        agg[self.cfg.leaf_nodes] = False
+        if agg.any():
+            whole = self.prior_model(
+                *([a[agg] for a in x] for x in series),
+                days=PRIOR_DAYS,
+                error=[a[agg] for a in error],
+                period=self.cfg.w,
+            )
+            if whole is not None:
+                out[agg] = whole.variance
+        return out
+
+    def _call(self, r: int, tail_of: PeriodPlan | None, prior, coherent, **extra):
+        cfg = self.cfg
+        basis = "history" if self.n_measured == self.from_history else "released"
+        return plan_period(
+            self._gamma(),
+            matrix=cfg.matrix,
+            levels=list(cfg.levels),
+            epsilon=cfg.epsilon,
+            alpha=cfg.alpha,
+            w=cfg.w,
+            r=r,
+            delta=cfg.delta,
+            noises=self._noises(),
+            target=cfg.target,
+            previous=self.previous,
+            candidates=None if tail_of is None else (min(tail_of.k, r),),
+            shares=_shares(cfg) if tail_of is None else [tail_of.shares],
+            basis=basis,
+            prior_variance=None if prior is None else prior.variance,
+            choose_with_prior=cfg.plan_with_prior,
+            prior_coherent=coherent,
+            **extra,
+        )
+
+    def scores(self, r: int | None = None, *, tail_of: PeriodPlan | None = None) -> CandidateScores:
+        """This planner's nodes' :class:`planner.CandidateScores` for the next period (add the
+        subtrees' and pass the sum to :meth:`plan`)."""
+        r = self.cfg.w if r is None else r
+        prior, coherent = self._prior(r) if self.cfg.plan_with_prior else (None, None)
+        return self._call(r, tail_of, prior, coherent, scores_only=True)
+
+    def plan(
+        self,
+        r: int | None = None,
+        *,
+        tail_of: PeriodPlan | None = None,
+        scores: CandidateScores | None = None,
+    ):
+        """Plan the next period of r steps (default w; ``tail_of``: the plan a shorter last
+        period keeps). Returns ``(PeriodPlan, ProfilePrior or None)``.
+
+        ``scores``: every subtree's :meth:`scores` added (module notes); default: this
+        planner's own.
+        """
+        r = self.cfg.w if r is None else r
+        prior, coherent = self._prior(r)
+        plan = self._call(r, tail_of, prior, coherent, scores=scores)
+        return plan, prior
