@@ -9,9 +9,9 @@ profile prior, :func:`postproc.profile_prior`), measures it
 The store runs exactly those functions, one period at a time, with the planner's state rebuilt
 from the store before each period: the measurements and plans of the last
 ``max(LOOKBACK, PRIOR_DAYS)`` stored periods, all that the variogram and the prior read
-(persisted by :func:`pack` in the transaction that commits the period's values), in time order,
-through :meth:`planner.StreamPlanner.update`. So a store filled one day per run plans as the in-memory
-pipeline over the same days, and its plans can be replayed from the store alone
+(persisted by :func:`pack` in the transaction that commits the period's values), in time
+order, through :meth:`planner.StreamPlanner.update`. So a store filled one day per run plans as
+the in-memory pipeline over the same days, and its plans can be replayed from the store alone
 (:func:`dpstream.pipelines._autoplan.replan` on the stored measurements).
 
 Differences, on purpose:
