@@ -1,9 +1,10 @@
-"""The smooth binary mechanism with discrete Gaussian noise, ρ-zCDP ([AP23]).
+"""The smooth binary mechanism with discrete Gaussian noise at a target (ε, δ) ([AP23]).
 
 [AP23] Andersson and Pagh, "A smooth binary mechanism for efficient private continual
 observation", NeurIPS 2023; [CKS20] Canonne, Kamath, Steinke, "The discrete Gaussian for
 differential privacy", NeurIPS 2020, Thm. 4; [BS16] Bun and Steinke, "Concentrated differential
-privacy", TCC 2016, Prop. 1.3 and Lemma 2.3.
+privacy", TCC 2016, Prop. 1.3 and Lemma 2.3; [BW18] Balle and Wang, "Improving the Gaussian
+mechanism for differential privacy", ICML 2018, Thm. 8.
 
 Construction (our derivation, in the BT conventions of :mod:`._tree`)
 --------------------------------------------------------------------
@@ -37,12 +38,16 @@ is exactly c(σ, t) because the other leaves are zero.
   Memory when streaming: O(H) values plus the block's buffers.
 
 Privacy: the vector of all node sums has L2 sensitivity B·√H on the lattice (above; σ is set
-for B√H + γ, a conservative slack); independent discrete Gaussians of variance σ² on integer
-shifts are ρ-zCDP with ρ = Δ₂²/(2σ²) ([CKS20] Thm. 4, additive over coordinates, [BS16]
-Lemma 2.3), and ρ-zCDP implies (ρ + 2√(ρ ln 1/δ), δ)-DP ([BS16] Prop. 1.3). Given a target
-(ε, δ) we take the largest such ρ: √ρ = √(ln(1/δ) + ε) − √(ln 1/δ). Prefix sums are
-post-processing. Every released value is an exact integer multiple of γ (no floating-point
-leak).
+for B√H + γ, a conservative slack). Independent Gaussian noise of one σ on a vector query of L2
+sensitivity Δ₂ is (ε, δ)-DP exactly when Φ(Δ₂/(2σ) − εσ/Δ₂) − e^ε Φ(−Δ₂/(2σ) − εσ/Δ₂) ≤ δ
+([BW18] Thm. 8; rotation invariance reduces the vector to one coordinate along the shift), and
+σ is the smallest such (issue 27: the zCDP route of [BS16] Prop. 1.3 needed σ²/Δ₂² = 28.6 at
+(1, 10⁻⁶), the analytic curve 17.8). The noise drawn is the discrete Gaussian on γℤ with
+σ/γ ≥ 2²⁴: on a lattice shift its privacy loss matches the continuous one up to a relative
+exp(−2π²σ²/γ²) (Poisson summation; as documented for :meth:`GaussianNoise.for_mechanism`).
+The noise also gives ρ-zCDP with ρ = Δ₂²/(2σ²) ([CKS20] Thm. 4), kept in ``rho`` for zCDP
+composition. Prefix sums are post-processing. Every released value is an exact integer
+multiple of γ (no floating-point leak).
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ import numpy as np
 
 from ..core._budget import Budget
 from ..core._errors import DomainError, ParameterError
-from ..core._noise import GaussianNoise, lattice_granularity
+from ..core._noise import GaussianNoise, _analytic_gaussian_factor, lattice_granularity
 from ..core._random import BitSource, bit_source
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import check_integer, check_positive, check_probability, check_stream
@@ -72,7 +77,7 @@ __all__ = [
 
 _PROOF = (
     "[AP23] smooth binary mechanism: node sums with L2 sensitivity B·√H; discrete Gaussian "
-    "([CKS20] Thm. 4) gives ρ-zCDP, ρ = Δ₂²/(2σ²), converted by [BS16] Prop. 1.3"
+    "noise calibrated by the analytic Gaussian mechanism ([BW18] Thm. 8) at (ε, δ)"
 )
 #: Steps per block of noise draws (shared by the batch and the streaming paths).
 _BLOCK = 1 << 16
@@ -144,11 +149,12 @@ def smooth_binary_noise(
     dlt = check_probability(delta, "delta", owner, closed_low=False)
     bnd = check_positive(bound, "bound", owner)
     h, k = smooth_binary_shape(n)
-    rho = zcdp_rho(eps, dlt)
     sens = bnd * math.sqrt(h)
-    gamma = lattice_granularity(sens / math.sqrt(2.0 * rho), n * bnd)
-    sigma = (sens + gamma) / math.sqrt(2.0 * rho)  # Δ₂ + γ: conservative lattice slack
+    factor = _analytic_gaussian_factor(eps, dlt)  # σ/Δ₂ of the analytic Gaussian [BW18 Alg. 1]
+    gamma = lattice_granularity(sens * factor, n * bnd)
+    sigma = (sens + gamma) * factor  # Δ₂ + γ: conservative lattice slack
     noise = GaussianNoise(sigma=sigma, magnitude=n * bnd + 64.0 * k * sigma, granularity=gamma)
+    rho = (sens + gamma) ** 2 / (2.0 * sigma * sigma)  # the zCDP it also gives ([CKS20] Thm. 4)
     return noise, sens + gamma, rho, h, k
 
 
@@ -190,15 +196,15 @@ class SmoothBinaryRelease:
     bits: int
     """k: every leaf used has k bits set, every prefix sums k nodes."""
     rho: float
-    """ρ of the ρ-zCDP guarantee."""
+    """ρ = Δ₂²/(2σ²): the ρ-zCDP the noise also gives ([CKS20] Thm. 4), for zCDP composition."""
     epsilon: float
-    """ε of the (ε, δ) conversion."""
+    """ε of the (ε, δ) guarantee."""
     delta: float
-    """δ of the conversion."""
+    """δ of the guarantee."""
     bound: float
     """Public bound B."""
     guarantee: PrivacyGuarantee
-    """Event-level (ε, δ) from ρ-zCDP."""
+    """Event-level (ε, δ) (analytic Gaussian calibration)."""
     n: int = field(init=False)
     """Stream length."""
 
@@ -215,11 +221,11 @@ class SmoothBinaryRelease:
         return out
 
 
-def _guarantee(rho: float, delta: float, h: int, k: int) -> PrivacyGuarantee:
-    """Event-level (ε(ρ, δ), δ); the proof names ρ, H and k (the zCDP accounting)."""
+def _guarantee(epsilon: float, delta: float, rho: float, h: int, k: int) -> PrivacyGuarantee:
+    """Event-level (ε, δ) of the analytic calibration; the proof names ρ, H and k."""
     return PrivacyGuarantee(
         unit=EventLevel(),
-        budget=Budget(zcdp_to_epsilon(rho, delta), delta),
+        budget=Budget(epsilon, delta),
         proof=f"{_PROOF}; rho={rho:.6g}, H={h}, k={k}",
     )
 
@@ -294,7 +300,7 @@ def _smooth_release(
         epsilon=eps,
         delta=dlt,
         bound=bnd,
-        guarantee=_guarantee(rho, dlt, h, k),
+        guarantee=_guarantee(eps, dlt, rho, h, k),
     )
 
 
@@ -308,8 +314,7 @@ def smooth_binary_release(
     values
         The stream σ(1..n), every value in [0, ``bound``].
     epsilon, delta
-        Target (ε, δ), δ ∈ (0, 1): the mechanism is ρ-zCDP with the largest ρ converting to
-        it ([BS16] Prop. 1.3).
+        Target (ε, δ), δ ∈ (0, 1), met by the analytic Gaussian calibration ([BW18]).
     bound
         Public bound B.
     seed
@@ -317,8 +322,9 @@ def smooth_binary_release(
 
     Notes
     -----
-    Every prefix sums exactly k noisy nodes: Var = k·σ², σ² = (B√H + γ)²/(2ρ) (module notes).
-    *Privacy*: event-level ρ-zCDP, hence (ε, δ)-DP ([CKS20] Thm. 4, [BS16] Prop. 1.3).
+    Every prefix sums exactly k noisy nodes: Var = k·σ², σ = u(ε, δ)·(B√H + γ) with u the
+    analytic Gaussian factor (module notes).
+    *Privacy*: event-level (ε, δ)-DP ([BW18] Thm. 8 on the node vector; [CKS20]).
 
     Examples
     --------
@@ -355,7 +361,7 @@ class SmoothBinaryCounter:
         self.noise, self.sensitivity, self.rho, self.height, self.bits = smooth_binary_noise(
             self.n, epsilon=self.epsilon, delta=self.delta, bound=self.bound
         )
-        self.guarantee = _guarantee(self.rho, self.delta, self.height, self.bits)
+        self.guarantee = _guarantee(self.epsilon, self.delta, self.rho, self.height, self.bits)
         self.steps = 0
         self._bits = bit_source(seed)
         self._g = self.noise.granularity

@@ -94,15 +94,26 @@ def test_smooth_binary_leaves_and_nodes():
         assert np.unique(rel.node_levels[inside]).size == inside.sum() <= rel.height
 
 
-def test_zcdp_calibration_and_conversion():
+def test_zcdp_conversion_helpers():
     rho = zcdp_rho(1.0, 2.0**-20)
     assert zcdp_to_epsilon(rho, 2.0**-20) <= 1.0
     assert zcdp_to_epsilon(rho * 1.001, 2.0**-20) > 1.0
+
+
+def test_smooth_binary_is_calibrated_by_the_analytic_gaussian():
+    # issue 27 §3: σ from [BW18] Thm. 8 at (ε, δ) for the node vector's L2 sensitivity, not the
+    # zCDP conversion ([BS16] Prop. 1.3), which needs a larger σ
+    from mechanisms.core._noise import _gaussian_delta
+
     noise, sens, r, h, k = smooth_binary_noise(1000, epsilon=1.0, delta=2.0**-20, bound=3.0)
-    assert r == rho and sens >= 3.0 * math.sqrt(h)
-    assert sens**2 / (2.0 * noise.sigma**2) == pytest.approx(rho, rel=1e-12)
+    assert sens >= 3.0 * math.sqrt(h)
+    assert _gaussian_delta(1.0, noise.sigma / sens) <= 2.0**-20
+    assert _gaussian_delta(1.0, noise.sigma / sens * 0.999) > 2.0**-20  # the smallest σ
+    zcdp_sigma = sens / math.sqrt(2.0 * zcdp_rho(1.0, 2.0**-20))
+    assert noise.sigma < 0.85 * zcdp_sigma
+    assert sens**2 / (2.0 * noise.sigma**2) == pytest.approx(r, rel=1e-12)  # the zCDP it gives
     rel = smooth_binary_release(np.ones(1000), epsilon=1.0, delta=2.0**-20, bound=3.0, seed=1)
-    assert rel.guarantee.budget.epsilon <= 1.0 and rel.guarantee.budget.delta == 2.0**-20
+    assert rel.guarantee.budget.epsilon == 1.0 and rel.guarantee.budget.delta == 2.0**-20
 
 
 @pytest.mark.parametrize("n", [1, 5, 700, 70_000])
