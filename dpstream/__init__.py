@@ -17,6 +17,8 @@ _LAZY = {
     "release_pegasus": "dpstream.pipelines",
     "release_optstream": "dpstream.pipelines",
     "release_pak": "dpstream.pipelines",
+    # the standard error of every released value (issue 30)
+    "std_errors": "dpstream._std_errors",
     # bundled real datasets (dpstream/data, see its README.md for sources and licences)
     **{
         name: "dpstream.datasets"
@@ -58,6 +60,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from ._ledger import SQLiteLedger  # noqa: F401
+    from ._std_errors import std_errors  # noqa: F401
     from .datasets import (  # noqa: F401
         HOUSEHOLD_MINUTES_BOUND,
         HOUSEHOLD_YEARS,
@@ -108,4 +111,5 @@ __all__ = [
     "release_pegasus",
     "retail_stream",
     "simbench_hierarchy",
+    "std_errors",
 ]

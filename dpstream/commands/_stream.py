@@ -19,7 +19,6 @@ from mechanisms import (
     EventLevel,
     LocalDP,
     ParameterError,
-    PrivacyGuarantee,
     PrivacyRecord,
 )
 from mechanisms.core._validation import check_stream
@@ -165,13 +164,6 @@ def _release_one(
     }
     counter = options.get("counter", "auto")
     parameters = {key: val for key, val in parameters.items() if val is not None}
-    preview = PrivacyRecord.from_guarantee(
-        PrivacyGuarantee(unit=unit, budget=budget, proof=""),
-        mechanism=method,
-        bound=bound,
-        seeded=seed is not None,
-    )
-    show_guarantee(preview)
     meta: dict = {"method": method, "column": str(series.name), "n_input": int(x.size)}
     if method == "tops":
         eps_t = eps if options["epsilon_threshold"] is None else options["epsilon_threshold"]
@@ -196,6 +188,7 @@ def _release_one(
             "tree_size": rel.tree_size,
             "smoother": rel.smoother,
             "node_scale": rel.noise.scale,
+            "node_variance": rel.noise.variance,
             "nodes_stored": False,
             "nodes": "node (l, k) = sum of value over released steps [k*g*F^l, (k+1)*g*F^l)",
         }
@@ -204,6 +197,7 @@ def _release_one(
             x, bound=bound, epsilon=eps, time_lag=lag, seed=seed, ledger=ledger
         )
         values, cumulative, m = rel.values, np.cumsum(rel.values), rel.time_lag
+        meta["step_variance"] = float(rel.variance)
     elif method == "pak":
         from ..pipelines import release_pak  # planned from public inputs, or Table I
 
@@ -285,6 +279,7 @@ def _release_one(
     meta["privacy"] = record.to_dict()
     side = write_release(frame, meta, out_path)
     write_privacy(out_path, record.to_dict())
+    show_guarantee(record)  # after the release succeeded, never before an error
     label = " (seeded: NOT private)" if seed is not None else ""
     click.echo(
         f"Released {x.size - m} steps (after a time lag of {m}) with {method}, "

@@ -7,9 +7,12 @@ Release files (format ``dpstream-release``, version 2)
   input step k (the one indexing rule, ``docs/indexing.md``). The first m = time lag rows are
   withheld and empty (NaN); all rows are released for ``bt``. Columns: ``value``, the per-step
   release, and ``cumulative``, the sum of the released steps m..k.
-* **sidecar** ``<values file>.json``: the method, the privacy guarantee and every parameter (ε's,
-  δ, bound B, time lag m, the threshold), whether the run was seeded (not private), and for ToPS
-  the hierarchy's shape (fan-out F, leaf size g, levels L, tree size T, smoother).
+* **sidecar** ``<values file>.query.json`` (a name of its own; the privacy record alone is
+  ``<values file>.privacy.json``, as for every output; releases before this version wrote
+  ``<values file>.json``, still read, with a notice): the method, the privacy guarantee and
+  every parameter (ε's, δ, bound B, time lag m, the threshold), whether the run was seeded
+  (not private), and for ToPS the hierarchy's shape (fan-out F, leaf size g, levels L, tree
+  size T, smoother).
 
 Answers. V(i, j) over input steps i..j (0-based, inclusive, m ≤ i ≤ j) is
 ``cumulative[j] − cumulative[i − 1]`` (``cumulative[j]`` when i = m), as the mechanisms'
@@ -23,11 +26,29 @@ Answers. V(i, j) over input steps i..j (0-based, inclusive, m ≤ i ≤ j) is
   consistent leaves sum to every node), so these answers equal the canonical decomposition of
   ``TopsRelease.range_sum`` up to floating-point rounding;
 * ``topl``: the running sum of the per-step estimates (``ToplRelease.range_sum``).
+
+Standard errors (root-mean-square noise error of each answer, from the sidecar's public
+parameters only; :func:`range_std_errors`):
+
+* ``pak``/``bt``: the counter's exact range variance (``CounterRelease.range_variance``; the
+  online/consistent estimates: its Cauchy–Schwarz bound), the counter rebuilt from the public
+  n, ε, δ and sensitivity (the released threshold τ for pak, B for bt) on a stream of zeros (a
+  simulation: nothing private is read). The bias of clipping values at τ (pak) cannot be
+  estimated from public values and is not included: the answer says so.
+* ``tops``: the complete leaf blocks inside the range by the consistent tree's exact variance
+  (``mechanisms.tops._variance.variance_units`` × the node variance); a partial block at either
+  end adds its share of one consistent leaf's variance, pro rata (the smoother's own error has
+  no closed form); steps after the last complete block are NaN. Clipping at θ: not included.
+* ``topl``: (j − i + 1) × the per-report variance (exact).
+
+Intervals ``--level L``: estimate ± z_{(1+L/100)/2} × std error (a normal approximation of a sum
+of independent noises).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import click
@@ -36,7 +57,14 @@ import pandas as pd
 
 from mechanisms import ParameterError
 
-__all__ = ["FORMAT", "query", "read_release", "sidecar_path", "write_release"]
+__all__ = [
+    "FORMAT",
+    "query",
+    "range_std_errors",
+    "read_release",
+    "sidecar_path",
+    "write_release",
+]
 
 FORMAT = "dpstream-release"
 VERSION = 2
@@ -44,7 +72,13 @@ _SUFFIXES = (".csv", ".parquet", ".pq")
 
 
 def sidecar_path(path: str | Path) -> Path:
-    """The JSON sidecar of a values file: ``<values file>.json``."""
+    """The query sidecar of a values file: ``<values file>.query.json``."""
+    file = Path(path)
+    return file.with_name(file.name + ".query.json")
+
+
+def _old_sidecar_path(path: str | Path) -> Path:
+    """The name releases before issue 30 used: ``<values file>.json``."""
     file = Path(path)
     return file.with_name(file.name + ".json")
 
@@ -71,6 +105,13 @@ def read_release(path: str | Path) -> tuple[pd.DataFrame, dict]:
             f"written by dpstream release. Got {file.name!r}."
         )
     side = sidecar_path(file)
+    if not side.is_file() and _old_sidecar_path(file).is_file():
+        side = _old_sidecar_path(file)
+        click.echo(
+            f"Note: read the sidecar {side.name!r} (the name of releases before this version; "
+            f"it is now {sidecar_path(file).name!r}).",
+            err=True,
+        )
     try:
         meta = json.loads(side.read_text(encoding="utf-8"))
     except OSError:
@@ -137,6 +178,97 @@ def range_sums(frame: pd.DataFrame, ranges: list[tuple[int, int]], time_lag: int
     return out
 
 
+def _counter_oracle(meta: dict):
+    """The counter of a pak/bt release rebuilt from its public parameters on zeros (its
+    variances depend on n, ε, δ and the sensitivity only): a simulation, nothing released."""
+    from mechanisms import bit_source
+    from mechanisms.pak._mechanism1 import _suffix_release
+
+    method, counter = meta.get("method"), meta.get("counter", "binary_tree")
+    lag = int(meta.get("time_lag", 0))
+    n = int(meta["n_input"]) - lag
+    eps = float(meta["epsilon"])
+    sensitivity = float(meta["threshold"] if method == "pak" else meta["bound"])
+    delta = float(meta.get("delta") or 0.0) if counter == "smooth_binary" else 0.0
+    return _suffix_release(np.zeros(n), counter, eps, delta, sensitivity, bit_source(0))
+
+
+def range_std_errors(meta: dict, ranges: list[tuple[int, int]]) -> tuple[list[float], str]:
+    """Noise standard error of each range answer, from the sidecar's public parameters.
+
+    Returns the errors (NaN where not estimated) and a note on what they do not include.
+    See the module notes for each method.
+    """
+    method = meta.get("method")
+    lag = int(meta.get("time_lag", 0))
+    try:
+        if method in ("pak", "bt"):
+            oracle = _counter_oracle(meta)
+            out = [math.sqrt(oracle.range_variance(i - lag, j - lag)) for i, j in ranges]
+            note = (
+                "noise of the counter only; the bias of clipping values at the released "
+                "threshold cannot be estimated from public values (not included)"
+                if method == "pak"
+                else "noise of the counter (exact; values were in [0, --bound])"
+            )
+            return out, note
+        if method == "topl":
+            var = meta.get("step_variance")
+            if var is None:
+                raise KeyError("step_variance")
+            return [math.sqrt((j - i + 1) * float(var)) for i, j in ranges], "noise (exact)"
+        if method == "tops":
+            return _tops_errors(meta, ranges, lag)
+    except (KeyError, TypeError, ValueError):
+        pass
+    return [math.nan] * len(ranges), "not available for this sidecar (release again)"
+
+
+def _tops_errors(meta: dict, ranges, lag: int) -> tuple[list[float], str]:
+    from mechanisms.tops._variance import leaf_variance_units, variance_units
+
+    t = meta["tops"]
+    g, fanout, levels = int(t["leaf_size"]), int(t["fanout"]), int(t["levels"])
+    node_var = float(t.get("node_variance", 2.0 * float(t["node_scale"]) ** 2))
+    released = int(meta["released_steps"])
+    tree_size = int(t.get("tree_size", 0)) or None
+    complete = released // g
+    leaf_var = leaf_variance_units(levels, fanout) * node_var
+    out = []
+    for i, j in ranges:
+        a, b = i - lag, j - lag
+        if b >= complete * g:  # steps after the last complete block: smoothed only
+            out.append(math.nan)
+            continue
+        lo, hi = -(-a // g), min((b + 1) // g, complete)
+        if lo >= hi:  # inside one block
+            var = ((b - a + 1) / g) ** 2 * leaf_var
+        else:
+            if tree_size:  # the trees of the forest are independent: sum per tree
+                var = 0.0
+                for start in range((lo // tree_size) * tree_size, hi, tree_size):
+                    x, y = max(lo, start) - start, min(hi, start + tree_size) - start
+                    var += float(variance_units([x], [y], fanout, levels)[0])
+                var *= node_var
+            else:
+                var = float(variance_units([lo], [hi], fanout, levels)[0]) * node_var
+            head, tail = lo * g - a, b + 1 - hi * g
+            var += ((head / g) ** 2 + (tail / g) ** 2) * leaf_var
+        out.append(math.sqrt(var))
+    note = (
+        "noise of the consistent tree (exact for whole leaf blocks, partial blocks pro rata; "
+        "the smoother's error inside partial blocks and the bias of clipping at the released "
+        "threshold cannot be estimated from public values: not included)"
+    )
+    return out, note
+
+
+def _z(level: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(0.5 + level / 200.0)
+
+
 @click.command(name="query")
 @click.argument("release_path", metavar="RELEASE", type=click.Path(dir_okay=False))
 @click.option(
@@ -148,31 +280,78 @@ def range_sums(frame: pd.DataFrame, ranges: list[tuple[int, int]], time_lag: int
     metavar="I J",
     help="Input steps I..J (0-based, inclusive: rows of RELEASE; I ≥ the time lag).",
 )
+@click.option(
+    "--level",
+    "levels",
+    type=float,
+    multiple=True,
+    metavar="L",
+    help="Confidence level in percent of an interval estimate ± z·std_error (repeatable; "
+    "default 95).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the answers as JSON.")
-def query(release_path: str, ranges: tuple[tuple[int, int], ...], as_json: bool) -> None:
+def query(
+    release_path: str,
+    ranges: tuple[tuple[int, int], ...],
+    levels: tuple[float, ...],
+    as_json: bool,
+) -> None:
     """Answer range sums V(I, J) from a release written by dpstream release tops|topl|pak|bt.
 
-    RELEASE is the values file (.csv or .parquet); its sidecar RELEASE.json must sit next to it.
-    Answers are post-processing of the release: they cost no privacy budget.
+    RELEASE is the values file (.csv or .parquet); its sidecar RELEASE.query.json must sit next
+    to it. Each answer comes with its standard error (the noise's root-mean-square error, from
+    public parameters only) and intervals at each --level. Answers are post-processing of the
+    release: they cost no privacy budget.
 
     \b
     Examples:
       dpstream query tops.csv --range 65536 66535
       dpstream query bt.parquet --range 0 9 --range 100 1099 --json
+      dpstream query pak.csv --range 65536 66975 --level 80 --level 95
     """
+    for level in levels:
+        if not (math.isfinite(level) and 0 < level < 100):
+            raise ParameterError(
+                f"The '--level' option of dpstream query must be a float in (0, 100) (a "
+                f"percentage). Got {level:g} instead."
+            )
+    levels = levels or (95.0,)
     frame, meta = read_release(release_path)
-    answers = range_sums(frame, list(ranges), int(meta.get("time_lag", 0)))
+    ranges = list(ranges)
+    answers = range_sums(frame, ranges, int(meta.get("time_lag", 0)))
+    errors, note = range_std_errors(meta, ranges)
+    rows = []
+    for (i, j), a, se in zip(ranges, answers, errors, strict=True):
+        row = {"i": i, "j": j, "sum": a, "std_error": None if math.isnan(se) else se}
+        for level in levels:
+            half = _z(level) * se
+            key = f"{level:g}"
+            row[f"lo-{key}"] = None if math.isnan(se) else a - half
+            row[f"hi-{key}"] = None if math.isnan(se) else a + half
+        rows.append(row)
+    column, method = meta.get("column"), meta.get("method")
     if as_json:
         payload = {
-            "method": meta.get("method"),
+            "method": method,
+            "column": column,
             "seeded": meta.get("seeded"),
-            "answers": [
-                {"i": i, "j": j, "sum": a} for (i, j), a in zip(ranges, answers, strict=True)
-            ],
+            "guarantee": meta.get("guarantee"),
+            "std_error": "root-mean-square noise error; " + note,
+            "levels": list(levels),
+            "answers": rows,
         }
         click.echo(json.dumps(payload))
         return
-    for (i, j), a in zip(ranges, answers, strict=True):
-        click.echo(f"{i}\t{j}\t{a!r}")
+    click.echo(
+        f"# {method} release of {column!r}: sums of the released values over input steps "
+        f"I..J (in the column's units), {meta.get('guarantee', '')}"
+    )
+    click.echo(f"# std_error: root-mean-square noise error; {note}")
+    keys = [k for k in rows[0] if k not in ("i", "j")] if rows else []
+    click.echo("\t".join(["i", "j", *keys]))
+    for row in rows:
+        cells = [str(row["i"]), str(row["j"])]
+        cells += ["nan" if row[k] is None else f"{row[k]:.10g}" for k in keys]
+        click.echo("\t".join(cells))
     if meta.get("seeded"):
         click.secho("Seeded release: an experiment, NOT private.", fg="yellow", err=True)

@@ -58,7 +58,7 @@ def test_tops_release_and_query_match_the_python_api(stream, tmp_path):
     args = ["release", "tops", str(path), "--bound", str(B), "--epsilon", "0.5"]
     args += ["--epsilon-threshold", "0.2", "--time-lag", str(M), "--seed", "3", "--out", str(out)]
     result = _run(args)
-    assert "NOT private" in result.output and "tops.csv.json" in result.output
+    assert "NOT private" in result.output and "tops.csv.query.json" in result.output
     frame, meta = read_release(out)
     assert len(frame) == N and list(frame.columns) == ["value", "cumulative"]
     assert frame.index[M] == "2007-01-01 16:40:00"  # row k is input step k, with its stamp
@@ -173,9 +173,15 @@ def test_query_prints_tab_separated_answers(stream, tmp_path):
     _run(["release", "bt", str(path), "--bound", str(B), "--epsilon", "1", "--out", str(out)])
     result = _run(["query", str(out), "--range", "0", "9", "--range", "3", "3"])
     lines = result.output.strip().splitlines()
-    assert [line.split("\t")[:2] for line in lines] == [["0", "9"], ["3", "3"]]
+    # a header in words, the columns, then one row per range
+    assert lines[0].startswith("# bt release of 'kw'") and "std_error" in lines[1]
+    assert lines[2].split("\t") == ["i", "j", "sum", "std_error", "lo-95", "hi-95"]
+    rows = [line.split("\t") for line in lines[3:]]
+    assert [row[:2] for row in rows] == [["0", "9"], ["3", "3"]]
     frame, _ = read_release(out)
-    assert float(lines[1].split("\t")[2]) == pytest.approx(frame["value"].iloc[3])
+    assert float(rows[1][2]) == pytest.approx(frame["value"].iloc[3])
+    se = float(rows[1][3])
+    assert se > 0 and float(rows[1][4]) == pytest.approx(float(rows[1][2]) - 1.959964 * se)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,450 @@
+"""The standard error of every released value, from public parameters and released values only.
+
+``dpstream.std_errors(released)`` returns a frame aligned with a release (same index, same
+columns): the root-mean-square error each published value is stated to carry. It reads the
+release's ``attrs`` (the privacy record and, for OptStream's default ``k="auto"``, the published
+measurements and plan configuration) and never the private data: it is post-processing of the
+release ([FV19] Theorem 3) and costs no budget.
+
+OptStream, ``k="auto"`` (the default, :mod:`dpstream.pipelines._autoplan`)
+-------------------------------------------------------------------------
+The release publishes its measurements x̃ (``attrs["measurements"]``) and every plan is a
+function of them (``_autoplan.replan``), so the weights of Algorithm 4 -- the predicted error
+variance ``v`` of each measurement (noise, plus the interpolation error between samples the
+planner estimates from the variogram of earlier measurements), and the prior's mean and
+variance ``τ²`` -- are recomputed exactly. With singleton features the problem of [FV19]
+Alg. 4 separates by step; per step it is generalised least squares on a tree: every node ``a``
+observes the sum of its leaves twice (measurement, variance ``v_a``; prior, ``τ²_a``), the
+two combined into one observation of precision ``1/v_a + 1/τ²_a``. When non-negativity does not
+bind the estimate is linear in the observations and, the weights being the error variances,
+its error covariance is the inverse of the information matrix (the BLUE). Its diagonal is
+computed in O(nodes) per step by the two passes of a Kalman smoother on a tree:
+
+* upward: ``u_a = 1 / (1/o_a + 1/Σ_c u_c)`` (leaves: ``u_a = o_a``), the variance of the
+  estimate of ``a`` from its subtree;
+* downward: ``P_root = u_root`` and for a child ``c`` of ``p`` with ``U_p = Σ_c u_c``,
+  ``P_c = u_c − u_c²/U_p + (u_c/U_p)² P_p``
+
+(the child's error splits into a part ``(u_c/U_p)·E`` along the siblings' sum error ``E`` and an
+orthogonal rest of variance ``u_c − u_c²/U_p``; the parent's final error replaces ``E``).
+
+Where non-negativity binds (a released value is 0) Algorithm 4 is not linear: the errors of
+every period holding a 0 are estimated by a **parametric bootstrap from the known noise**: the
+released period is taken as the truth, measurements and prior means are redrawn around it with
+the variances above (Gaussian), the same weighted least squares with non-negativity is solved
+again (:func:`postproc.project_consistent`) and the root-mean-square difference from the
+released period is the stated error of each value of that period. The bootstrap's own draws
+are simulation, not release: they come from ``numpy`` seeded by ``seed`` and publish nothing
+private.
+
+What the figure includes: the noise, the interpolation error (as the planner predicts it), the
+prior's shrinkage (as its empirical-Bayes variance states it). What it cannot include: errors of
+the planner's own variance estimates (checked by the calibration in
+``docs/results/std_errors_calibration.md``).
+
+Other releases
+--------------
+* ToPS, PAK and BT range queries: ``dpstream query`` states their noise error.
+* ``k`` an int (the paper's L1 sampler): the sample positions and the feature queries are not
+  published, so the interpolation error cannot be recomputed: :class:`ParameterError` says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from mechanisms import ParameterError
+
+__all__ = ["std_errors", "tree_posterior_variance"]
+
+_OWNER = "std_errors"
+
+
+def tree_posterior_variance(obs: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Error variance of the tree-consistent GLS estimate of every node, per column.
+
+    Parameters
+    ----------
+    obs : numpy.ndarray
+        (N, S) error variance of each node's own observation (``inf``: none), nodes in
+        breadth-first order (every parent before its children), ``S`` independent steps.
+    parent : numpy.ndarray
+        (N,) row of each node's parent, -1 for the root.
+
+    Returns
+    -------
+    numpy.ndarray
+        (N, S) diagonal of the posterior covariance of the consistent estimate (every node the
+        sum of its leaves) when every observation is unbiased with the variance given: the
+        inverse information matrix of the generalised least-squares problem of [FV19] Alg. 4
+        (§5.2) at one step. See the module notes for the two passes.
+    """
+    o = np.asarray(obs, dtype=np.float64)
+    n = o.shape[0]
+    parent = np.asarray(parent)
+    u = np.empty_like(o)
+    child_sum = np.zeros_like(o)
+    has_child = np.zeros(n, dtype=bool)
+    has_child[parent[parent >= 0]] = True
+    for a in range(n - 1, -1, -1):  # children before parents (breadth-first order reversed)
+        if has_child[a]:
+            with np.errstate(divide="ignore"):
+                u[a] = 1.0 / (1.0 / o[a] + 1.0 / child_sum[a])
+        else:
+            u[a] = o[a]
+        if parent[a] >= 0:
+            child_sum[parent[a]] += u[a]
+    p = np.empty_like(o)
+    for a in range(n):  # parents before children
+        q = parent[a]
+        if q < 0:
+            p[a] = u[a]
+        else:
+            share = u[a] / child_sum[q]
+            p[a] = u[a] - u[a] * share + share**2 * p[q]
+    return np.maximum(p, 0.0)
+
+
+def _hierarchy(released: pd.DataFrame, hierarchy: object):
+    from postproc import Hierarchy
+
+    if hierarchy is None:
+        hierarchy = released.attrs.get("hierarchy")
+    if hierarchy is None:
+        return None
+    tree = hierarchy if isinstance(hierarchy, Hierarchy) else None
+    if tree is None:
+        if not isinstance(hierarchy, Mapping):
+            raise ParameterError(
+                f"The 'hierarchy' parameter of {_OWNER} must be the mapping parent -> children "
+                f"the release was made with. Got {type(hierarchy).__name__} instead."
+            )
+        tree = Hierarchy(children={str(k): [str(c) for c in v] for k, v in hierarchy.items()})
+    if tuple(str(c) for c in released.columns) != tree.nodes:
+        raise ParameterError(
+            f"The 'hierarchy' parameter of {_OWNER} must be the one the release was made with: "
+            f"its nodes {list(tree.nodes)[:5]} are not the release's columns "
+            f"{[str(c) for c in released.columns][:5]}."
+        )
+    return tree
+
+
+def _auto_config(released: pd.DataFrame, tree, record: dict):
+    from dpstream.pipelines._autoplan import _config
+
+    pc = released.attrs["plan_config"]
+    shares = record.get("parameters", {}).get("level_shares")
+    nodes = tuple(str(c) for c in released.columns)
+    return _config(
+        epsilon=pc["epsilon"], alpha=pc["alpha"], w=pc["w"], delta=pc["delta"],
+        noise=pc["noise"], target=pc["target"], level_shares=shares, hierarchy=tree,
+        nodes=nodes, prior=pc["prior"],
+    )  # fmt: skip
+
+
+def _weights(plan, prior, r: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The variances Algorithm 4 used (``post_process_periods``): measurement, prior."""
+    from dpstream.pipelines._period_steps import _UNMEASURED
+
+    v = np.array(plan.variances[:, :r], dtype=np.float64)
+    finite = np.isfinite(v)
+    big = np.nanmax(np.where(finite, v, np.nan)) * _UNMEASURED
+    v = np.where(finite, np.maximum(v, 1e-12 * big / _UNMEASURED), big)
+    pv = None if prior is None else np.array(prior.variance[:, :r], dtype=np.float64)
+    return v, pv
+
+
+def _bootstrap(x_hat, v, pv, tree, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Parametric bootstrap of one period (N, r) whose released values hit 0: stated RMSE."""
+    from postproc import FeatureSet, Hierarchy, project_consistent
+
+    n, r = x_hat.shape
+    c = x_hat[None] + np.sqrt(v)[None] * rng.standard_normal((n_boot, n, r))
+    pm = None if pv is None else x_hat[None] + np.sqrt(pv)[None] * rng.standard_normal(c.shape)
+    vs = np.broadcast_to(v, c.shape)
+    pvs = None if pv is None else np.broadcast_to(pv, c.shape)
+    if tree is None:
+        out = c if pm is None else (c / vs + pm / pvs) / (1.0 / vs + 1.0 / pvs)
+        out = np.maximum(out, 0.0)
+    else:
+        fs = FeatureSet.from_breaks(r, [])
+        out = project_consistent(
+            c,
+            hierarchy=tree if isinstance(tree, Hierarchy) else tree,
+            features=fs,
+            variances=vs,
+            prior_mean=pm,
+            prior_variances=pvs,
+        ).values
+        out = np.maximum(out, 0.0)
+    return np.sqrt(np.mean((out - x_hat[None]) ** 2, axis=0))
+
+
+#: Largest number of leaves for the dense per-step covariance (shared errors between levels);
+#: larger trees use the independent-errors tree passes (:func:`tree_posterior_variance`).
+DENSE_LEAVES = 400
+
+
+def _shared_correlation(var: np.ndarray, matrix: np.ndarray, leaves: np.ndarray) -> np.ndarray:
+    """(r,) correlation ρ in [0, 1] of the leaves' errors implied by the root's variance.
+
+    An error that is linear in the leaves' values (the interpolation error of equally spaced
+    samples; a profile's forecast error) is additive: the root's is the sum of its leaves'. With
+    one correlation ρ between every pair of leaves, ``v_root = Σ v_l + ρ((Σ √v_l)² − Σ v_l)``.
+    """
+    vl = var[leaves]  # (L, r)
+    root = matrix[0] @ var[leaves] * 0 + var[0]  # the root is row 0 (breadth-first)
+    s1 = vl.sum(axis=0)
+    s2 = np.sqrt(vl).sum(axis=0) ** 2 - s1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.where(s2 > 0, (root - s1) / s2, 0.0)
+    return np.clip(np.nan_to_num(rho), 0.0, 1.0)
+
+
+def _dense_period(v, noise, pv, matrix, leaves) -> np.ndarray:
+    """(N, r) error variance of Algorithm 4's linear estimate with errors shared between levels.
+
+    Observations of node a at a step: measurement ``c_a`` (weight 1/v_a) and prior mean
+    (weight 1/τ²_a). Estimate of the leaves ``G Aᵀ (W c + Q f)`` with ``G = (Aᵀ(W + Q)A)⁻¹``;
+    error covariance ``K (W Σ_c W + Q Σ_f Q) Kᵀ`` with ``K = A G Aᵀ``, where the measurement
+    error is the noise (independent between nodes) plus an interpolation error and the prior's
+    error is a forecast error, both additive over the tree (an aggregate's is the sum of its
+    leaves') with one correlation between leaves (:func:`_shared_correlation`).
+    """
+    a = matrix  # (N, L)
+    n, r = v.shape
+    wt = 1.0 / v
+    qt = np.zeros_like(v) if pv is None else 1.0 / pv
+    info = np.einsum("nl,nt,nm->tlm", a, wt + qt, a)  # (r, L, L)
+    g = np.linalg.inv(info)
+    k = np.einsum("nl,tlm,km->tnk", a, g, a)  # (r, N, N)
+
+    def shared(var):  # (r, N, N) covariance of an additive error with per-node variances var
+        rho = _shared_correlation(var, a, leaves)
+        sd = np.sqrt(var[leaves])  # (L, r)
+        cl = rho[:, None, None] * np.einsum("lt,mt->tlm", sd, sd)
+        idx = np.arange(sd.shape[0])
+        cl[:, idx, idx] = sd.T**2
+        return np.einsum("nl,tlm,km->tnk", a, cl, a)
+
+    interp = np.maximum(v - noise, 0.0)
+    cov_c = shared(interp)
+    idx = np.arange(n)
+    cov_c[:, idx, idx] += noise.T
+    middle = wt.T[:, :, None] * cov_c * wt.T[:, None, :]
+    if pv is not None:
+        middle += qt.T[:, :, None] * shared(pv) * qt.T[:, None, :]
+    cov = np.einsum("tij,tjk,tlk->til", k, middle, k)
+    return np.maximum(np.einsum("tii->it", cov), 0.0)
+
+
+def _replay(meas: np.ndarray, cfg, hist):
+    """Every period's measurement, plan and prior, recomputed from the published measurements
+    (``_autoplan.replan``, keeping the measurements)."""
+    from dpstream.pipelines._autoplan import run_periods
+    from dpstream.pipelines._period_steps import as_measurement
+
+    w = cfg.w
+    n_full = meas.shape[0] // w
+    full = meas[: n_full * w].reshape(n_full, w, -1).transpose(0, 2, 1)
+    tail = meas[n_full * w :].T
+    return run_periods(
+        full, tail, cfg, history=hist, measure=lambda i, vals, plan: as_measurement(vals, plan, cfg)
+    )
+
+
+def _blind_interpolation(measured, plans, cfg) -> dict[int, np.ndarray]:
+    """Interpolation error variance (N, r) of the periods planned blind (``basis == "rule"``).
+
+    Their plans know the noise only (nothing was measured before them). After the release the
+    other periods' measurements are public: their variogram (noise taken out,
+    :func:`planner.variogram`) gives the interpolation error of the blind periods' samples by the
+    kriging identity (:func:`planner.kriging_bias`), as the planner computes it for later periods.
+    """
+    from mechanisms.optstream._sampling import interpolation_matrix
+    from planner import kriging_bias, period_roughness, variogram
+
+    blind = [i for i, p in enumerate(plans) if p.basis == "rule"]
+    stats = [
+        period_roughness(m.values, m.noise, m.sampled)
+        for m in measured
+        if m.values.shape[1] == cfg.w
+    ]
+    if not blind or len(stats) < 2:
+        return {}
+    total = stats[0]
+    for s in stats[1:]:
+        total = total + s
+    gamma = variogram(total)
+    out = {}
+    for i in blind:
+        r = measured[i].values.shape[1]
+        mask = np.zeros((1, r), dtype=bool)
+        mask[0, plans[i].positions(r)] = True
+        out[i] = kriging_bias(gamma[:, :r], interpolation_matrix(mask)[0])
+    return out
+
+
+def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndarray, str]:
+    from dpstream.pipelines._period_steps import as_measurement
+
+    record = released.attrs.get("privacy", {})
+    cfg = _auto_config(released, tree, record)
+    meas = np.asarray(released.attrs["measurements"], dtype=np.float64)
+    hist = None
+    if released.attrs["plan_config"].get("history"):
+        if history is None:
+            raise ParameterError(
+                f"The 'history' parameter of {_OWNER} is required: the release was planned with "
+                "public history, which its plans and priors read. Pass the same history frame."
+            )
+        hist = np.asarray(history, dtype=np.float64)
+    measured, plans, priors = _replay(meas, cfg, hist)
+    blind = _blind_interpolation(measured, plans, cfg)
+    x = np.asarray(released, dtype=np.float64)
+    n = x.shape[1]
+    parent = tree.parent if tree is not None else np.full(n, -1)
+    dense = tree is not None and len(tree.leaves) <= DENSE_LEAVES
+    if dense:
+        matrix = np.asarray(tree.matrix, dtype=np.float64)
+        leaves = np.array([tree.index(leaf) for leaf in tree.leaves])
+    out = np.empty_like(x)
+    rng = np.random.default_rng(seed)  # simulation only: publishes nothing private
+    w = cfg.w
+    boot = 0
+    for i, (plan, prior) in enumerate(zip(plans, priors, strict=True)):
+        lo = i * w
+        r = min(w, x.shape[0] - lo)
+        v, pv = _weights(plan, prior, r)
+        if i in blind:  # planned blind: its interpolation error from the other periods
+            v = v + blind[i]
+        if dense:
+            noise = as_measurement(meas[lo : lo + r].T, plan, cfg).noise
+            se = np.sqrt(_dense_period(v, noise, pv, matrix, leaves))
+        else:
+            combined = v if pv is None else 1.0 / (1.0 / v + 1.0 / pv)
+            se = np.sqrt(tree_posterior_variance(combined, parent))
+        period = x[lo : lo + r].T
+        if (period <= 0).any() and n_bootstrap > 0:  # non-negativity binds somewhere
+            se = _bootstrap(period, v, pv, tree, n_bootstrap, rng)
+            boot += 1
+        out[lo : lo + r] = se.T
+    how = (
+        "OptStream k=auto: the error of Algorithm 4's estimate with the plans' variances "
+        "(noise; interpolation and prior errors shared between levels) "
+        f"{'dense per step' if dense else 'independent between nodes (tree passes)'}, exact "
+        f"where non-negativity does not bind; parametric bootstrap ({n_bootstrap} draws) in "
+        f"the {boot} of {len(plans)} period(s) holding a 0."
+    )
+    return out, how
+
+
+def std_errors(
+    released: pd.DataFrame | pd.Series,
+    *,
+    hierarchy: object = None,
+    history: object = None,
+    n_bootstrap: int = 200,
+    seed: int | None = 0,
+) -> pd.DataFrame | pd.Series:
+    """The standard error (root-mean-square error) of every value of a release.
+
+    Parameters
+    ----------
+    released : pandas.DataFrame or Series
+        A release as :func:`dpstream.release_optstream` (``k="auto"``) returned it, with
+        its ``attrs`` (the privacy record, the published measurements and plan configuration).
+    hierarchy : mapping parent -> children, optional
+        The hierarchy the release was made with (``attrs["hierarchy"]`` if absent).
+    history : pandas.DataFrame, optional
+        The public history the release was planned with, if any.
+    n_bootstrap : int, default 200
+        Draws of the parametric bootstrap of periods where non-negativity binds (0: the linear
+        figure everywhere).
+    seed : int, default 0
+        Seed of the bootstrap's simulation (it releases nothing; a fixed seed makes the stated
+        errors reproducible).
+
+    Returns
+    -------
+    pandas.DataFrame or Series
+        Same index and columns as ``released``; ``attrs["method"]`` says how the figures were
+        computed and ``attrs["note"]`` what they do not include.
+
+    Raises
+    ------
+    ParameterError
+        A release without the public information its errors need (a record, the measurements
+        of ``k="auto"``), an int-``k`` OptStream release, or a hierarchy that does not match.
+
+    Notes
+    -----
+    See the module docstring: [FV19] Alg. 4 (§5.2) as generalised least squares on a tree, its
+    inverse information matrix by an upward and a downward pass; a parametric bootstrap where
+    non-negativity (O3) binds. *Privacy*: post-processing of the release ([FV19] Theorem 3):
+    only ``attrs`` and the released values are read.
+
+    Examples
+    --------
+    >>> import pandas as pd, dpstream
+    >>> idx = pd.date_range("2016-01-01", periods=96, freq="30min")
+    >>> frame = pd.DataFrame({"a": 100.0, "b": 50.0}, index=idx)
+    >>> tree = {"total": ["a", "b"]}
+    >>> out = dpstream.release_optstream(frame, epsilon=1.0, alpha=10, hierarchy=tree, seed=1)
+    >>> se = dpstream.std_errors(out, hierarchy=tree)
+    >>> se.shape == out.shape and bool((se > 0).all().all())
+    True
+    """
+    if not isinstance(released, pd.DataFrame | pd.Series):
+        raise ParameterError(
+            f"The 'released' parameter of {_OWNER} must be a pandas DataFrame or Series "
+            f"returned by a dpstream release. Got {type(released).__name__} instead."
+        )
+    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 0:
+        raise ParameterError(
+            f"The 'n_bootstrap' parameter of {_OWNER} must be an int in [0, inf). "
+            f"Got {n_bootstrap!r} instead."
+        )
+    series = isinstance(released, pd.Series)
+    frame = released.to_frame() if series else released
+    if series:
+        frame.attrs = dict(released.attrs)
+    record = frame.attrs.get("privacy")
+    if not isinstance(record, dict):
+        raise ParameterError(
+            f"The 'released' parameter of {_OWNER} carries no privacy record "
+            "(attrs['privacy']): pass the frame a dpstream release returned (or read it with "
+            "its sidecar)."
+        )
+    mechanism = record.get("mechanism")
+    params = record.get("parameters") or {}
+    if mechanism == "optstream":
+        if params.get("k") != "auto" or "measurements" not in frame.attrs:
+            raise ParameterError(
+                f"The 'released' parameter of {_OWNER} is an OptStream release with k = "
+                f"{params.get('k')!r}: its sample positions and feature queries are not "
+                "published, so the interpolation error of its values cannot be computed from "
+                "the release. Release with k='auto' (the default), which publishes them."
+            )
+        tree = _hierarchy(frame, hierarchy)
+        values, how = _optstream_auto(frame, tree, history, n_bootstrap, seed)
+        note = (
+            "Root-mean-square error: noise, interpolation between samples and the prior's "
+            "shrinkage as the planner predicts them."
+        )
+    else:
+        raise ParameterError(
+            f"The 'released' parameter of {_OWNER} is a {mechanism!r} release; standard errors "
+            "are computed for OptStream (k='auto') releases here, and for range queries "
+            " of tops/pak/bt by 'dpstream query'."
+        )
+    out = pd.DataFrame(values, index=frame.index, columns=frame.columns)
+    out.attrs = {"method": how, "note": note}
+    if series:
+        s = out.iloc[:, 0].rename(released.name)
+        s.attrs = out.attrs
+        return s
+    return out

@@ -1,0 +1,74 @@
+"""What ``dpstream release`` writes beside its output: the per-period record and the errors.
+
+* :func:`period_record`: the privacy record of a release, with, for OptStream's ``k="auto"``,
+  one entry per period (its k, sampler, level shares, noise and budget) -- the record said
+  ``"k": "auto"`` only (issue 30).
+* :func:`write_std_errors`: :func:`dpstream.std_errors` of the release, as
+  ``OUT_STEM.std_error.SUFFIX`` beside a wide file (same index and columns), or a
+  ``std_error`` column of a long file (``unique_id, ds, y, std_error``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ._checks import cli_terms
+
+__all__ = ["period_record", "std_error_path", "write_std_errors"]
+
+
+def period_record(result: pd.DataFrame | pd.Series) -> dict:
+    """``attrs["privacy"]`` of a release, with ``"periods"`` for an auto-planned OptStream."""
+    record = dict(result.attrs["privacy"])
+    plans = result.attrs.get("plan")
+    if record.get("mechanism") == "optstream" and isinstance(plans, list) and plans:
+        sampler = (record.get("parameters") or {}).get("sampling", "equal")
+        record["periods"] = [
+            {
+                "period": p.get("period"),
+                "start": p.get("start"),
+                "k": p.get("k"),
+                "sampler": sampler,
+                "noise": p.get("noise"),
+                "shares": p.get("shares"),
+                "budget": p.get("budget"),
+                **({"epsilon_dp": p["epsilon_dp"]} if "epsilon_dp" in p else {}),
+            }
+            for p in plans
+        ]
+    return record
+
+
+def std_error_path(out: str | Path) -> Path:
+    """``OUT_STEM.std_error.SUFFIX`` beside a wide output ``OUT``."""
+    file = Path(out)
+    return file.with_name(f"{file.stem}.std_error{file.suffix}")
+
+
+def write_std_errors(
+    result: pd.DataFrame, out: str | Path, *, hierarchy: object, command: str, long: bool = False
+) -> Path:
+    """Write the standard errors of ``result`` (wide: a twin file; long: into ``out``)."""
+    from dpstream._std_errors import std_errors
+
+    with cli_terms(command, {"released": "The release", "hierarchy": "The '--hierarchy' file"}):
+        errors = std_errors(result, hierarchy=hierarchy)
+    file = Path(out)
+    if long:
+        from dpstream.io import wide_to_long, write_table
+
+        frame = wide_to_long(result)
+        err = wide_to_long(errors)
+        frame["std_error"] = err["y"].to_numpy()
+        write_table(frame, file, index=False)
+        return file
+    target = std_error_path(file)
+    errors = errors if isinstance(errors, pd.DataFrame) else errors.to_frame()
+    errors.attrs = {}
+    if target.suffix.lower() == ".csv":
+        errors.to_csv(target)
+    else:
+        errors.to_parquet(target)
+    return target
