@@ -94,7 +94,7 @@ def test_event_level_releases_compose_on_one_ledger(files, capsys):
     for name in ("pak.csv", "bt.csv"):
         record = json.loads((files / f"{name}.privacy.json").read_text())
         assert record["unit"] == "event" and record["bound"] == 10.0
-        assert json.loads((files / f"{name}.json").read_text())["privacy"] == record
+        assert json.loads((files / f"{name}.query.json").read_text())["privacy"] == record
     assert not (files / "t.csv").exists()
 
 
