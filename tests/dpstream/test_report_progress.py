@@ -25,15 +25,16 @@ def _frame(days: float) -> pd.DataFrame:
     return pd.DataFrame(rng.uniform(100, 200, size=(steps, 2)), index=idx, columns=["a", "b"])
 
 
-def test_bar_shows_units_and_eta_on_a_terminal_and_nothing_elsewhere():
+def test_bar_shows_units_and_eta_on_a_terminal_and_nothing_elsewhere_for_a_short_job():
     term, pipe = _Terminal(), io.StringIO()
     for stream in (term, pipe):
-        with progress_bar(20, unit="period", desc="Releasing", file=stream) as bar:
+        frozen = lambda: 0.0  # noqa: E731 - a job shorter than the interval, at any speed
+        with progress_bar(20, unit="period", desc="Releasing", file=stream, clock=frozen) as bar:
             bar.update(5)
             bar.update(15)
     shown = term.getvalue()
     assert "Releasing" in shown and "20/20 periods" in shown and "ETA" in shown
-    assert pipe.getvalue() == ""  # not a terminal: silent
+    assert pipe.getvalue() == ""  # not a terminal, shorter than 10 s: silent
     quiet = _Terminal()
     with progress_bar(3, unit="run", desc="x", file=quiet, enabled=False) as bar:
         bar.update(3)
@@ -61,3 +62,42 @@ def test_cli_release_is_silent_when_stderr_is_not_a_terminal(tmp_path):
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "periods" not in result.output and "ETA" not in result.output
+
+
+class _Clock:
+    """A clock the test moves by hand: no dependence on the machine's speed."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_off_a_terminal_a_long_job_writes_a_line_every_ten_seconds():
+    pipe, clock = io.StringIO(), _Clock()
+    with progress_bar(366, unit="period", desc="Releasing", file=pipe, clock=clock) as bar:
+        for _ in range(366):
+            clock.now += 0.4  # 146 s in all, as the year's release of issue 30
+            bar.update(1)
+    lines = pipe.getvalue().splitlines()
+    assert 13 <= len(lines) <= 16  # one per ~10 s, and a last one
+    assert lines[0].startswith("Releasing: 25/366 periods, 10 s elapsed, ETA")
+    assert lines[-1] == "Releasing: 366/366 periods, 146 s elapsed"
+
+
+def test_off_a_terminal_an_error_adds_no_line_and_disabled_writes_nothing():
+    pipe, clock = io.StringIO(), _Clock()
+    try:
+        with progress_bar(10, unit="run", desc="x", file=pipe, clock=clock) as bar:
+            clock.now = 11.0
+            bar.update(1)  # one line: the job is alive
+            raise RuntimeError("stop")
+    except RuntimeError:
+        pass
+    assert len(pipe.getvalue().splitlines()) == 1
+    quiet, clock = io.StringIO(), _Clock()
+    with progress_bar(10, unit="run", desc="x", file=quiet, enabled=False, clock=clock) as bar:
+        clock.now = 100.0
+        bar.update(10)
+    assert quiet.getvalue() == ""
