@@ -97,17 +97,35 @@ def list_() -> None:
         click.echo(f"{name:<18} {text}")
 
 
+def edges_path(path: Path) -> Path:
+    """The (child, parent) table beside a long export: ``OUT_STEM.edges.SUFFIX``."""
+    return path.with_name(f"{path.stem}.edges{path.suffix}")
+
+
 @data.command()
 @click.argument("name")
 @click.argument("out", type=click.Path(dir_okay=False, writable=True))
-def export(name: str, out: str) -> None:
+@click.option(
+    "--long",
+    "long_format",
+    is_flag=True,
+    help="Long format (unique_id, ds, y: one row per leaf and step), and the hierarchy as an "
+    "edges table (child, parent) in OUT_STEM.edges.SUFFIX.",
+)
+def export(name: str, out: str, long_format: bool) -> None:
     """Write dataset NAME to OUT (.csv or .parquet); a hierarchy goes to OUT's stem + .json.
+
+    Wide by default (a time column and one column per leaf); with --long the format operators'
+    forecasting tools use (unique_id, ds, y) and the hierarchy as data (child, parent).
 
     \b
     Examples:
       dpstream data export regional regional.csv      # also writes regional.hierarchy.json
       dpstream release optstream regional.csv --epsilon 1 --alpha 50 \\
           --hierarchy regional.hierarchy.json --out released.csv
+      dpstream data export regional long.csv --long   # also writes long.edges.csv
+      dpstream release optstream long.csv --epsilon 1 --alpha 50 --hierarchy long.edges.csv \\
+          --store ops.db --out released.csv
     """
     from mechanisms import ParameterError
 
@@ -125,12 +143,17 @@ def export(name: str, out: str) -> None:
     loader, hierarchy, _ = _DATASETS[name]
     # Both files are checked before either is written: no half export.
     check_writable(path, "OUT", "dpstream data export")
-    tree = path.with_suffix(".hierarchy.json")
+    tree = edges_path(path) if long_format else path.with_suffix(".hierarchy.json")
     if hierarchy is not None:
         check_writable(tree, "OUT", "dpstream data export")
     frame = loader()
     frame.index.name = "time"
-    if path.suffix.lower() == ".csv":
+    if long_format:
+        from dpstream.io import wide_to_long, write_table
+
+        table = wide_to_long(frame)
+        write_table(table, path, index=False)
+    elif path.suffix.lower() == ".csv":
         frame.to_csv(path)
     else:
         frame.to_parquet(path)
@@ -142,7 +165,18 @@ def export(name: str, out: str) -> None:
             "'dpstream release' before sharing.",
         },
     )
-    click.echo(f"Wrote {len(frame):,} rows x {frame.shape[1]} streams to {path}")
+    shape = "long rows (unique_id, ds, y) of" if long_format else "rows x"
+    rows = len(frame) * frame.shape[1] if long_format else len(frame)
+    click.echo(f"Wrote {rows:,} {shape} {frame.shape[1]} streams to {path}")
     if hierarchy is not None:
-        tree.write_text(json.dumps(hierarchy(), indent=1))
-        click.echo(f"Wrote its hierarchy to {tree}")
+        if long_format:
+            import pandas as pd
+
+            from dpstream.io import write_table
+
+            edges = [(c, p) for p, kids in hierarchy().items() for c in kids]
+            write_table(pd.DataFrame(edges, columns=["child", "parent"]), tree, index=False)
+            click.echo(f"Wrote its hierarchy (child, parent) to {tree}")
+        else:
+            tree.write_text(json.dumps(hierarchy(), indent=1))
+            click.echo(f"Wrote its hierarchy to {tree}")

@@ -51,3 +51,26 @@ def test_bad_name_and_suffix_are_one_line_errors(tmp_path, capsys):
     assert main(["data", "export", "regional", str(tmp_path / "x.txt")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "NAME" in err[0] and ".parquet" in err[1]
+
+
+def test_export_long_writes_unique_id_ds_y_and_the_edges_table(tmp_path):
+    out = tmp_path / "long.csv"
+    result = CliRunner().invoke(cli, ["data", "export", "regional", str(out), "--long"])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out, parse_dates=["ds"])
+    assert list(table.columns) == ["unique_id", "ds", "y"]
+    wide = load_regional()[regional_hierarchy()["national"]]
+    assert len(table) == wide.size
+    back = table.pivot(index="ds", columns="unique_id", values="y")[list(wide.columns)]
+    assert (back.to_numpy() == wide.to_numpy()).all()
+    edges = pd.read_csv(tmp_path / "long.edges.csv")
+    assert list(edges.columns) == ["child", "parent"]
+    assert set(map(tuple, edges.to_numpy())) == {
+        (leaf, "national") for leaf in regional_hierarchy()["national"]
+    }
+    assert not (tmp_path / "long.hierarchy.json").exists()
+    # the pair is what the daily job reads: the edges table is a --hierarchy
+    from dpstream.io import read_hierarchy
+
+    tree = read_hierarchy(tmp_path / "long.edges.csv", ids=list(wide.columns), owner="t")
+    assert tree == regional_hierarchy()
