@@ -76,21 +76,22 @@ def progress_bar(
     desc: str,
     enabled: bool = True,
     file: IO | None = None,
-    interval: float = LOG_INTERVAL,
+    interval: float | None = None,
     clock: Callable[[], float] = time.monotonic,
 ):
     """A progress display of ``total`` ``unit``\\ s on stderr; ``bar.update(n)`` advances it.
 
     A tqdm bar on a terminal; elsewhere :class:`LogLines` (a line every ``interval`` seconds,
-    ``clock`` for tests). Draws nothing when ``enabled`` is false. Use it as a context manager
-    so it is closed on errors too.
+    default :data:`LOG_INTERVAL`; ``clock`` for tests). Draws nothing when ``enabled`` is
+    false. Use it as a context manager so it is closed on errors too.
     """
     from tqdm import tqdm  # the plain terminal bar (tqdm.auto would pick widgets in Jupyter)
 
     stream = sys.stderr if file is None else file
     interactive = bool(getattr(stream, "isatty", lambda: False)())
     if enabled and not interactive:
-        return LogLines(total, unit=unit, desc=desc, file=stream, interval=interval, clock=clock)
+        every = LOG_INTERVAL if interval is None else interval
+        return LogLines(total, unit=unit, desc=desc, file=stream, interval=every, clock=clock)
     return tqdm(
         total=max(int(total), 0),
         unit=f" {unit}s",  # "0/366 periods"
