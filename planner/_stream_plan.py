@@ -57,6 +57,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -77,6 +78,7 @@ __all__ = [
     "rule_k",
     "share_grid",
     "window_budget",
+    "within_budget",
 ]
 
 NOISES = ("laplace", "gaussian")
@@ -138,10 +140,33 @@ def default_candidates(w: int) -> tuple[int, ...]:
     return tuple(sorted({k for k in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, w) if k <= w}))
 
 
+def within_budget(shares: tuple[float, ...]) -> tuple[float, ...]:
+    """``shares`` with an exact sum of at most 1 (issue 24.4): the largest share lowered by
+    the fewest ulps that make the floats' exact (rational) sum <= 1.
+
+    Floats such as (0.1, 0.1, 0.8) or five times 0.2 sum to 1 in floating point but to
+    1 + 2⁻⁵⁴ exactly; a window charged those shares would cost that much more than ε. The
+    change is below the floats' own rounding (at most a few ulps of one share), never up.
+
+    Examples
+    --------
+    >>> within_budget((0.1, 0.1, 0.8))
+    (0.1, 0.1, 0.7999999999999999)
+    """
+    vals = [float(v) for v in shares]
+    if not vals:
+        return ()
+    i = max(range(len(vals)), key=lambda j: vals[j])
+    while sum((Fraction(v) for v in vals), Fraction(0)) > 1 and vals[i] > 0:
+        vals[i] = math.nextafter(vals[i], 0.0)
+    return tuple(vals)
+
+
 def share_grid(n_levels: int, step: float = 0.1) -> list[tuple[float, ...]]:
     """Level shares on a simplex grid of ``step``, the leaf level (last) always > 0.
 
-    Includes equal shares 1/h and bottom-up (everything on the leaves).
+    Includes equal shares 1/h and bottom-up (everything on the leaves). Every candidate sums
+    to at most 1 exactly (:func:`within_budget`).
     """
     if n_levels == 1:
         return [(1.0,)]
@@ -151,7 +176,7 @@ def share_grid(n_levels: int, step: float = 0.1) -> list[tuple[float, ...]]:
         rest = m - sum(combo)
         if rest > 0:
             out.add(tuple(c / m for c in combo) + (rest / m,))
-    return sorted(out)
+    return sorted(within_budget(sh) for sh in out)
 
 
 def window_budget(

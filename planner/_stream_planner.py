@@ -55,7 +55,14 @@ import numpy as np
 from mechanisms import ParameterError
 
 from ._roughness import RoughnessStats, period_roughness, variogram
-from ._stream_plan import NOISES, CandidateScores, PeriodPlan, plan_period, share_grid
+from ._stream_plan import (
+    NOISES,
+    CandidateScores,
+    PeriodPlan,
+    plan_period,
+    share_grid,
+    within_budget,
+)
 
 __all__ = [
     "LOOKBACK",
@@ -122,7 +129,7 @@ def _shares(cfg: AutoConfig) -> list[tuple[float, ...]]:
     if cfg.level_shares is None:
         return share_grid(h)
     if cfg.level_shares == "equal":
-        return [tuple([1.0 / h] * h)]
+        return [within_budget(tuple([1.0 / h] * h))]
     if cfg.level_shares == "bottom-up":
         return [tuple([0.0] * (h - 1) + [1.0])]
     return [tuple(cfg.level_shares)]

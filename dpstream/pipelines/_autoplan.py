@@ -27,7 +27,7 @@ those straddling two differently planned periods, within the total.
 
 from __future__ import annotations
 
-from fractions import Fraction
+import math
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from mechanisms import (
 )
 from mechanisms.core._validation import check_positive, check_probability
 from mechanisms.wevent._gaussian import zcdp_to_dp
-from planner._stream_plan import TARGETS, PeriodPlan
+from planner._stream_plan import TARGETS, PeriodPlan, within_budget
 from planner._stream_planner import LOOKBACK, PRIOR_DAYS, StreamPlanner, carried_previous
 from postproc import profile_prior
 from postproc._prior import ProfilePrior
@@ -119,14 +119,14 @@ def _config(
             vals = tuple(float(s) for s in level_shares)  # type: ignore[union-attr]
         except (TypeError, ValueError):
             vals = ()
-        # at most 1 EXACTLY (issue 24.4): the floats' exact sum, no slack (1 + 1e-9 would let a
-        # window cost 1.000000001 ε); every level is charged budget x share as given
-        exact = sum((Fraction(v) for v in vals), Fraction(0)) if vals else None
+        # at most 1 (issue 24.4): the correctly rounded sum, no slack (1 + 1e-9 let a window
+        # cost 1.000000001 ε); then within_budget takes the sub-ulp excess of decimal shares
+        # such as (0.1, 0.1, 0.8), whose exact sum is 1 + 2^-54, off the largest share
         if (
             len(vals) != h
             or not all(np.isfinite(vals))
             or min(vals) < 0
-            or exact > 1
+            or math.fsum(vals) > 1
             or vals[-1] <= 0
         ):
             raise ParameterError(
@@ -134,7 +134,7 @@ def _config(
                 f"{h} non-negative floats summing to at most 1 exactly, the leaf level > 0. "
                 f"Got {level_shares!r} instead."
             )
-        level_shares = vals
+        level_shares = within_budget(vals)
     return AutoConfig(
         epsilon=epsilon,
         alpha=alpha,
@@ -281,9 +281,7 @@ def replan(
     def read(i: int, vals: np.ndarray, plan: PeriodPlan) -> Measurement:
         return as_measurement(vals, plan, cfg)
 
-    _, plans, priors = run_periods(
-        full, tail, cfg, history=history, measure=read, carried=carried
-    )
+    _, plans, priors = run_periods(full, tail, cfg, history=history, measure=read, carried=carried)
     return plans, priors
 
 

@@ -54,21 +54,24 @@ def cases() -> dict:
         ),
         "no_prior_leaves": (
             frame(8, 5),
-            dict(epsilon=2.0, alpha=5.0, hierarchy=tree(2, 4), prior=False, target="leaves",
-                 seed=7),
+            dict(
+                epsilon=2.0, alpha=5.0, hierarchy=tree(2, 4), prior=False, target="leaves", seed=7
+            ),
         ),
         "tail": (frame(6, 3).iloc[:-10], dict(epsilon=1.0, alpha=5.0, seed=8)),
         # k changes (6 -> 48 -> 32): the window rule between differently planned periods
         "k_changes": (frame(8, 6), dict(epsilon=20.0, alpha=1.0, hierarchy=tree(2, 4), seed=1)),
         "history_long": (
             frame(8, 4, seed=1),
-            dict(epsilon=0.1, alpha=20.0, hierarchy=tree(2, 4), history=frame(8, 10, seed=5),
-                 seed=9),
+            dict(
+                epsilon=0.1, alpha=20.0, hierarchy=tree(2, 4), history=frame(8, 10, seed=5), seed=9
+            ),
         ),
         "history_rough": (
             frame(8, 4, seed=1),
-            dict(epsilon=20.0, alpha=1.0, hierarchy=tree(2, 4), history=frame(8, 10, seed=5),
-                 seed=10),
+            dict(
+                epsilon=20.0, alpha=1.0, hierarchy=tree(2, 4), history=frame(8, 10, seed=5), seed=10
+            ),
         ),
     }
 
@@ -78,12 +81,16 @@ def run(name: str) -> tuple[np.ndarray, str]:
     if "history" in kw:
         h = kw["history"]
         h = h.set_axis(df.columns, axis=1)
-        h.index = pd.date_range(end=df.index[0] - pd.Timedelta("30min"), periods=len(h), freq="30min")
+        h.index = pd.date_range(
+            end=df.index[0] - pd.Timedelta("30min"), periods=len(h), freq="30min"
+        )
         kw = {**kw, "history": h}
     out = dpstream.release_optstream(df, **kw)
     plans = [
-        {key: p[key] for key in ("k", "noise", "shares", "budget", "predicted",
-                                  "predicted_with_prior")}
+        {
+            key: p[key]
+            for key in ("k", "noise", "shares", "budget", "predicted", "predicted_with_prior")
+        }
         for p in out.attrs["plan"]
     ]
     return out.to_numpy(), json.dumps(plans)

@@ -23,7 +23,10 @@ def test_plans_and_releases_equal_the_recorded_ones(name):
     want = json.loads(str(GOLDEN[f"{name}_plans"]))
     got = json.loads(plans)
     assert [p["k"] for p in got] == [p["k"] for p in want]
-    assert [p["shares"] for p in got] == [p["shares"] for p in want]
+    # shares to rounding: the grid's are now at most 1 exactly (issue 24.4, a few ulps down)
+    np.testing.assert_allclose(
+        [p["shares"] for p in got], [p["shares"] for p in want], rtol=1e-15, atol=0
+    )
     assert [p["noise"] for p in got] == [p["noise"] for p in want]
     for key in ("budget", "predicted", "predicted_with_prior"):
         a = [np.nan if p[key] is None else p[key] for p in got]
