@@ -163,7 +163,10 @@ def _bootstrap(x_hat, v, pv, tree, n_boot: int, rng: np.random.Generator) -> np.
 
     n, r = x_hat.shape
     c = x_hat[None] + np.sqrt(v)[None] * rng.standard_normal((n_boot, n, r))
-    pm = None if pv is None else x_hat[None] + np.sqrt(pv)[None] * rng.standard_normal(c.shape)
+    pm = None
+    if pv is not None:  # an infinite prior variance is no prior (weight 0): its mean is unused
+        sd = np.sqrt(np.where(np.isfinite(pv), pv, 0.0))
+        pm = x_hat[None] + sd[None] * rng.standard_normal(c.shape)
     vs = np.broadcast_to(v, c.shape)
     pvs = None if pv is None else np.broadcast_to(pv, c.shape)
     if tree is None:
@@ -235,8 +238,8 @@ def _dense_period(v, noise, pv, matrix, leaves) -> np.ndarray:
     idx = np.arange(n)
     cov_c[:, idx, idx] += noise.T
     middle = wt.T[:, :, None] * cov_c * wt.T[:, None, :]
-    if pv is not None:
-        middle += qt.T[:, :, None] * shared(pv) * qt.T[:, None, :]
+    if pv is not None:  # steps without a prior (τ² = inf) have weight 0
+        middle += qt.T[:, :, None] * shared(np.where(np.isfinite(pv), pv, 0.0)) * qt.T[:, None, :]
     cov = np.einsum("tij,tjk,tlk->til", k, middle, k)
     return np.maximum(np.einsum("tii->it", cov), 0.0)
 
