@@ -31,6 +31,7 @@ from ._accounting import (
     write_privacy,
 )
 from ._checks import cli_terms, option_float, option_int
+from ._outputs import period_record, std_error_path, write_std_errors
 from ._progress import progress_bar
 
 __all__ = ["release"]
@@ -153,12 +154,26 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
 @click.option(
     "--alpha",
     default=None,
-    help="Largest protected change of one value, in the data's units (required for "
-    "optstream; laplace/dft/pegasus default 1); 'none' = w-event on [0, --bound].",
+    help="Largest protected change of one value, in the data's units (required: it defines "
+    "the privacy unit); 'none' = w-event on [0, --bound] (laplace/dft/pegasus).",
 )
 @click.option("--bound", type=float, help="Public bound on leaf values (needed with --alpha none).")
 @click.option("--theta", type=float, help="OptStream's L1-sampler threshold θ.")
 @click.option("--time-column", help="Name of INPUT's time column (default: 'time' or the first).")
+@click.option(
+    "--missing",
+    type=click.Choice(("error", "zero", "unmeasured")),
+    default="error",
+    show_default=True,
+    help="A missing reading (no row, or an empty value): refuse, count it as 0, or leave it "
+    "unmeasured (optstream with an int --k: released as empty, aggregates over the observed "
+    "leaves; the missingness pattern is taken as public, see docs/privacy.md).",
+)
+@click.option(
+    "--timezone",
+    help="IANA time zone INPUT's naive time stamps were written in (e.g. Europe/Paris); the "
+    "release is on a UTC grid. Default: stamps are UTC.",
+)
 @click.option("--time-lag", type=int, help="tops/topl/pak: m, the values used for the threshold.")
 @click.option(
     "--epsilon-threshold", type=float, help="tops: ε of the threshold (default --epsilon)."
@@ -223,6 +238,14 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
     type=click.Path(dir_okay=False),
     help="Output file: .csv or .parquet (by extension); its record goes to OUT.privacy.json.",
 )
+@click.option(
+    "--std-errors",
+    "std_errors",
+    is_flag=True,
+    help="optstream (k auto): also write the standard error of every released value "
+    "(dpstream.std_errors): a 'std_error' column in long format, OUT_STEM.std_error.SUFFIX "
+    "beside a wide file.",
+)
 @ledger_options
 def release(
     method: str,
@@ -235,6 +258,8 @@ def release(
     bound: float | None,
     theta: float | None,
     time_column: str | None,
+    missing: str,
+    timezone: str | None,
     time_lag: int | None,
     epsilon_threshold: float | None,
     delta: float,
@@ -249,6 +274,7 @@ def release(
     scheduler: str | None,
     lock_timeout: float,
     out_path: str,
+    std_errors: bool,
     ledger_path: str | None,
     budget_epsilon: float | None,
     budget_delta: float | None,
@@ -269,8 +295,10 @@ def release(
 
     \b
     Examples:
-      dpstream release laplace loads.csv --epsilon 1 --out laplace.csv
-      dpstream release dft loads.parquet --epsilon 0.1 --k 10 --out dft.parquet
+      dpstream release laplace loads.csv --epsilon 1 --alpha 50 --out laplace.csv
+      dpstream release dft loads.parquet --epsilon 0.1 --alpha 50 --k 10 --out dft.parquet
+      dpstream release optstream meters.csv --epsilon 1 --alpha 50 --k 10 \\
+          --missing unmeasured --timezone Europe/Paris --out os.csv   # gaps, local times
       dpstream release pegasus loads.csv --epsilon 1 --alpha 50 --out pegasus.csv
       dpstream release optstream loads.csv --epsilon 1 --alpha 50 --hierarchy tree.json \\
           --out os.csv
@@ -336,12 +364,13 @@ def release(
                 f"Got {k!r} instead."
             ) from None
         k = option_int(k, "--k", command, maximum=w)
-    if alpha is None and method == "optstream":
+    if alpha is None:
         raise ParameterError(
             f"The '--alpha' option of {command} is required: the largest change of one value "
-            "the release hides, in the data's units (e.g. --alpha 50 for loads in kW)."
+            "the release hides, in the data's units (e.g. --alpha 50 for loads in kW)"
+            + ("." if method == "optstream" else ", or 'none' with --bound (plain w-event).")
         )
-    alpha_value = _alpha("1.0" if alpha is None else alpha)
+    alpha_value = _alpha(alpha)
     if alpha_value is not None:
         alpha_value = option_float(alpha_value, "--alpha", command)
     elif method == "optstream":
@@ -372,6 +401,19 @@ def release(
             f"The '--lock-timeout' option of {command} must be a number of seconds in [0, inf). "
             f"Got {lock_timeout!r} instead."
         )
+    if missing == "unmeasured" and (method != "optstream" or k == "auto" or store_path):
+        raise ParameterError(
+            f"The '--missing' option of {command} is 'unmeasured', which needs optstream with "
+            "an int --k and no --store. Pass --k 10 (and drop --store), or --missing zero."
+        )
+    if std_errors and (method != "optstream" or k != "auto" or store_path is not None):
+        raise ParameterError(
+            f"The '--std-errors' option of {command} applies to optstream with --k auto and no "
+            "--store (the release publishes the measurements its errors are computed from). "
+            "Drop it, or release with optstream --k auto."
+        )
+    if std_errors:
+        check_writable(std_error_path(out_path), "--out", command)
     if store_path is not None or engine != "local" or scheduler is not None or lock_timeout:
         if method != "optstream" or store_path is None:
             raise ParameterError(
@@ -388,10 +430,11 @@ def release(
             )
         if seed is not None:
             click.secho("Seeded run: an experiment, NOT a private release.", fg="yellow", err=True)
-        show_guarantee(preview)
         options = {"epsilon": epsilon, "w": w, "k": k, "alpha": alpha_value, "bound": bound}
         options.update(theta=theta, seed=seed, lock_timeout=lock_timeout)
         release_with_store(
+            missing=missing,
+            timezone=timezone,
             input_path=input_path,
             out_path=out_path,
             store_path=store_path,
@@ -402,21 +445,32 @@ def release(
             read_wide=_read_input,
             options=options,
         )
+        show_guarantee(preview)  # after the release succeeded (issue 30)
         return
     hierarchy = _read_hierarchy(hierarchy_path)
+    # One validation pass over INPUT before the ledger is opened (issue 25).
+    from dpstream.io._diagnose import read_readings
+
+    readings, _ = read_readings(
+        input_path, time_column=time_column, missing=missing, timezone=timezone, owner=command
+    )
+    frame = readings.frame
     ledger = open_ledger(*ledger_args, budget=budget, unit=unit, command=command)
     try:
         result = _release_frame(
-            method, input_path, time_column, ledger,
+            method, frame, missing, ledger,
             epsilon=epsilon, w=w, k=k, hierarchy=hierarchy, alpha=alpha_value, bound=bound,
             theta=theta, seed=seed, preview=preview, command=command,
         )  # fmt: skip
     finally:
         if ledger is not None:
             ledger.close()
-    record = result.attrs["privacy"]
+    record = period_record(result)
     _write_output(result, out_path)
     side = write_privacy(out_path, record)
+    if std_errors:
+        errors_file = write_std_errors(result, out_path, hierarchy=hierarchy, command=command)
+    show_guarantee(preview)  # after the release succeeded (issue 30)
     label = " (seeded: NOT private)" if seed is not None else ""
     columns = result.shape[1] if result.ndim == 2 else 1
     spent = "" if ledger is None else f"; ledger {ledger_path}: {ledger.remaining_text} left"
@@ -424,14 +478,15 @@ def release(
         f"Released {len(result)} steps x {columns} stream(s) with {method}, epsilon={epsilon:g}, "
         f"w={w} to {out_path} (record: {side.name}){spent}{label}."
     )
+    if std_errors:
+        click.echo(f"Standard errors: {errors_file}.")
 
 
 def _release_frame(
-    method, input_path, time_column, ledger, *, epsilon, w, k, hierarchy, alpha, bound, theta,
+    method, frame, missing, ledger, *, epsilon, w, k, hierarchy, alpha, bound, theta,
     seed, preview, command,
 ) -> pd.DataFrame | pd.Series:  # fmt: skip
-    """Read INPUT, check it against the options, print the guarantee and release it."""
-    frame = _read_input(input_path, time_column)
+    """Check the diagnosed INPUT against the options, print the guarantee and release it."""
     if frame.shape[0] < w:
         raise ParameterError(
             f"The '--w' option of {command} must be at most the number of steps of INPUT "
@@ -439,7 +494,6 @@ def _release_frame(
         )
     if seed is not None:
         click.secho("Seeded run: an experiment, NOT a private release.", fg="yellow", err=True)
-    show_guarantee(preview)
     n_periods = math.ceil(len(frame) / w)
     common = {"epsilon": epsilon, "w": w, "hierarchy": hierarchy, "alpha": alpha}
     terms = cli_terms(
@@ -462,9 +516,11 @@ def _release_frame(
                     "The optstream method is not available in this installation "
                     "(dpstream.release_optstream is missing). Use laplace, dft or pegasus."
                 )
+            policy = {} if missing == "error" else {"missing": missing}
             result = release_optstream(
-                frame, k=k, theta=theta, seed=seed, ledger=ledger, progress=bar.update, **common
-            )
+                frame, k=k, theta=theta, seed=seed, ledger=ledger, progress=bar.update,
+                **policy, **common,
+            )  # fmt: skip
         else:
             from dpstream.pipelines._wevent_pipeline import (
                 release_dft,
@@ -473,6 +529,8 @@ def _release_frame(
             )
 
             extra = {"seed": seed, "bound": bound, "progress": bar.update, "ledger": ledger}
+            if missing == "zero":  # already filled by the validation pass; for the record
+                extra["missing"] = "zero"
             if method == "laplace":
                 result = release_laplace(frame, **common, **extra)
             elif method == "dft":

@@ -66,6 +66,25 @@ class Readings:
     """The policy applied: ``"error"``, ``"zero"`` or ``"unmeasured"``."""
 
 
+def _cli(owner: str) -> bool:
+    return owner.startswith("dpstream ")
+
+
+def _subject(owner: str) -> str:
+    """``in INPUT of dpstream release optstream`` (CLI terms) or ``of read_readings``."""
+    return f"in INPUT of {owner}" if _cli(owner) else f"of {owner}"
+
+
+def _input(owner: str) -> str:
+    return f"INPUT of {owner}" if _cli(owner) else f"The input of {owner}"
+
+
+def _opt(name: str, owner: str) -> str:
+    if _cli(owner):
+        return f"The '--{name.replace('_', '-')}' option of {owner}"
+    return f"The {name!r} parameter of {owner}"
+
+
 def _at(series: object, stamp: object) -> str:
     return f"series {str(series)!r} at {stamp}"
 
@@ -74,7 +93,7 @@ def _fix_missing(command: str) -> str:
     return (
         "Fill it, or choose a policy: --missing zero (a missing reading counts as 0) or "
         "--missing unmeasured (released without it; see docs/privacy.md)"
-        if command.startswith("dpstream")
+        if _cli(command)
         else "Fill it, or pass missing='zero' or missing='unmeasured'"
     )
 
@@ -93,7 +112,7 @@ def _parse_stamps(raw: pd.Series, ids: pd.Series | None, timezone: str | None, o
     if pd.api.types.is_integer_dtype(raw.dtype):
         if timezone is not None:
             raise ParameterError(
-                f"The 'timezone' parameter of {owner} applies to dates; the time stamps are "
+                f"{_opt('timezone', owner)} applies to dates; the time stamps are "
                 "integers. Drop it."
             )
         return "int", raw.to_numpy(dtype=np.int64)
@@ -110,7 +129,8 @@ def _parse_stamps(raw: pd.Series, ids: pd.Series | None, timezone: str | None, o
             if ids is not None:
                 where = f"series {str(ids.iloc[i])!r}, {where}"
             raise DomainError(
-                f"The time stamps of {owner} must be dates or integers; {where} holds one that "
+                f"The time column {_subject(owner)} must hold dates or integers; {where} holds "
+                "one that "
                 "is not (text or empty). Fix or drop that row."
             )
         if stamps.dtype == object:  # several UTC offsets (a DST change written with offsets)
@@ -127,7 +147,7 @@ def _parse_stamps(raw: pd.Series, ids: pd.Series | None, timezone: str | None, o
                 )
         except (ValueError, TypeError) as exc:  # pytz/zoneinfo errors subclass these
             raise DomainError(
-                f"The time stamps of {owner} cannot be read in the time zone {timezone!r} "
+                f"The time stamps {_subject(owner)} cannot be read in the time zone {timezone!r} "
                 f"({type(exc).__name__}: a stamp that does not exist there, or a repeated hour "
                 "out of order). Check --timezone, or write the stamps in UTC."
             ) from None
@@ -145,7 +165,8 @@ def _values(raw: pd.Series, ids: np.ndarray, kind: str, t: np.ndarray, owner: st
     if text.any():
         i = int(np.argmax(text))
         raise DomainError(
-            f"The readings of {owner} must be numbers; {_at(ids[i], _label(kind, int(t[i])))} "
+            f"The readings {_subject(owner)} must be numbers; "
+            f"{_at(ids[i], _label(kind, int(t[i])))} "
             "holds text. Fix it, or delete the value (an empty cell is a missing reading)."
         )
     return y
@@ -169,9 +190,9 @@ def _grid(kind: str, t: np.ndarray, ids: np.ndarray, owner: str, timezone: str |
             else f"{step}"
         )
         raise DomainError(
-            f"The time stamps of {owner} must lie on one regular grid (a step of {unit}, the "
-            f"file's most common spacing); {_at(s, _label(kind, bad))} is off it. Resample or "
-            "drop the readings between steps."
+            f"The time stamps {_subject(owner)} must lie on one regular grid (a step of "
+            f"{unit}, the file's most common spacing); {_at(s, _label(kind, bad))} is off it. "
+            "Resample or drop the readings between steps."
         )
     n = int((uniq[-1] - uniq[0]) // step) + 1
     if kind == "datetime" and timezone is None and uniq.size < n:
@@ -180,7 +201,7 @@ def _grid(kind: str, t: np.ndarray, ids: np.ndarray, owner: str, timezone: str |
         hour = 3_600_000_000_000
         if absent.size and absent.size * step == hour and (absent[-1] - absent[0]) < hour:
             raise DomainError(
-                f"The time stamps of {owner} skip one hour for every series at "
+                f"The time stamps {_subject(owner)} skip one hour for every series at "
                 f"{_label(kind, int(absent[0]))}: local time on a daylight-saving day? Pass "
                 "--timezone ZONE (e.g. Europe/Paris) to read them as local times (the release "
                 "is on a UTC grid), or write the stamps in UTC."
@@ -201,6 +222,12 @@ def _assemble(
 ) -> Readings:
     id_codes, names = pd.factorize(ids, sort=False)
     n_ids = len(names)
+    if t.size == 0:  # no rows: the caller's length checks name what is needed
+        empty = np.empty(0, dtype="datetime64[ns]" if kind == "datetime" else np.int64)
+        frame = pd.DataFrame(
+            np.empty((0, n_ids)), index=pd.Index(empty, name=DS), columns=list(map(str, names))
+        )
+        return Readings(frame=frame, observed=None, missing=missing)
     # Duplicated (series, stamp) pairs, before the grid (a DST repeat shows up here).
     order = np.lexsort((t, id_codes))
     ts, cs = t[order], id_codes[order]
@@ -218,7 +245,7 @@ def _assemble(
             else ""
         )
         raise DomainError(
-            f"The readings of {owner} have a duplicated (series, time stamp) pair, "
+            f"The readings {_subject(owner)} have a duplicated (series, time stamp) pair, "
             f"{'with the same value' if equal else 'with different values'}: first "
             f"{_at(names[cs[j]], _label(kind, stamp))}. Keep one reading per series and "
             f"step.{hint}"
@@ -232,22 +259,22 @@ def _assemble(
         if missing == "error":
             step_i, col = np.argwhere(~observed)[0]
             raise DomainError(
-                f"The readings of {owner} have a missing reading: first "
-                f"{_at(names[col], _label(kind, origin + int(step_i) * step))} (no row, or an "
-                f"empty value). {_fix_missing(command)}."
+                f"The readings {_subject(owner)} have a missing reading: first "
+                f"{_at(names[col], _label(kind, origin + int(step_i) * step))} (no row, an empty "
+                f"value or NaN). {_fix_missing(command)}."
             )
     finite = np.isfinite(values) | ~observed
     if not finite.all():
         step_i, col = np.argwhere(~finite)[0]
         raise DomainError(
-            f"The readings of {owner} must be finite; "
+            f"The readings {_subject(owner)} must be finite; "
             f"{_at(names[col], _label(kind, origin + int(step_i) * step))} is infinite. Fix it."
         )
     neg = observed & (values < 0)
     if neg.any():
         step_i, col = np.argwhere(neg)[0]
         raise DomainError(
-            f"The readings of {owner} must be non-negative loads; first negative "
+            f"The readings {_subject(owner)} must be non-negative loads; first negative "
             f"{_at(names[col], _label(kind, origin + int(step_i) * step))}. Fix the data (or "
             "shift it by a public offset)."
         )
@@ -302,7 +329,7 @@ def diagnose_long(
     absent = [c for c in (ID, DS, Y) if c not in frame.columns]
     if absent:
         raise ParameterError(
-            f"The long input of {owner} must have columns 'unique_id', 'ds', 'y'; {absent} "
+            f"{_input(owner)} (long) must have columns 'unique_id', 'ds', 'y'; {absent} "
             f"are missing. Columns: {[str(c) for c in frame.columns][:10]}."
         )
     ids = frame[ID].astype(str)
@@ -323,23 +350,31 @@ def diagnose_wide(
 ) -> Readings:
     """Diagnose a wide frame (time index or ``time`` column, one column per series).
 
-    The index (or, for a frame with a plain range index, its first column) holds the stamps;
-    rows may come in any order. Checks, result and errors as :func:`diagnose_long`.
+    The index (or, for a frame with a plain range index, its first column) holds the stamps,
+    in time order (a row earlier than the one before it is refused, naming it). Checks, result
+    and errors as :func:`diagnose_long`.
     """
     missing = _check_policy(missing, owner)
     if not isinstance(frame, pd.DataFrame):
         raise DomainError(
-            f"The input of {owner} must be a pandas DataFrame. Got {type(frame).__name__}."
+            f"{_input(owner)} must be a pandas DataFrame. Got {type(frame).__name__}."
         )
     if frame.index.name is None and isinstance(frame.index, pd.RangeIndex):
         frame = frame.set_index(frame.columns[0])
     if frame.shape[1] == 0:
-        raise DomainError(f"The input of {owner} has no series columns.")
+        raise DomainError(f"{_input(owner)} has no series columns.")
     cols = [str(c) for c in frame.columns]
     if len(set(cols)) != len(cols):
-        raise DomainError(f"The input of {owner} has duplicated column names. Rename them.")
+        raise DomainError(f"{_input(owner)} has duplicated column names. Rename them.")
     n_t, n_s = frame.shape
     kind, t = _parse_stamps(pd.Series(frame.index), None, timezone, owner)
+    back = np.diff(t) < 0
+    if back.any():  # a wide table is read in time order (a long one in any order)
+        raise DomainError(
+            f"{_input(owner)} must list its rows in time order; the row at "
+            f"{_label(kind, int(t[int(np.argmax(back)) + 1]))} comes after a later one. Sort "
+            "the rows by time."
+        )
     ids = np.repeat(np.array(cols, dtype=object)[None, :], n_t, axis=0).reshape(-1)
     tt = np.repeat(t, n_s)
     y = np.concatenate(
@@ -372,21 +407,27 @@ def read_readings(
     from ._long import is_long, read_table
 
     missing = _check_policy(missing, owner)
-    raw = read_table(source, table=table, owner=owner)
+    try:
+        raw = read_table(source, table=table, owner=owner)
+    except ParameterError as exc:
+        if not _cli(owner):
+            raise
+        text = str(exc).replace("The 'source' argument of", "The INPUT argument of")
+        raise ParameterError(text.replace("The file ", "The INPUT file ")) from None
     if is_long(raw):
         return diagnose_long(raw, missing=missing, timezone=timezone, owner=owner), True
     if raw.index.name is not None:  # Parquet written from a time-indexed frame
         raw = raw.reset_index()
     if raw.shape[1] < 2:
         raise DomainError(
-            f"The input of {owner} must be long (unique_id, ds, y) or wide (a time column and "
+            f"{_input(owner)} must be long (unique_id, ds, y) or wide (a time column and "
             f"one column per series). Columns: {[str(c) for c in raw.columns][:10]}."
         )
     if time_column is None:
         time_column = "time" if "time" in raw.columns else str(raw.columns[0])
     if time_column not in raw.columns:
         raise ParameterError(
-            f"The time column of {owner} (--time-column) must name a column of the input. Got "
+            f"{_opt('time_column', owner)} must name a column of the input. Got "
             f"{time_column!r}; columns are {[str(c) for c in raw.columns][:10]}."
         )
     wide = raw.set_index(time_column)

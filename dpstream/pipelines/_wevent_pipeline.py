@@ -87,6 +87,7 @@ def _run(
     bound: float | None,
     ledger: BudgetLedger | None,
     parameters: dict,
+    missing: str = "error",
 ) -> pd.DataFrame | pd.Series:
     """Release every node's periods; ``mechanisms``: one for every level, or one per level
     (in :func:`level_nodes` order). The per-level budget ε/h is in each mechanism; the whole
@@ -133,7 +134,11 @@ def _run(
         budget=budget,
         proof=guarantee.proof,
         mechanism=owner.removeprefix("release_"),
-        parameters={"levels": prepared.n_levels, **parameters},
+        parameters={
+            "levels": prepared.n_levels,
+            **parameters,
+            **({} if missing == "error" else {"missing": missing}),
+        },
         bound=bound,
         seeded=seed is not None,
     )
@@ -151,6 +156,7 @@ def _common(
     alpha: object,
     bound: object,
     ledger: object,
+    missing: str = "error",
 ) -> tuple[StreamFrame, float, int, float, bool, dict]:
     """Validate the shared arguments; return (frame, ε per level, w, Δ, alpha_unit, the
     keywords of :func:`_run` that carry the accounting)."""
@@ -158,7 +164,12 @@ def _common(
     w = check_integer(w, "w", owner)
     neighbours = value_neighbours(w=w, alpha=alpha, bound=bound, owner=owner)
     check_ledger(ledger, owner)
-    prepared = prepare_frame(frame, owner=owner, hierarchy=hierarchy, bound=bound)
+    if missing not in ("error", "zero"):
+        raise ParameterError(
+            f"The 'missing' parameter of {owner} must be 'error' or 'zero' ('unmeasured' is "
+            f"OptStream's, release_optstream). Got {missing!r} instead."
+        )
+    prepared = prepare_frame(frame, owner=owner, hierarchy=hierarchy, bound=bound, missing=missing)
     alpha_unit = isinstance(neighbours.unit, WAlphaIndistinguishability)
     accounting = {
         "owner": owner,
@@ -166,6 +177,7 @@ def _common(
         "neighbours": neighbours,
         "bound": None if bound is None else float(bound),
         "ledger": ledger,
+        "missing": missing,
     }
     return prepared, eps / prepared.n_levels, w, neighbours.delta, alpha_unit, accounting
 
@@ -181,6 +193,7 @@ def release_laplace(
     bound: float | None = None,
     progress: Progress | None = None,
     ledger: BudgetLedger | None = None,
+    missing: str = "error",
 ) -> pd.DataFrame | pd.Series:
     """Release every node's stream with Laplace noise on every value ([FV19] §6, "Laplace").
 
@@ -207,6 +220,9 @@ def release_laplace(
         The accountant charged ``epsilon`` under the release's unit
         (``WAlphaIndistinguishability(w, alpha)``, or ``WEvent(w)`` with ``alpha=None``) after
         validation and before any draw; e.g. :class:`dpstream._ledger.SQLiteLedger`.
+    missing : {"error", "zero"}, default "error"
+        A NaN (a missing reading): refused, naming the first one, or counted as 0 (the record's
+        parameters then say ``missing: "zero"``).
 
     Returns
     -------
@@ -235,7 +251,7 @@ def release_laplace(
     owner = "release_laplace"
     prepared, eps, w, dlt, unit, accounting = _common(
         frame, owner=owner, epsilon=epsilon, w=w, hierarchy=hierarchy, alpha=alpha, bound=bound,
-        ledger=ledger,
+        ledger=ledger, missing=missing,
     )  # fmt: skip
     mech = WEventLaplace(
         epsilon=eps, w=w, delta=dlt, alpha_unit=unit, magnitude=_magnitude(prepared, bound)
@@ -255,6 +271,7 @@ def release_dft(
     bound: float | None = None,
     progress: Progress | None = None,
     ledger: BudgetLedger | None = None,
+    missing: str = "error",
 ) -> pd.DataFrame | pd.Series:
     """Release every node's stream from its k lowest noisy Fourier coefficients ([FV19] §6).
 
@@ -280,7 +297,7 @@ def release_dft(
     k = check_integer(k, "k", owner, maximum=w_checked)
     prepared, eps, w, dlt, unit, accounting = _common(
         frame, owner=owner, epsilon=epsilon, w=w, hierarchy=hierarchy, alpha=alpha, bound=bound,
-        ledger=ledger,
+        ledger=ledger, missing=missing,
     )  # fmt: skip
     mechs = [
         WEventDFT(
@@ -313,6 +330,7 @@ def release_pegasus(
     smoother: str = "median",
     progress: Progress | None = None,
     ledger: BudgetLedger | None = None,
+    missing: str = "error",
 ) -> pd.DataFrame | pd.Series:
     """Release every node's stream with PeGaSus adapted to w-events ([PGS17], [FV19] §7).
 
@@ -340,7 +358,7 @@ def release_pegasus(
         )
     prepared, eps, w, dlt, unit, accounting = _common(
         frame, owner=owner, epsilon=epsilon, w=w, hierarchy=hierarchy, alpha=alpha, bound=bound,
-        ledger=ledger,
+        ledger=ledger, missing=missing,
     )  # fmt: skip
     mech = WEventPegasus(
         epsilon=eps,

@@ -9,7 +9,6 @@ also gets its wide twin (``OUT_STEM.wide.SUFFIX``).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -17,8 +16,11 @@ import pandas as pd
 
 from mechanisms import ParameterError
 
+from ..commands._accounting import privacy_sidecar
+from ..commands._checks import cli_terms
+from ..commands._progress import progress_bar
 from ..engine import ENGINES
-from ..io import is_long, long_to_wide, read_hierarchy, read_table, wide_to_long, write_table
+from ..io import read_hierarchy, wide_to_long, write_table
 from ..io._long import DS
 from ._export import write_periods
 from ._source import release_parquet_to_store, scan_parquet
@@ -29,13 +31,26 @@ __all__ = ["release_with_store"]
 _OWNER = "dpstream release optstream"
 
 
-def _read(path: str, time_column: str | None, read_wide) -> tuple[pd.DataFrame, bool, str]:
-    """(wide frame, input was long, time column name)."""
-    raw = read_table(path, owner=_OWNER)
-    if is_long(raw):
-        return long_to_wide(raw, owner=_OWNER), True, DS
-    wide = read_wide(path, time_column)
-    return wide, False, str(wide.index.name)
+def _read(
+    path: str, time_column: str | None, missing: str = "error", timezone: str | None = None
+) -> tuple[pd.DataFrame, bool, str]:
+    """(wide frame, input was long, time column name): one validation pass (issue 25)."""
+    from ..io._diagnose import read_readings
+
+    readings, long = read_readings(
+        path, time_column=time_column, missing=missing, timezone=timezone, owner=_OWNER
+    )
+    frame = readings.frame
+    return frame, long, (DS if long else str(frame.index.name))
+
+
+def _terms():
+    """The store's Python errors in the CLI's terms (issue 30)."""
+    return cli_terms(
+        _OWNER,
+        {"frame": "INPUT", "hierarchy": "The '--hierarchy' file", "path": "The '--store' file"},
+        ("epsilon", "w", "k", "alpha", "bound", "theta", "lock_timeout"),
+    )
 
 
 def release_with_store(
@@ -49,6 +64,8 @@ def release_with_store(
     time_column: str | None,
     read_wide,
     options: dict,
+    missing: str = "error",
+    timezone: str | None = None,
 ) -> None:
     """Validate, release the new periods into the store, write OUT, print one summary line."""
     if engine not in ENGINES:
@@ -66,17 +83,16 @@ def release_with_store(
         long, time_name, ids = scan.long, scan.time, scan.leaves
         n_periods = max(len(scan.stamps) // w, 1)
     else:
-        frame, long, time_name = _read(input_path, time_column, read_wide)
+        frame, long, time_name = _read(input_path, time_column, missing, timezone)
         ids, n_periods = frame.columns, max(len(frame) // w, 1)
     hierarchy = None
     if hierarchy_path is not None:
         hierarchy = read_hierarchy(hierarchy_path, ids=ids, owner=_OWNER)
-    with ReleaseStore(store_path) as store:
+    with _terms(), ReleaseStore(store_path) as store:
         before = store.ordinals()
         common = {"hierarchy": hierarchy, "engine": engine, "scheduler": scheduler, **options}
-        with click.progressbar(
-            length=n_periods, label="Releasing (optstream, new periods)", file=sys.stderr
-        ) as bar:
+        desc = "Releasing (optstream, new periods)"
+        with progress_bar(n_periods, unit="period", desc=desc) as bar:
             if lazy:
                 ordinals = release_parquet_to_store(
                     store, input_path, scan=scan, progress=bar.update, **common
@@ -103,11 +119,15 @@ def release_with_store(
                 also = f" (and wide {twin.name})"
             else:
                 write_table(result, out)
-    side = out.with_name(out.name + ".json")  # the privacy record's sidecar
-    side.write_text(json.dumps(record.to_dict(), indent=2, ensure_ascii=False) + "\n", "utf-8")
+    side = privacy_sidecar(out)  # OUT.privacy.json, as for every output (issue 30)
+    doc = record.to_dict()
+    if missing != "error":  # the policy for missing readings (issue 25)
+        doc["parameters"] = {**(doc.get("parameters") or {}), "missing": missing}
+    side.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", "utf-8")
     label = " (seeded: NOT private)" if options.get("seed") is not None else ""
     click.echo(
         f"Released {added} new period(s), returned {n_periods - added} from the store, to "
-        f"{out_path}{also}{label}. Store {Path(store_path).name}: {total} period(s), each "
+        f"{out_path}{also} (record: {side.name}){label}. Store {Path(store_path).name}: "
+        f"{total} period(s), each "
         f"charged once (epsilon={options['epsilon']:g} per window of w={w})."
     )

@@ -148,7 +148,8 @@ def test_reads_the_parquet_of_dpstream_release_and_a_time_column(files, tmp_path
     """``dpstream release`` writes the time as the Parquet index; a time column works too."""
     folder, real, _ = files
     rel = tmp_path / "rel.parquet"
-    args = ["release", "laplace", str(folder / "real.csv"), "--epsilon", "1", "--seed", "2"]
+    args = ["release", "laplace", str(folder / "real.csv"), "--epsilon", "1", "--alpha", "1"]
+    args += ["--seed", "2"]
     assert main([*args, "--out", str(rel)]) == 0
     out = tmp_path / "fc.csv"
     assert main(["forecast", str(rel), "--column", "north", *ARGS, "--out", str(out)]) == 0

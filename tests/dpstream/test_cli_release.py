@@ -36,7 +36,17 @@ def test_help_has_examples():
 def test_release_writes_one_column_per_node(loads, tmp_path, method, suffix):
     path, tree, f = loads
     out = tmp_path / f"out{suffix}"
-    args = ["release", method, str(path), "--epsilon", "1", "--hierarchy", str(tree)]
+    args = [
+        "release",
+        method,
+        str(path),
+        "--epsilon",
+        "1",
+        "--alpha",
+        "1",
+        "--hierarchy",
+        str(tree),
+    ]
     result = CliRunner().invoke(cli, [*args, "--out", str(out), "--seed", "1"])
     assert result.exit_code == 0, result.output
     assert "NOT" in result.output  # seeded runs are labelled
@@ -53,7 +63,8 @@ def test_parquet_input_and_time_column(tmp_path, loads):
     f.reset_index().rename(columns={"time": "stamp"}).to_parquet(path)
     out = tmp_path / "o.csv"
     code = main(
-        ["release", "dft", str(path), "--epsilon", "1", "--time-column", "stamp", "--out", str(out)]
+        ["release", "dft", str(path), "--epsilon", "1", "--alpha", "1", "--time-column", "stamp"]
+        + ["--out", str(out)]
     )
     assert code == 0 and pd.read_csv(out).shape == (100, 3)
 
@@ -91,7 +102,10 @@ def test_bad_data_and_hierarchies_exit_2(loads, tmp_path, capsys):
     bad.iloc[4, 0] = np.nan
     bad.to_csv(tmp_path / "nan.csv")
     assert (
-        main(["release", "laplace", str(tmp_path / "nan.csv"), "--epsilon", "1", "--out", str(out)])
+        main(
+            ["release", "laplace", str(tmp_path / "nan.csv"), "--epsilon", "1", "--alpha", "1"]
+            + ["--out", str(out)]
+        )
         == 2
     )
     assert "NaN" in capsys.readouterr().err
@@ -103,6 +117,8 @@ def test_bad_data_and_hierarchies_exit_2(loads, tmp_path, capsys):
                 "laplace",
                 str(path),
                 "--epsilon",
+                "1",
+                "--alpha",
                 "1",
                 "--hierarchy",
                 str(tmp_path / "unknown.json"),
@@ -121,6 +137,8 @@ def test_bad_data_and_hierarchies_exit_2(loads, tmp_path, capsys):
                 "laplace",
                 str(path),
                 "--epsilon",
+                "1",
+                "--alpha",
                 "1",
                 "--hierarchy",
                 str(tmp_path / "broken.json"),
