@@ -54,7 +54,7 @@ def test_three_days_one_run_each_then_a_day_again(days, tmp_path, capsys):
     assert _release(paths[1], edges, store, again) == 0
     assert "Released 0 new period(s), returned 1" in capsys.readouterr().out
     assert again.read_bytes() == outs[1].read_bytes()  # exactly as stored
-    record = json.loads((tmp_path / "again.csv.json").read_text())
+    record = json.loads((tmp_path / "again.csv.privacy.json").read_text())
     assert record["unit"] == "(w, alpha)" and record["epsilon"] == 1.0 and record["release"]
     # OUT in the input's (long) format, plus the wide twin
     long = pd.read_csv(outs[0])
