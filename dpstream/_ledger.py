@@ -22,11 +22,36 @@ no period compose sequentially with everything (Dwork and Roth 2014, Thm. 3.16),
 file whose charges carry no period -- every ``--ledger`` file -- is the plain sequential
 accountant. :class:`dpstream.store.StoreLedger` is this class on the release store's own
 connection and ``charges`` table (:meth:`SQLiteLedger.on_connection`).
+
+A file is a ledger only if it says so (issue 31 §1): a ledger is created only where no file
+exists (or by :meth:`SQLiteLedger.init`, ``dpstream ledger init``); an existing file that is empty
+or has no ledger tables (a failed restore, ``: > budget.db``, a copy without its side files) is
+refused, never initialised -- a fresh ledger would forget what was spent. Every ledger carries a
+random ``id`` written at creation and, for a data set's ledger (issue 24 §2,
+:mod:`dpstream._dataset`), the data set's name and fingerprint.
+
+Budgets as users write them (issue 31 §5). Everything is accounted exactly
+(:class:`fractions.Fraction`). A total is the decimal the user wrote: the shortest decimal that
+reads back as the stored float (:func:`total_decimal`, ``repr``: ``--budget-epsilon 0.3`` is
+3/10, not the double below it). A charge is the exact value of the float the noise was
+calibrated with -- what was spent, never rounded down. The CLI and the store take a decimal ε
+or δ and calibrate their noise to :func:`calibrated` (the largest float not above the
+decimal), so a charge never exceeds the decimal written and three charges of
+``--epsilon 0.1`` fit ``--budget-epsilon 0.3``; a Python caller passing the double 0.1
+(slightly above 1/10) spends that double, and three of those do not fit 0.3. The file keeps
+the floats (REAL columns, as before), so old files read the same; reports show a charge as
+:func:`charged_decimal`, the shortest decimal not below it (0.1 for ``calibrated(0.1)``).
+
+δ is accounted per period like ε (issue 24 §3): a period's (ε, δ) is its own charges plus every
+charge tied to no period, each within the total; a store's 30 daily Gaussian periods against a
+total (ε, δ) fit.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import secrets
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,16 +64,22 @@ from mechanisms import (
     BudgetExceededError,
     BudgetLedger,
     Charge,
+    DPStreamError,
     ParameterError,
     PrivacyUnit,
 )
 
+from ._files import CorruptFileError, classify_sqlite
 from ._units_json import _describe, unit_from_json, unit_to_json
 
 __all__ = [
     "CHARGES_TABLE",
     "SCHEMA_VERSION",
     "SQLiteLedger",
+    "AlreadyReleasedError",
+    "calibrated",
+    "charged_decimal",
+    "total_decimal",
     "transaction",
     "unit_from_json",
     "unit_to_json",
@@ -65,7 +96,8 @@ _LOCK_TIMEOUT = 30.0
 CHARGES_TABLE = (
     "CREATE TABLE IF NOT EXISTS charges ("
     " id INTEGER PRIMARY KEY AUTOINCREMENT, period INTEGER, label TEXT NOT NULL,"
-    " epsilon REAL NOT NULL, delta REAL NOT NULL, unit TEXT NOT NULL, created TEXT NOT NULL)"
+    " epsilon REAL NOT NULL, delta REAL NOT NULL, unit TEXT NOT NULL, created TEXT NOT NULL,"
+    " store TEXT)"
 )
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -75,16 +107,54 @@ _PREFIX = "period "
 
 
 @contextmanager
-def transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def transaction(con: sqlite3.Connection, what: str | None = None) -> Iterator[sqlite3.Connection]:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception) on a connection opened
-    with ``isolation_level=None``: the write lock is taken before anything is read."""
-    con.execute("BEGIN IMMEDIATE")
+    with ``isolation_level=None``: the write lock is taken before anything is read.
+
+    With ``what`` (e.g. "The store 'ops.db'"), a SQLite failure is raised as the typed one-line
+    error of :func:`dpstream._files.classify_sqlite` (full disk, read-only, corrupt, busy)."""
     try:
-        yield con
-    except BaseException:
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            yield con
+        except BaseException:
+            _rollback(con)
+            raise
+        con.execute("COMMIT")
+    except sqlite3.Error as exc:
+        if what is None:
+            raise
         _rollback(con)
-        raise
-    con.execute("COMMIT")
+        raise classify_sqlite(exc, what) from None
+
+
+def total_decimal(value: float) -> Fraction:
+    """A total as the user wrote it: the shortest decimal that reads back as ``value``."""
+    return Fraction(repr(float(value)))
+
+
+def charged_decimal(value: float) -> Fraction:
+    """The decimal charged for noise calibrated to the float ``value``: the shortest decimal in
+    ``[value, next float up)``, so never less than ``value`` (module notes)."""
+    value = float(value)
+    if value == 0.0:
+        return Fraction(0)
+    exact, upper = Fraction(value), Fraction(math.nextafter(value, math.inf))
+    for digits in range(1, 30):
+        scale = 10**digits
+        candidate = Fraction(math.ceil(exact * scale), scale)
+        if candidate < upper:
+            return candidate
+    return exact  # pragma: no cover - 17 significant digits always suffice
+
+
+def calibrated(value: float | str | Fraction) -> float:
+    """The float to calibrate noise to for a budget written as a decimal: the largest float not
+    above it (a float given is read as its shortest decimal, ``repr``). Its
+    :func:`charged_decimal` is the decimal itself, e.g. ``calibrated(0.1)`` is charged 0.1."""
+    exact = Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
+    out = float(exact)
+    return math.nextafter(out, -math.inf) if Fraction(out) > exact else out
 
 
 def _label(period: int | None, label: str) -> str:
@@ -139,7 +209,16 @@ class SQLiteLedger(BudgetLedger):
     0.75
     """
 
-    __slots__ = ("_by_period", "_con", "_global", "_period", "path")
+    __slots__ = (
+        "_by_period",
+        "_by_period_dlt",
+        "_con",
+        "_global",
+        "_global_dlt",
+        "_period",
+        "meta",
+        "path",
+    )
 
     def __init__(
         self,
@@ -147,6 +226,10 @@ class SQLiteLedger(BudgetLedger):
         *,
         total: Budget | None = None,
         unit: PrivacyUnit | None = None,
+        dataset: str | None = None,
+        fingerprint: str | None = None,
+        readonly: bool = False,
+        _init_empty: bool = False,
     ) -> None:
         if not isinstance(path, str | Path) or not str(path):
             raise ParameterError(
@@ -162,19 +245,52 @@ class SQLiteLedger(BudgetLedger):
             raise ParameterError(
                 f"The 'path' parameter of {_OWNER} must be a file, not a folder. Got {str(path)!r}."
             )
-        exists = self.path.is_file() and self.path.stat().st_size > 0
-        if not exists and total is None:
-            raise ParameterError(
-                f"There is no ledger at {str(path)!r}: give its total budget to create it "
-                "(the CLI's --budget-epsilon)."
-            )
-        self._con = _connect(self.path)
+        if not self.path.exists():
+            if total is None or readonly:
+                raise ParameterError(
+                    f"There is no ledger at {str(path)!r}: give its total budget to create it "
+                    "(the CLI's --budget-epsilon)."
+                )
+            meta = _new_meta(total, unit_text, dataset, fingerprint)
+            create_file(self.path, _SCHEMA, meta, what=f"The ledger {str(path)!r}")
+        elif _init_empty and self.path.stat().st_size == 0 and total is not None:
+            meta = _new_meta(total, unit_text, dataset, fingerprint)
+            create_file(self.path, _SCHEMA, meta, what=f"The ledger {str(path)!r}", replace=True)
+        elif self.path.stat().st_size == 0:
+            raise self._not_a_ledger("it is empty (0 bytes)")
+        self._con = _connect(self.path, readonly=readonly)
         try:
-            stored_total, stored_unit = self._open(total, unit_text)
+            stored_total, stored_unit = self._open(total, unit_text, readonly=readonly)
         except BaseException:
             self._con.close()
             raise
         self._start(stored_total, stored_unit)
+
+    @classmethod
+    def init(
+        cls,
+        path: str | Path,
+        *,
+        total: Budget,
+        unit: PrivacyUnit | None = None,
+        dataset: str | None = None,
+        fingerprint: str | None = None,
+    ) -> SQLiteLedger:
+        """Create a ledger explicitly (``dpstream ledger init``): where no file exists, or over
+        an empty (0-byte) file the operator names on purpose. Any other file is refused."""
+        if not isinstance(total, Budget):
+            raise ParameterError(
+                f"The 'total' parameter of {_OWNER}.init must be a Budget. Got {total!r}."
+            )
+        file = Path(path)
+        if file.exists() and file.is_file() and file.stat().st_size > 0:
+            raise ParameterError(
+                f"The file {str(path)!r} already exists and is not empty: a ledger is created "
+                "only in a new file."
+            )
+        return cls(
+            file, total=total, unit=unit, dataset=dataset, fingerprint=fingerprint, _init_empty=True
+        )
 
     @classmethod
     def on_connection(
@@ -186,57 +302,60 @@ class SQLiteLedger(BudgetLedger):
         ledger = cls.__new__(cls)
         ledger._con = con
         ledger.path = None
+        ledger.meta = {}
         ledger._start(total, unit)
         return ledger
 
     def _start(self, total: Budget, unit: PrivacyUnit | None) -> None:
         self._by_period: dict[int, Fraction] = {}
+        self._by_period_dlt: dict[int, Fraction] = {}
         self._global = Fraction(0)
+        self._global_dlt = Fraction(0)
         self._period: int | None = None
+        if not hasattr(self, "meta"):
+            self.meta = {}
         BudgetLedger.__init__(self, total, unit=unit)
 
     # -- file layout --
 
-    def _open(self, total: Budget | None, unit_text: str) -> tuple[Budget, PrivacyUnit | None]:
-        """Create the tables and metadata (first use), or read and check them."""
+    def _open(
+        self, total: Budget | None, unit_text: str, *, readonly: bool = False
+    ) -> tuple[Budget, PrivacyUnit | None]:
+        """Read and check the metadata; bring files of earlier versions up to date (an id, the
+        ``store`` column). A file without the ledger's tables is refused, never initialised."""
         con = self._con
+        what = f"The ledger {str(self.path)!r}"
         try:
-            con.execute("BEGIN IMMEDIATE")
+            if not readonly:
+                con.execute("BEGIN IMMEDIATE")
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
-            if not tables:
-                if total is None:  # an empty file, e.g. made by a failed create
-                    raise ParameterError(
-                        f"There is no ledger at {str(self.path)!r}: give its total budget to "
-                        "create it (the CLI's --budget-epsilon)."
-                    )
-                for sql in _SCHEMA:
-                    con.execute(sql)
-                tables = {"meta", "charges"}
-                con.executemany(
-                    "INSERT INTO meta (key, value) VALUES (?, ?)",
-                    [
-                        ("application", _APPLICATION),
-                        ("schema_version", str(SCHEMA_VERSION)),
-                        ("total_epsilon", repr(float(total.epsilon))),
-                        ("total_delta", repr(float(total.delta))),
-                        ("unit", unit_text),
-                        ("created", _now()),
-                    ],
-                )
+            if not {"meta", "charges"} <= tables:
+                _rollback(con)
+                raise self._not_a_ledger("it has no ledger tables")
             meta = dict(con.execute("SELECT key, value FROM meta"))
-            if "charges" in tables:  # files of before issue 15: add the (nullable) period
+            if not readonly and meta.get("application") == _APPLICATION:
                 cols = {row[1] for row in con.execute("PRAGMA table_info(charges)")}
-                if "period" not in cols:
-                    con.execute("ALTER TABLE charges ADD COLUMN period INTEGER")
-            con.execute("COMMIT")
-        except sqlite3.DatabaseError:
+                for col, kind in (("period", "INTEGER"), ("store", "TEXT")):
+                    if col not in cols:  # files of before issues 15 and 31
+                        con.execute(f"ALTER TABLE charges ADD COLUMN {col} {kind}")
+                if "id" not in meta:
+                    meta["id"] = secrets.token_hex(16)
+                    con.execute("INSERT INTO meta (key, value) VALUES ('id', ?)", (meta["id"],))
+            if not readonly:
+                con.execute("COMMIT")
+        except ParameterError:
+            raise
+        except sqlite3.Error as exc:
             _rollback(con)
-            raise self._not_a_ledger() from None
+            typed = classify_sqlite(exc, what)
+            if isinstance(typed, CorruptFileError):
+                raise self._not_a_ledger("it is not a SQLite database, or it is damaged") from None
+            raise typed from None
         except BaseException:
             _rollback(con)
             raise
         if meta.get("application") != _APPLICATION:
-            raise self._not_a_ledger()
+            raise self._not_a_ledger("its tables are not a dpstream ledger's")
         if meta.get("schema_version") != str(SCHEMA_VERSION):
             raise ParameterError(
                 f"The ledger {str(self.path)!r} has schema version "
@@ -246,11 +365,12 @@ class SQLiteLedger(BudgetLedger):
             stored = Budget(float(meta["total_epsilon"]), float(meta["total_delta"]))
             stored_unit = unit_from_json(meta["unit"])
         except (KeyError, ValueError, TypeError):
-            raise self._not_a_ledger() from None
+            raise self._not_a_ledger("its metadata is incomplete") from None
+        self.meta = meta
         if total is not None and total != stored:
             raise ParameterError(
                 f"The ledger {str(self.path)!r} was created with a total of {stored}; got "
-                f"{total}. Omit the total to use the file's, or name a new ledger file."
+                f"{total}. Omit the total to use the file's."
             )
         if unit_text != json.dumps(None) and unit_text != meta["unit"]:
             raise ParameterError(
@@ -260,10 +380,28 @@ class SQLiteLedger(BudgetLedger):
             )
         return stored, stored_unit
 
-    def _not_a_ledger(self) -> ParameterError:
+    @property
+    def id(self) -> str | None:
+        """The random id written when the file was created (None: a store's own ledger)."""
+        return self.meta.get("id")
+
+    @property
+    def dataset(self) -> str | None:
+        """The data set this ledger accounts for (issue 24 §2), or None."""
+        return self.meta.get("dataset") or None
+
+    @property
+    def fingerprint(self) -> str | None:
+        """The fingerprint of the data set's stream ids and hierarchy, or None."""
+        return self.meta.get("fingerprint") or None
+
+    def _not_a_ledger(self, reason: str = "it is not one") -> ParameterError:
         return ParameterError(
-            f"The file {str(self.path)!r} is not a dpstream ledger (a SQLite file written by "
-            "SQLiteLedger). Name a new file to create one."
+            f"The file {str(self.path)!r} is not a dpstream ledger: {reason}. If it was one (a "
+            "failed restore or copy, a truncation, side files deleted), restore it from a backup "
+            "with its side files: a new ledger in its place would forget what was spent and let "
+            "the same data be released again. A ledger is created only in a new file "
+            "('dpstream ledger init')."
         )
 
     def _rows(self) -> list[Charge]:
@@ -275,7 +413,9 @@ class SQLiteLedger(BudgetLedger):
         self._dlt = Fraction(0)
         self._charges = []
         self._by_period = {}
+        self._by_period_dlt = {}
         self._global = Fraction(0)
+        self._global_dlt = Fraction(0)
         for charge in charges:
             self._record(charge)
 
@@ -285,52 +425,82 @@ class SQLiteLedger(BudgetLedger):
         return self._rows()
 
     def _record(self, charge: Charge) -> None:
-        """Count a charge: to its period, or (no period) to every period."""
+        """Count a charge (as exact decimals): to its period, or (no period) to every period."""
         period = _period_of(charge.label)
         eps = Fraction(charge.budget.epsilon)
+        dlt = Fraction(charge.budget.delta)
         if period is None:
             self._global += eps
+            self._global_dlt += dlt
         else:
             self._by_period[period] = self._by_period.get(period, Fraction(0)) + eps
+            self._by_period_dlt[period] = self._by_period_dlt.get(period, Fraction(0)) + dlt
         self._eps = self._global + max(self._by_period.values(), default=Fraction(0))
-        self._dlt += Fraction(charge.budget.delta)
+        self._dlt = self._global_dlt + max(self._by_period_dlt.values(), default=Fraction(0))
         self._charges.append(charge)
 
-    def _persist(self, charge: Charge) -> None:
+    def _persist(self, charge: Charge, store: str | None = None) -> None:
         """One transaction: take the write lock, re-read the balance (other processes'
         charges count), refuse an overspend, insert, commit. Raising records nothing."""
         period = _period_of(charge.label)
         label = charge.label.split(": ", 1)[1] if period is not None else charge.label
-        with transaction(self._con) as con:
+        with transaction(self._con, self._what()) as con:
             self._reload(self._rows())
             self._check_now(charge.budget, charge.label, None, period)
-            con.execute(
-                "INSERT INTO charges (period, label, epsilon, delta, unit, created) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    period,
-                    label,
-                    float(charge.budget.epsilon),
-                    float(charge.budget.delta),
-                    unit_to_json(self.unit),
-                    _now(),
-                ),
-            )
+            self._insert(con, period, label, charge.budget, store)
+
+    def _insert(self, con, period, label, budget, store) -> None:
+        con.execute(
+            "INSERT INTO charges (period, label, epsilon, delta, unit, created, store) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                period,
+                label,
+                float(budget.epsilon),
+                float(budget.delta),
+                unit_to_json(self.unit),
+                _now(),
+                store,
+            ),
+        )
+
+    def _what(self) -> str:
+        return "The ledger" if self.path is None else f"The ledger {str(self.path)!r}"
 
     def _check_now(self, budget, label: str, unit, period: int | None) -> None:
-        """:meth:`check` on the balance held in memory."""
-        if period is None:
-            BudgetLedger.check(self, budget, label, unit=unit)
-            return
-        self.check_unit(unit, label or "the release")
+        """:meth:`check` on the balance held in memory, in exact decimals."""
         if not isinstance(budget, Budget):
             BudgetLedger.check(self, budget, label, unit=unit)  # raises the ParameterError
-        spent = self._global + self._by_period.get(int(period), Fraction(0))
+        self.check_unit(unit, label or "the release")
+        if period is None:
+            spent, spent_dlt = self._eps, self._dlt
+            where = ""
+        else:
+            spent = self._global + self._by_period.get(int(period), Fraction(0))
+            spent_dlt = self._global_dlt + self._by_period_dlt.get(int(period), Fraction(0))
+            where = f" for period {period}"
         eps = spent + Fraction(budget.epsilon)
-        dlt = self._dlt + Fraction(budget.delta)
-        if eps > Fraction(self.total.epsilon) or dlt > Fraction(self.total.delta):
-            remaining = float(Fraction(self.total.epsilon) - spent)
-            raise BudgetExceededError(budget, f"(ε={remaining:g} for period {period})", label)
+        dlt = spent_dlt + Fraction(budget.delta)
+        total_eps, total_dlt = total_decimal(self.total.epsilon), total_decimal(self.total.delta)
+        if eps > total_eps or dlt > total_dlt:
+            left = f"(ε={_dec(total_eps - spent)}, δ={_dec(total_dlt - spent_dlt)}{where})"
+            raise BudgetExceededError(budget, left, label)
+
+    @property
+    def remaining_epsilon(self) -> float:
+        """ε not yet charged (the worst period's), from the exact decimals."""
+        return float(total_decimal(self.total.epsilon) - self._eps)
+
+    @property
+    def remaining_delta(self) -> float:
+        """δ not yet charged (the worst period's), from the exact decimals."""
+        return float(total_decimal(self.total.delta) - self._dlt)
+
+    @property
+    def remaining_text(self) -> str:
+        left_eps = total_decimal(self.total.epsilon) - self._eps
+        left_dlt = total_decimal(self.total.delta) - self._dlt
+        return f"(ε={_dec(left_eps)}, δ={_dec(left_dlt)})"
 
     def check(
         self,
@@ -368,9 +538,92 @@ class SQLiteLedger(BudgetLedger):
             return float(self._eps)
         return float(self._global + self._by_period.get(int(period), Fraction(0)))
 
+    def spent_delta(self, period: int | None = None) -> float:
+        """δ charged to ``period`` (as :meth:`spent` for ε)."""
+        if period is None:
+            return float(self._dlt)
+        return float(self._global_dlt + self._by_period_dlt.get(int(period), Fraction(0)))
+
     def refresh(self) -> None:
         """Re-read the charges (made by this or any other process)."""
         self._reload(self._rows())
+
+    def charge_store_period(
+        self,
+        budget: Budget,
+        label: str,
+        *,
+        period: int,
+        span: int,
+        store: str,
+        unit: PrivacyUnit | None = None,
+        dry: bool = False,
+    ) -> bool:
+        """Charge a data set's ledger for one period released by a store (issue 24 §2).
+
+        ``period`` is the period's first time stamp (an integer, ns for dates: the same key in
+        every store of the data set), ``span`` its length in the same units and ``store`` the
+        store's id. A period this store already charged (a killed run's charge) is not charged
+        again (returns False); a period overlapping one released by *another* store is refused
+        with :class:`AlreadyReleasedError` -- an emptied, lost or new store cannot release the
+        same days twice. Otherwise charged like :meth:`charge` (returns True). ``dry``: check
+        only (nothing written, no write lock taken).
+        """
+        period, span = int(period), int(span)
+        if dry:
+            self._reload(self._rows())
+            return self._store_period(self._con, budget, label, period, span, store, unit, True)
+        with transaction(self._con, self._what()) as con:
+            self._reload(self._rows())
+            charged = self._store_period(con, budget, label, period, span, store, unit, False)
+        if charged:
+            self._record(Charge(_label(period, label), budget))
+        return charged
+
+    def _store_period(self, con, budget, label, period, span, store, unit, dry) -> bool:
+        self.check_unit(unit, label or "the release")
+        rows = con.execute(
+            "SELECT period, store, label FROM charges WHERE store IS NOT NULL "
+            "AND period > ? AND period < ?",
+            (period - span, period + span),
+        ).fetchall()
+        if any(p == period and s == store for p, s, _ in rows):
+            return False
+        others = [(s, lab) for _, s, lab in rows if s != store]
+        if others:
+            other, what = others[0]
+            raise AlreadyReleasedError(
+                f"The ledger {self._where()} records this period as released already, by "
+                f"another store (id {other[:12]}, {what!r}). A period is released once: read it "
+                "from that store (or its backup, 'dpstream store backup'). Nothing was released."
+            )
+        self._check_now(budget, label, None, period)
+        if not dry:
+            self._insert(con, period, label, budget, store)
+        return True
+
+    def _where(self) -> str:
+        name = f" of data set {self.dataset!r}" if self.dataset else ""
+        return ("(a store's own)" if self.path is None else repr(str(self.path))) + name
+
+    def entries(self) -> list[dict]:
+        """Every charge as a row: id, period, label, epsilon and delta (the exact decimals
+        charged, as text), created, store -- for ``dpstream ledger show``."""
+        rows = self._con.execute(
+            "SELECT id, period, label, epsilon, delta, created, store FROM charges ORDER BY id"
+        ).fetchall()
+        return [
+            {
+                "id": i,
+                "period": p,
+                "label": lab,
+                "epsilon": _dec(charged_decimal(e)),
+                "delta": _dec(charged_decimal(d)),
+                "created": c,
+                "store": st,
+            }
+            for i, p, lab, e, d, c, st in rows
+        ]
 
     def close(self) -> None:
         """Close the file (charges already made are committed)."""
@@ -387,11 +640,117 @@ class SQLiteLedger(BudgetLedger):
         return f"SQLiteLedger({where}, total={self.total}, remaining={self.remaining_text})"
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+class AlreadyReleasedError(DPStreamError):
+    """A data set's ledger records the period as released by another store (issue 24 §2)."""
+
+
+def _dec(value: Fraction) -> str:
+    """An exact decimal as text (a fraction with no finite decimal: 17 significant digits)."""
+    value = Fraction(value)
+    den, places = value.denominator, 0
+    for p in (2, 5):
+        n = 0
+        while den % p == 0:
+            den //= p
+            n += 1
+        places = max(places, n)
+    if den != 1:
+        return f"{float(value):.17g}"
+    whole = value.numerator * 10**places // value.denominator
+    sign, body = ("-" if whole < 0 else ""), str(abs(whole)).rjust(places + 1, "0")
+    if not places:
+        return f"{sign}{body}"
+    return f"{sign}{body[:-places]}.{body[-places:]}".rstrip("0").rstrip(".")
+
+
+def _new_meta(total: Budget, unit_text: str, dataset, fingerprint) -> list[tuple[str, str]]:
+    return [
+        ("application", _APPLICATION),
+        ("schema_version", str(SCHEMA_VERSION)),
+        ("total_epsilon", repr(float(total.epsilon))),
+        ("total_delta", repr(float(total.delta))),
+        ("unit", unit_text),
+        ("created", _now()),
+        ("id", secrets.token_hex(16)),
+        ("dataset", dataset or ""),
+        ("fingerprint", fingerprint or ""),
+    ]
+
+
+def create_file(
+    path: Path,
+    schema: tuple[str, ...],
+    meta: list[tuple[str, str]],
+    *,
+    what: str,
+    replace: bool = False,
+    wal: bool = False,
+) -> bool:
+    """Create a SQLite file with its tables and ``meta`` rows *atomically*: built under a
+    temporary name in the same folder, then linked into place (:func:`os.link` fails if the
+    name exists, so two creators never both win, and no empty file is ever visible at
+    ``path``). ``replace``: an empty file the operator named on purpose is replaced. Returns
+    False when another process created the file first."""
+    import os
+    import tempfile
+
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise ParameterError(f"{what} must be in an existing folder: {str(folder)!r} is not one.")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=folder)
+    except OSError as exc:
+        from ._files import classify_os
+
+        raise (classify_os(exc, what) or exc) from None
+    os.close(fd)
+    try:
+        con = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            if wal:
+                con.execute("PRAGMA journal_mode=WAL")
+            con.execute("BEGIN IMMEDIATE")
+            for sql in schema:
+                con.execute(sql)
+            con.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta)
+            con.execute("COMMIT")
+            if wal:
+                con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            con.close()
+        os.chmod(tmp, 0o644)
+        if replace:
+            os.replace(tmp, path)
+            return True
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError:  # a file system without hard links: rename (not atomic vs a creator)
+            if path.exists():
+                return False
+            os.replace(tmp, path)
+        return True
+    except sqlite3.Error as exc:
+        raise classify_sqlite(exc, what) from None
+    finally:
+        for side in ("", "-wal", "-shm", "-journal"):
+            Path(tmp + side).unlink(missing_ok=True)
+
+
+def _connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     try:
         # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE ... COMMIT).
         # The rollback journal with synchronous=FULL (SQLite's default) makes a commit durable.
-        con = sqlite3.connect(path, timeout=_LOCK_TIMEOUT, isolation_level=None)
+        if readonly:
+            con = sqlite3.connect(
+                f"{path.resolve().as_uri()}?mode=ro",
+                uri=True,
+                timeout=_LOCK_TIMEOUT,
+                isolation_level=None,
+            )
+        else:
+            con = sqlite3.connect(path, timeout=_LOCK_TIMEOUT, isolation_level=None)
     except sqlite3.Error as exc:
         raise ParameterError(
             f"The ledger file {str(path)!r} cannot be opened ({exc}). Check the folder exists "

@@ -21,3 +21,13 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dpstream"))
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _dpstream_home(tmp_path_factory, monkeypatch):
+    """Every test gets its own ``$DPSTREAM_HOME`` (data sets' ledgers, issue 24 §2): no test
+    reads or writes the user's ``~/.dpstream``, and no two tests share a data set."""
+    monkeypatch.setenv("DPSTREAM_HOME", str(tmp_path_factory.mktemp("dpstream_home")))

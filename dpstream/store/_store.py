@@ -33,11 +33,38 @@ by the kernel when the holder dies, so kill-and-resume needs no clean-up, and it
 SQLite works (POSIX and Windows). Readers (``read``, ``periods``, ``python -m dpstream.store``)
 never take it. Short transactions (a charge, a period) wait up to 30 s for another writer
 (``busy_timeout``), and charges re-read the ledger under ``BEGIN IMMEDIATE``.
+
+Files an operator handles (issue 31). A file is a store only if it says so: a store is created
+(atomically, :func:`dpstream._ledger.create_file`) only where no file exists, or by
+:meth:`ReleaseStore.init` (``dpstream store init``); an existing file that is empty or has no
+store tables is refused, never initialised (a new store would release every period again).
+Every store carries a random ``id`` written at creation, and the data set whose ledger it charges
+(:mod:`dpstream._dataset`). *Self-contained main file*: the WAL is checkpointed
+(``wal_checkpoint(TRUNCATE)``) after every committed period, when a job starts and ends, and on
+close, so when no job runs the main file holds every committed period and the side files
+``STORE-wal``, ``STORE-shm``, ``STORE.lock`` and ``STORE.lock-journal`` may be deleted (never
+while a job runs). A *pending-commit mark* (the ``running`` row of ``meta``) is committed and
+checkpointed before each period's commit and removed by that commit (checkpointed next): a
+store whose main file carries the mark but has no ``-wal`` beside it (copied alone, or its WAL
+deleted, after a job killed in that window) is refused -- the period committed only to the
+lost WAL would otherwise be released again. Outside that window the main file alone is
+complete, so a copy of it (``cp``) after a killed job returns every stored period as stored.
+(Why not one mark for the whole job: SQLite deletes the WAL when the last connection closes --
+any reader, ``sqlite3`` included -- so "marked and no WAL" would refuse complete stores after
+every killed job. Charges need no mark: each is committed to the data set's ledger first,
+which knows the store's id, so a charge lost with a WAL is never charged twice.)
+``dpstream store backup`` (:meth:`ReleaseStore.backup`, SQLite's backup API) makes a consistent
+copy at any time. Failures are told apart (:mod:`dpstream._files`): a full disk, a read-only
+file, a damaged file and a busy lock are four different one-line errors; a read-only store
+(``readonly=True``, a ``mode=ro`` URI, chosen by itself when the file cannot be written) still
+returns its stored periods.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,12 +75,14 @@ import pandas as pd
 
 from mechanisms import Budget, DPStreamError, ParameterError
 
-from .._ledger import CHARGES_TABLE, transaction
+from .._files import FileBusyError, classify_sqlite
+from .._ledger import CHARGES_TABLE, create_file, transaction
 from ._ledger import StoreLedger
 
 __all__ = ["ReleaseStore", "StoreBusyError"]
 
 SCHEMA_VERSION = 2
+_APPLICATION = "dpstream-store"
 #: Seconds a short transaction (a charge, a period) waits for another writer.
 _BUSY_TIMEOUT = 30.0
 
@@ -73,8 +102,14 @@ _SCHEMA = (
 )
 
 
-class StoreBusyError(DPStreamError):
+class StoreBusyError(FileBusyError):
     """Another job is releasing into the same store (its job lock is held)."""
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class ReleaseStore:
@@ -83,14 +118,25 @@ class ReleaseStore:
     Parameters
     ----------
     path : str or Path
-        The store's file, created (with its schema) on first use.
+        The store's file, created (with its schema) where no file exists; an existing file
+        must be a store (an empty or table-less one is refused, module notes).
+    readonly : bool, default False
+        Open with a ``mode=ro`` URI: read periods, release nothing new. Chosen automatically
+        when the file or its folder cannot be written.
+    ledger : SQLiteLedger or path, optional
+        The data set's ledger to charge (issue 24 §2). Default: the store's recorded data set,
+        or the one its streams are known as, or a new one (:mod:`dpstream._dataset`).
+    dataset : str, optional
+        The data set's name (its ledger ``$DPSTREAM_HOME/ledgers/NAME.db``).
+    new_dataset : bool, default False
+        These streams are a new data set although a data set with the same streams is known.
 
     Notes
     -----
     One connection per store, parameterised SQL, a transaction per unit of work. The store's
     configuration (mechanism, unit, ε, α, w, k, sampler, weights, hierarchy, time grid) is fixed
     by its first release; a release with another configuration is refused
-    (:class:`~mechanisms.ParameterError`): start a new store. Use
+    (:class:`~mechanisms.ParameterError`). Use
     :meth:`release_optstream` to release; a period already in the store is returned as stored
     and nothing is drawn or charged.
 
@@ -106,7 +152,15 @@ class ReleaseStore:
     (True, 2)
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        readonly: bool = False,
+        ledger: object = None,
+        dataset: str | None = None,
+        new_dataset: bool = False,
+    ) -> None:
         file = Path(path)
         if file.exists() and file.is_dir():
             raise ParameterError(
@@ -119,47 +173,213 @@ class ReleaseStore:
                 f"{str(file)!r}."
             )
         self.path = file
-        # isolation_level=None: explicit transactions (BEGIN IMMEDIATE ... COMMIT), as the ledger.
-        self._con = sqlite3.connect(file, timeout=_BUSY_TIMEOUT, isolation_level=None)
+        self._what = f"The store {file.name!r}"
+        self._ledger: StoreLedger | None = None
+        self._dataset_ledger = ledger
+        self._dataset = dataset
+        self._new_dataset = bool(new_dataset)
+        self.readonly = bool(readonly)
+        if not file.exists():
+            if self.readonly:
+                raise ParameterError(f"There is no store at {str(file)!r} (nothing to read).")
+            create_file(file, _SCHEMA, _new_meta(), what=self._what, wal=True)
+        elif file.stat().st_size == 0:
+            raise self._not_a_store("it is empty (0 bytes)")
+        wal_present = Path(f"{file}-wal").exists()
+        if not self.readonly and not _writable(file):
+            self.readonly = True  # a read-only file or mount: read what it holds
+        self._con = self._connect()
         try:
-            self._open(file)
-        except sqlite3.DatabaseError:
+            self._open(file, wal_present)
+            self._clear_stale_mark()
+        except sqlite3.DatabaseError as exc:
             self._con.close()
-            raise ParameterError(
-                f"The 'path' parameter of ReleaseStore names a file that is not a dpstream store "
-                f"(not an SQLite database): {file.name!r}. Name a new file or an existing store."
-            ) from None
-        except ParameterError:
+            if classify_sqlite(exc, "").__class__.__name__ == "CorruptFileError":
+                raise self._not_a_store("it is not a SQLite database, or it is damaged") from None
+            raise classify_sqlite(exc, self._what) from None
+        except BaseException:
             self._con.close()
             raise
-        self._ledger: StoreLedger | None = None
 
-    def _open(self, file: Path) -> None:
-        """Journal, schema and version check (one transaction)."""
-        self._con.execute("PRAGMA journal_mode=WAL")
-        self._con.execute("PRAGMA synchronous=FULL")
-        with transaction(self._con):
-            if self._con.execute("SELECT 1 FROM sqlite_master WHERE name='periods'").fetchone():
-                self._con.execute(_SCHEMA[0])  # an existing store: its version decides below
-            else:
-                for sql in _SCHEMA:
-                    self._con.execute(sql)
-            row = self._con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if row is None:
-                self._con.execute(
-                    "INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-                )
-            elif int(row[0]) != SCHEMA_VERSION:
+    @classmethod
+    def init(cls, path: str | Path, **kwargs) -> ReleaseStore:
+        """Create a store explicitly (``dpstream store init``): where no file exists, or over
+        an empty (0-byte) file the operator names on purpose. Any other file is refused."""
+        file = Path(path)
+        if file.exists():
+            if not file.is_file() or file.stat().st_size > 0:
                 raise ParameterError(
-                    f"The store {file.name!r} has schema version {row[0]}; this dpstream reads "
-                    f"version {SCHEMA_VERSION}. Use a matching dpstream or a new store."
+                    f"The file {str(path)!r} already exists and is not empty: a store is "
+                    "created only in a new file."
                 )
+            create_file(
+                file, _SCHEMA, _new_meta(), what=f"The store {file.name!r}", wal=True, replace=True
+            )
+        return cls(file, **kwargs)
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            if self.readonly:
+                # isolation_level=None: explicit transactions, as the ledger.
+                return sqlite3.connect(
+                    f"{self.path.resolve().as_uri()}?mode=ro",
+                    uri=True,
+                    timeout=_BUSY_TIMEOUT,
+                    isolation_level=None,
+                )
+            return sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise classify_sqlite(exc, self._what) from None
+
+    def _not_a_store(self, reason: str) -> ParameterError:
+        return ParameterError(
+            f"The file {str(self.path)!r} is not a dpstream store: {reason}. If it was one (a "
+            "failed restore or copy, a truncation, side files deleted), restore it from a backup "
+            "with its side files: a new store in its place would release every period again. "
+            "A store is created only in a new file ('dpstream store init')."
+        )
+
+    def _open(self, file: Path, wal_present: bool = True) -> None:
+        """Journal, tables, version, identity and the job-running mark (one transaction)."""
+        con = self._con
+        if not self.readonly:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=FULL")
+            con.execute("BEGIN IMMEDIATE")
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+            meta = dict(con.execute("SELECT key, value FROM meta")) if "meta" in tables else {}
+            version = meta.get("schema_version")
+            if version is not None and version != str(SCHEMA_VERSION):
+                raise ParameterError(
+                    f"The store {file.name!r} has schema version {version}; this dpstream reads "
+                    f"version {SCHEMA_VERSION}. Use a matching dpstream."
+                )
+            if not {"meta", "periods", "charges"} <= tables:
+                raise self._not_a_store("it has no store tables")
+            if version is None:
+                raise ParameterError(
+                    f"The store {file.name!r} has schema version {version}; this dpstream reads "
+                    f"version {SCHEMA_VERSION}. Use a matching dpstream."
+                )
+            if meta.get("application", _APPLICATION) != _APPLICATION:
+                raise self._not_a_store(f"it is a {meta['application']!r} file")
+            if "running" in meta and not wal_present and not self.readonly:
+                raise ParameterError(
+                    f"The store {file.name!r} was copied (or its side file "
+                    f"{file.name + '-wal'!r} deleted) while a job was releasing into it: periods "
+                    "that job committed may be missing from this file. Use the original store "
+                    "with its side files, or a copy made by 'dpstream store backup'; the data "
+                    "set's ledger refuses to release its periods again."
+                )
+            if not self.readonly:
+                cols = {row[1] for row in con.execute("PRAGMA table_info(charges)")}
+                if "store" not in cols:  # stores of before issue 31
+                    con.execute("ALTER TABLE charges ADD COLUMN store TEXT")
+                for key, value in _new_meta():
+                    if key not in meta:  # an id for stores made before issue 31
+                        con.execute("INSERT INTO meta VALUES (?, ?)", (key, value))
+                        meta[key] = value
+                con.execute("COMMIT")
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+        self.meta = meta
+
+    def _clear_stale_mark(self) -> None:
+        """Remove the job-running mark of a job that is no longer running (killed): under the
+        job lock (taken without waiting; a live job holds it), after a checkpoint that moved
+        its committed periods into the main file. Readers do this too, so the WAL that SQLite
+        deletes when the last connection closes never takes a stale mark's reason with it."""
+        if self.readonly:
+            return
+        running = self._con.execute("SELECT 1 FROM meta WHERE key = 'running'").fetchone()
+        if running is None:
+            return
+        lock_file = self.path.with_name(self.path.name + ".lock")
+        try:
+            lock = sqlite3.connect(lock_file, timeout=0, isolation_level=None)
+        except sqlite3.Error:
+            return
+        try:
+            lock.execute("BEGIN EXCLUSIVE")
+        except sqlite3.Error:
+            lock.close()
+            return  # a job is running: its mark stays
+        try:
+            self.checkpoint()
+            self._mark_running(False)
+            self.meta.pop("running", None)
+        finally:
+            lock.execute("ROLLBACK")
+            lock.close()
+
+    @property
+    def id(self) -> str:
+        """The store's random id, written at its creation."""
+        return self.meta["id"]
+
+    def checkpoint(self) -> None:
+        """Move every committed transaction from the WAL into the main file (module notes)."""
+        if self.readonly:
+            return
+        try:
+            self._con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error as exc:
+            raise classify_sqlite(exc, self._what) from None
+
+    def backup(self, dest: str | Path) -> Path:
+        """A consistent copy of the store at ``dest`` (a new file), made with SQLite's backup
+        API while jobs may run: self-contained (no side files needed), without the job-running
+        mark (the copy is a committed state), with the store's id (it is the same store: the
+        data set's ledger knows its periods)."""
+        target = Path(dest)
+        if target.exists():
+            raise ParameterError(
+                f"The backup destination {str(dest)!r} exists: name a new file (a backup never "
+                "overwrites)."
+            )
+        if not target.parent.is_dir():
+            raise ParameterError(
+                f"The backup destination {str(dest)!r} must be in an existing folder."
+            )
+        import tempfile
+
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".new", dir=target.parent)
+        os.close(fd)
+        try:
+            out = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                self._con.backup(out)
+                out.execute("DELETE FROM meta WHERE key = 'running'")
+                out.execute("PRAGMA journal_mode=WAL")
+                out.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            finally:
+                out.close()
+            os.replace(tmp, target)
+        except sqlite3.Error as exc:
+            raise classify_sqlite(exc, f"The backup {target.name!r}") from None
+        finally:
+            for side in ("", "-wal", "-shm", "-journal"):
+                Path(tmp + side).unlink(missing_ok=True)
+        return target
 
     # -- context manager ------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the store's connection."""
-        self._con.close()
+        """Checkpoint (the main file then holds every committed period) and close."""
+        try:
+            if not self.readonly:
+                try:
+                    self._clear_stale_mark()
+                    self.checkpoint()
+                except DPStreamError:
+                    pass  # closing must not fail; the WAL still holds what was committed
+            if self._ledger is not None:
+                self._ledger.close_dataset()
+        finally:
+            self._con.close()
 
     def __enter__(self) -> ReleaseStore:
         return self
@@ -193,7 +413,7 @@ class ReleaseStore:
             raise ParameterError(
                 f"The configuration of this release differs from the store {self.path.name!r} "
                 f"({shown}). A store holds one configuration (its privacy guarantee covers all "
-                "its periods): release with the store's settings, or start a new store."
+                "its periods): release with the store's settings."
             )
 
     def _fix_config(self, config: dict) -> dict:
@@ -201,7 +421,7 @@ class ReleaseStore:
         self._check_config(config)
         stored = self.config
         if stored is None:
-            with transaction(self._con):
+            with transaction(self._con, self._what):
                 self._con.execute(
                     "INSERT INTO meta VALUES ('config', ?)", (json.dumps(config, sort_keys=True),)
                 )
@@ -224,8 +444,60 @@ class ReleaseStore:
                 else WAlphaIndistinguishability(w=w, alpha=float(cfg["alpha"]))
             )
             total = Budget(cfg["epsilon"], cfg.get("delta") or 0.0)
-            self._ledger = StoreLedger(self._con, total, unit=unit)
+            ledger = StoreLedger(self._con, total, unit=unit, name=self.path.name)
+            if not self.readonly:
+                self._attach_dataset(ledger, cfg, total, unit)
+            self._ledger = ledger
         return self._ledger
+
+    def _attach_dataset(self, ledger: StoreLedger, cfg: dict, total: Budget, unit) -> None:
+        """Find (or create) the data set's ledger and attach it (issue 24 §2; module notes of
+        :mod:`dpstream._dataset`): the one given, the store's recorded data set, the data set
+        its streams are known as, or a new one with the store's per-window budget."""
+        from .._dataset import open_dataset_ledger
+        from .._ledger import SQLiteLedger
+        from ._grid import Grid
+
+        given = self._dataset_ledger
+        owns = not isinstance(given, SQLiteLedger)
+        if not owns:
+            dataset = given
+        else:
+            tree = cfg.get("hierarchy") or {}
+            leaves = [n for n in cfg["nodes"] if n not in tree]
+            dataset = open_dataset_ledger(
+                streams=leaves,
+                hierarchy=tree or None,
+                total=total,
+                unit=unit,
+                dataset=self._dataset or self.meta.get("dataset") or None,
+                ledger=given,
+                new_dataset=self._new_dataset,
+                seeded=bool(cfg.get("seeded")),
+                owner="ReleaseStore",
+                terms={
+                    "dataset": "dataset=",
+                    "ledger": "ledger=",
+                    "new_dataset": "new_dataset=True",
+                },
+            )
+        if dataset is None:
+            return
+        recorded = self.meta.get("ledger_id")
+        if recorded and dataset.id and recorded != dataset.id:
+            if owns:
+                dataset.close()
+            raise ParameterError(
+                f"The store {self.path.name!r} was charged to the ledger with id {recorded[:12]}; "
+                f"{str(dataset.path)!r} is another ledger (id {dataset.id[:12]}). Restore the "
+                "data set's ledger (its releases compose with this store's), or name it."
+            )
+        if not recorded and dataset.id:
+            with transaction(self._con, self._what):
+                for key, value in (("ledger_id", dataset.id), ("dataset", dataset.dataset or "")):
+                    self._con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+            self.meta.update(ledger_id=dataset.id, dataset=dataset.dataset or "")
+        ledger.attach(dataset, grid=Grid.from_config(cfg), store_id=self.id, owns=owns)
 
     def privacy_record(self):
         """The :class:`mechanisms.PrivacyRecord` of the store's releases (None before the first):
@@ -301,7 +573,8 @@ class ReleaseStore:
         """Commit one released period with its plan and (k="auto") measurements: one
         transaction; a period already there is kept."""
         data = np.ascontiguousarray(values, dtype="<f8")
-        with transaction(self._con):
+        self._mark_running(True)  # in the main file before the period's commit (module notes)
+        with transaction(self._con, self._what):
             self._con.execute(
                 "INSERT OR IGNORE INTO periods VALUES (?, ?, ?, ?, ?, datetime('now'), ?, ?)",
                 (
@@ -314,6 +587,8 @@ class ReleaseStore:
                     measured,
                 ),
             )
+            self._con.execute("DELETE FROM meta WHERE key = 'running'")  # with the period
+        self.checkpoint()  # the main file holds the period (module notes)
 
     def _measured(self, before: int, n: int) -> list[tuple[int, dict, bytes]]:
         """The last ``n`` stored periods before ordinal ``before`` that carry measurements:
@@ -328,28 +603,53 @@ class ReleaseStore:
     @contextmanager
     def job_lock(self, timeout: float = 0.0) -> Iterator[None]:
         """Hold the store's job lock (module notes) for the block, or raise
-        :class:`StoreBusyError` after ``timeout`` seconds (0: at once)."""
+        :class:`StoreBusyError` after ``timeout`` seconds (0: at once). A read-only store takes
+        no lock (nothing can be written: a release that needs a new period fails with
+        :class:`~dpstream._files.ReadOnlyError`)."""
         if not isinstance(timeout, int | float) or not 0 <= timeout < float("inf"):
             raise ParameterError(
                 "The 'lock_timeout' parameter of ReleaseStore must be a float in [0, inf). "
                 f"Got {timeout!r} instead."
             )
+        if self.readonly:
+            yield
+            return
         lock_file = self.path.with_name(self.path.name + ".lock")
-        con = sqlite3.connect(lock_file, timeout=float(timeout), isolation_level=None)
+        try:
+            con = sqlite3.connect(lock_file, timeout=float(timeout), isolation_level=None)
+        except sqlite3.Error as exc:
+            raise classify_sqlite(exc, f"{self._what} (its lock file {lock_file.name!r})") from None
         try:
             con.execute("BEGIN EXCLUSIVE")
-        except sqlite3.OperationalError:
+        except sqlite3.Error as exc:
             con.close()
-            raise StoreBusyError(
-                f"The store {self.path.name!r} is busy: another job is releasing into it (it "
-                f"holds {lock_file.name!r}; waited {float(timeout):g} s). Run one job at a time "
-                "per store, or give a lock timeout to wait for it."
-            ) from None
+            typed = classify_sqlite(exc, f"{self._what} (its lock file {lock_file.name!r})")
+            if isinstance(typed, FileBusyError):
+                raise StoreBusyError(
+                    f"The store {self.path.name!r} is busy: another job is releasing into it (it "
+                    f"holds {lock_file.name!r}; waited {float(timeout):g} s). Run one job at a "
+                    "time per store, or give a lock timeout to wait for it."
+                ) from None
+            raise typed from None
         try:
             yield
         finally:
-            con.execute("ROLLBACK")
-            con.close()
+            try:
+                con.execute("ROLLBACK")
+            finally:
+                con.close()
+
+    def _mark_running(self, running: bool) -> None:
+        """Set (checkpointed) or clear the mark "a commit may live only in the WAL"."""
+        with transaction(self._con, self._what):
+            if running:
+                self._con.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('running', ?)",
+                    (json.dumps({"pid": os.getpid(), "since": _now()}),),
+                )
+            else:
+                self._con.execute("DELETE FROM meta WHERE key = 'running'")
+        self.checkpoint()
 
     def read(self, ordinals=None) -> pd.DataFrame:
         """The released values of ``ordinals`` (default all), as a wide frame (time index, one
@@ -382,6 +682,21 @@ class ReleaseStore:
         from ._release import release_to_store
 
         return release_to_store(self, frame, **kwargs)
+
+
+def _new_meta() -> list[tuple[str, str]]:
+    return [
+        ("schema_version", str(SCHEMA_VERSION)),
+        ("application", _APPLICATION),
+        ("id", secrets.token_hex(16)),
+        ("created", _now()),
+    ]
+
+
+def _writable(file: Path) -> bool:
+    """The store and its folder (side files) can be written."""
+    folder = file.parent if str(file.parent) else Path(".")
+    return os.access(file, os.W_OK) and os.access(folder, os.W_OK)
 
 
 def _short(value: object) -> str:

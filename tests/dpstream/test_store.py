@@ -129,7 +129,7 @@ def test_a_changed_configuration_is_refused(tmp_path, change):
     base = {"epsilon": 1.0, "alpha": 1.0, "hierarchy": H, "k": 10, "weights": "variance"}
     with ReleaseStore(tmp_path / "s.db") as store:
         store.release_optstream(frame.iloc[:48], seed=1, **base)
-        with pytest.raises(ParameterError, match="new store"):
+        with pytest.raises(ParameterError, match="store.s settings"):
             store.release_optstream(frame, seed=1, **{**base, **change})
         assert len(store.periods()) == 1 and n_charges(store.path) == 1
     with ReleaseStore(tmp_path / "new.db") as fresh:  # a new store takes the new configuration
@@ -203,7 +203,7 @@ def test_a_store_of_an_older_schema_is_refused_untouched(tmp_path):
     )
     con.commit()
     con.close()
-    with pytest.raises(ParameterError, match="schema version 1.*new store"):
+    with pytest.raises(ParameterError, match="schema version 1.*matching dpstream"):
         ReleaseStore(path)
     con = sqlite3.connect(path)
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}

@@ -76,7 +76,7 @@ def test_a_changed_configuration_exits_2(days, tmp_path, capsys):
     args = ["release", "optstream", str(paths[1]), "--epsilon", "2", "--alpha", "20"]
     code = main([*args, "--hierarchy", str(edges), "--store", str(store), "--out", "b.csv"])
     assert code == 2
-    assert "new store" in capsys.readouterr().err
+    assert "store's settings" in capsys.readouterr().err
     # a seeded run (an experiment) into a release store is a changed configuration too
     assert _release(paths[0], edges, store, tmp_path / "c.csv", "--seed", "1") == 2
     assert "seeded" in capsys.readouterr().err

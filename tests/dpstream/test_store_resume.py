@@ -82,7 +82,8 @@ def test_killed_runs_resume_with_nothing_lost_or_duplicated(tmp_path):
     for _ in range(4):
         kill_after = int(rng.integers(0, 12))  # 0: during start-up or the first period
         outcomes.append(_run(script, store, kill_after, float(rng.uniform(0, 0.05))))
-        con = sqlite3.connect(store)
+        # read-only: a read-write connection closing last would checkpoint and delete the WAL
+        con = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)
         counts.append(con.execute("SELECT COUNT(*) FROM periods").fetchone()[0])
         con.close()
     print("outcomes", outcomes, "periods stored after each killed run", counts)
