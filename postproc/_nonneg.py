@@ -62,7 +62,14 @@ class _Period:
     def __init__(self, lay: HierarchyLayout, ft: FeatureTree, w: np.ndarray, c: np.ndarray):
         self.lay, self.ft, self.w, self.c = lay, ft, w, c
         self.a_t = ft.a_t.toarray()  # small (P, w): dense BLAS products on the feature side
-        self.diag = lay.a_h_t @ (w @ self.a_t)  # diagonal of M = A^T diag(W) A (L, w)
+        self._diag: np.ndarray | None = None
+
+    @property
+    def diag(self) -> np.ndarray:
+        """Diagonal of ``M = A^T diag(W) A`` (L, w), built on first use (projected Newton)."""
+        if self._diag is None:
+            self._diag = self.lay.a_h_t @ (self.w @ self.a_t)
+        return self._diag
 
     def residual(self, x: np.ndarray) -> np.ndarray:
         return (self.lay.a_h @ x) @ self.a_t.T - self.c  # (N, P)

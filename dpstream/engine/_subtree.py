@@ -492,13 +492,14 @@ def _leaf_steps(hierarchy: Hierarchy, values: np.ndarray, rows: np.ndarray) -> n
     return values[rows[is_leaf[rows]]]
 
 
-def split_applies(spec, cut: int | None, n_workers: int) -> bool:
-    """Whether a store period of ``spec`` (:class:`dpstream.pipelines._period.PeriodSpec`)
-    can be split into subtrees: equally spaced samples, variance or noise weights, and a
-    hierarchy with a level below the root whose nodes all have children."""
-    if spec.hierarchy is None or spec.sampling != "equal" or spec.weights == "paper":
+def split_applies(
+    hierarchy: Hierarchy | None, sampling: str, weights: str, cut: int | None, n_workers: int
+) -> bool:
+    """Whether a store period can be split into subtrees: equally spaced samples, variance or
+    noise weights, and a hierarchy with a level below the root whose nodes all have children."""
+    if hierarchy is None or sampling != "equal" or weights not in ("variance", "noise"):
         return False
-    return choose_cut(spec.hierarchy, n_workers, cut) > 0
+    return choose_cut(hierarchy, n_workers, cut) > 0
 
 
 def release_periods_split(

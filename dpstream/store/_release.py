@@ -228,7 +228,12 @@ def _release_new(
             "from the ones before it, so periods are released in time order. Release the later "
             "days only, or use an int k."
         )
-    if check is not None and new:  # validation of data read in the workers: before any charge
+    split = False
+    if engine == "dask" and leaves_of is not None and auto is None:
+        from ..engine._subtree import split_applies
+
+        split = split_applies(tree, p["sampling"], p["weights"], cut, p["n_workers"])
+    if check is not None and new and not split:  # validation of data read in the workers
         for _ in map_periods(
             _call,
             [check(i) for i in new],
@@ -293,17 +298,16 @@ def _release_new(
                 charge(i)  # committed right before this period's draw
             yield PeriodTask(spec=spec, ordinal=ordinals[i], values=values_of(i), seed=p["seed"])
 
-    if engine == "dask" and leaves_of is not None:  # inside each period: subtrees on Dask
-        from ..engine._subtree import release_periods_split, split_applies
+    if split:  # inside each period: subtrees on Dask, each validating its reads before a charge
+        from ..engine._subtree import release_periods_split
 
-        if split_applies(spec, cut, p["n_workers"]):
-            put = lambda o, v: store._put(o, grid.label(o), v, plan, seeded=p["seed"] is not None)  # noqa: E731
-            release_periods_split(
-                spec, [(ordinals[i], leaves_of(i), lambda i=i: charge(i)) for i in new],
-                seed=p["seed"], cut=cut, scheduler=scheduler, n_workers=p["n_workers"],
-                put=put, progress=progress,
-            )  # fmt: skip
-            return ordinals
+        put = lambda o, v: store._put(o, grid.label(o), v, plan, seeded=p["seed"] is not None)  # noqa: E731
+        release_periods_split(
+            spec, [(ordinals[i], leaves_of(i), lambda i=i: charge(i)) for i in new],
+            seed=p["seed"], cut=cut, scheduler=scheduler, n_workers=p["n_workers"],
+            put=put, progress=progress,
+        )  # fmt: skip
+        return ordinals
     if engine == "dask":
         for i in new:
             charge(i)  # every charge committed before any task is sent

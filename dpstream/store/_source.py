@@ -155,7 +155,8 @@ class ParquetLeaves:
         scan, names = self.scan, [str(n) for n in leaves]
         filters = [(scan.time, ">=", self.start), (scan.time, "<=", self.stop)]
         if scan.long:
-            frame = pd.read_parquet(scan.path, filters=[*filters, (ID, "in", names)])
+            ids = [(ID, ">=", min(names)), (ID, "<=", max(names)), (ID, "in", names)]
+            frame = pd.read_parquet(scan.path, filters=[*filters, *ids])  # ranges: row groups
             wide = long_to_wide(frame, owner=self.owner)
             if any(n not in wide.columns for n in names):
                 raise DomainError(
