@@ -207,7 +207,7 @@ def _shared_correlation(var: np.ndarray, matrix: np.ndarray, leaves: np.ndarray)
     return np.clip(np.nan_to_num(rho), 0.0, 1.0)
 
 
-def _dense_period(v, noise, pv, matrix, leaves) -> np.ndarray:
+def _dense_period(v, noise, pv, matrix, leaves, rho_prior: float | None = None) -> np.ndarray:
     """(N, r) error variance of Algorithm 4's linear estimate with errors shared between levels.
 
     Observations of node a at a step: measurement ``c_a`` (weight 1/v_a) and prior mean
@@ -215,7 +215,8 @@ def _dense_period(v, noise, pv, matrix, leaves) -> np.ndarray:
     error covariance ``K (W Σ_c W + Q Σ_f Q) Kᵀ`` with ``K = A G Aᵀ``, where the measurement
     error is the noise (independent between nodes) plus an interpolation error and the prior's
     error is a forecast error, both additive over the tree (an aggregate's is the sum of its
-    leaves') with one correlation between leaves (:func:`_shared_correlation`).
+    leaves') with one correlation between leaves (:func:`_shared_correlation`; for the prior,
+    ``rho_prior`` where the root has no prior of its own to infer it from).
     """
     a = matrix  # (N, L)
     n, r = v.shape
@@ -225,8 +226,9 @@ def _dense_period(v, noise, pv, matrix, leaves) -> np.ndarray:
     g = np.linalg.inv(info)
     k = np.einsum("nl,tlm,km->tnk", a, g, a)  # (r, N, N)
 
-    def shared(var):  # (r, N, N) covariance of an additive error with per-node variances var
-        rho = _shared_correlation(var, a, leaves)
+    def shared(var, rho=None):  # (r, N, N) covariance of an additive error, node variances var
+        if rho is None:
+            rho = _shared_correlation(var, a, leaves)
         sd = np.sqrt(var[leaves])  # (L, r)
         cl = rho[:, None, None] * np.einsum("lt,mt->tlm", sd, sd)
         idx = np.arange(sd.shape[0])
@@ -239,7 +241,12 @@ def _dense_period(v, noise, pv, matrix, leaves) -> np.ndarray:
     cov_c[:, idx, idx] += noise.T
     middle = wt.T[:, :, None] * cov_c * wt.T[:, None, :]
     if pv is not None:  # steps without a prior (τ² = inf) have weight 0
-        middle += qt.T[:, :, None] * shared(np.where(np.isfinite(pv), pv, 0.0)) * qt.T[:, None, :]
+        finite = np.isfinite(pv)
+        rho = None
+        if rho_prior is not None and not finite[0].all():  # the root has no prior
+            rho = np.full(r, rho_prior)
+        cov_p = shared(np.where(finite, pv, 0.0), rho)
+        middle += qt.T[:, :, None] * cov_p * qt.T[:, None, :]
     cov = np.einsum("tij,tjk,tlk->til", k, middle, k)
     return np.maximum(np.einsum("tii->it", cov), 0.0)
 
@@ -291,6 +298,43 @@ def _blind_interpolation(measured, plans, cfg) -> dict[int, np.ndarray]:
     return out
 
 
+def _prior_correlation(measured, priors, leaves: np.ndarray) -> float | None:
+    """One correlation between the leaves' forecast errors, from the published measurements.
+
+    The residuals ``d = x̃ − f`` of every period with a prior (measurement minus the prior's
+    mean) carry the forecast error plus the measurement's error; their noise is independent
+    between leaves, so off the diagonal their mean products estimate the shared part (the
+    forecast's and the interpolation's errors: a day warmer than the profile everywhere).
+    ρ = Σ_{l≠m} E[d_l d_m] / Σ_{l≠m} √(s_l s_m), with s_l = E[d_l²] minus the noise variance.
+    None without at least one period with a prior.
+    """
+    cross = None
+    noise = None
+    count = 0
+    for m, prior in zip(measured, priors, strict=True):
+        if prior is None:
+            continue
+        r = m.values.shape[1]
+        d = m.values[leaves] - prior.mean[leaves, :r]
+        ok = np.isfinite(d).all(axis=0)
+        d = d[:, ok]
+        if not d.size:
+            continue
+        cross = d @ d.T if cross is None else cross + d @ d.T
+        nz = m.noise[leaves][:, ok].sum(axis=1)
+        noise = nz if noise is None else noise + nz
+        count += d.shape[1]
+    if cross is None or len(leaves) < 2:
+        return None
+    cross = cross / count
+    s = np.maximum(np.diag(cross) - noise / count, 0.0)
+    off = ~np.eye(len(leaves), dtype=bool)
+    denom = np.sqrt(np.outer(s, s))[off].sum()
+    if denom <= 0:
+        return None
+    return float(np.clip(cross[off].sum() / denom, 0.0, 1.0))
+
+
 def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndarray, str]:
     from dpstream.pipelines._period_steps import as_measurement
 
@@ -314,6 +358,7 @@ def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndar
     if dense:
         matrix = np.asarray(tree.matrix, dtype=np.float64)
         leaves = np.array([tree.index(leaf) for leaf in tree.leaves])
+        rho_prior = _prior_correlation(measured, priors, leaves)
     out = np.empty_like(x)
     rng = np.random.default_rng(seed)  # simulation only: publishes nothing private
     w = cfg.w
@@ -326,7 +371,7 @@ def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndar
             v = v + blind[i]
         if dense:
             noise = as_measurement(meas[lo : lo + r].T, plan, cfg).noise
-            se = np.sqrt(_dense_period(v, noise, pv, matrix, leaves))
+            se = np.sqrt(_dense_period(v, noise, pv, matrix, leaves, rho_prior))
         else:
             combined = v if pv is None else 1.0 / (1.0 / v + 1.0 / pv)
             se = np.sqrt(tree_posterior_variance(combined, parent))

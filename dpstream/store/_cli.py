@@ -8,7 +8,7 @@ also gets its wide twin (``OUT_STEM.wide.SUFFIX``).
 
 from __future__ import annotations
 
-import json
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -16,7 +16,7 @@ import pandas as pd
 
 from mechanisms import ParameterError
 
-from ..commands._accounting import privacy_sidecar
+from ..commands._accounting import open_ledger, write_output_pair
 from ..commands._checks import cli_terms
 from ..commands._progress import progress_bar
 from ..engine import ENGINES
@@ -53,6 +53,39 @@ def _terms():
     )
 
 
+@contextmanager
+def _closing(ledger):
+    try:
+        yield
+    finally:
+        if ledger is not None:
+            ledger.close()
+
+
+def _dataset_ledger(ledger_args: tuple, options: dict, ids, hierarchy):
+    """The ``--ledger`` or ``--dataset`` ledger, opened (created with --budget-epsilon, else
+    with the store's per-window budget); None: the store finds its data set's ledger."""
+    ledger_path, budget_eps, budget_dlt, dataset, new_dataset = ledger_args
+    if ledger_path is None and budget_eps is None and budget_dlt is None:
+        return None  # the store resolves its data set (a --dataset name is passed to it)
+    from mechanisms import Budget, WAlphaIndistinguishability, WEvent
+
+    w, alpha = options["w"], options["alpha"]
+    unit = WEvent(w=w) if alpha is None else WAlphaIndistinguishability(w=w, alpha=alpha)
+    tree = None if hierarchy is None else _children(hierarchy)
+    return open_ledger(
+        ledger_path, budget_eps, budget_dlt, dataset, new_dataset,
+        budget=Budget(options["epsilon"]), unit=unit, command=_OWNER,
+        streams=list(map(str, ids)), hierarchy=tree, seeded=options.get("seed") is not None,
+        check=False,
+    )  # fmt: skip
+
+
+def _children(hierarchy) -> dict:
+    children = getattr(hierarchy, "children", hierarchy)
+    return {str(k): [str(c) for c in v] for k, v in dict(children).items()}
+
+
 def release_with_store(
     *,
     input_path: str,
@@ -66,8 +99,12 @@ def release_with_store(
     options: dict,
     missing: str = "error",
     timezone: str | None = None,
+    ledger_args: tuple = (None, None, None, None, False),
 ) -> None:
-    """Validate, release the new periods into the store, write OUT, print one summary line."""
+    """Validate, release the new periods into the store, write OUT, print one summary line.
+
+    The store charges its data set's ledger (issue 24 §2): ``--ledger`` (created with
+    ``--budget-epsilon``), ``--dataset``'s, or the one its streams are known by."""
     if engine not in ENGINES:
         raise ParameterError(
             f"The '--engine' option of {_OWNER} must be one of {ENGINES}. Got {engine!r}."
@@ -88,7 +125,20 @@ def release_with_store(
     hierarchy = None
     if hierarchy_path is not None:
         hierarchy = read_hierarchy(hierarchy_path, ids=ids, owner=_OWNER)
-    with _terms(), ReleaseStore(store_path) as store:
+    if not lazy:  # the store's grid rules, checked before the store file is created (issue 30)
+        from ._grid import Grid
+
+        with _terms():
+            Grid.from_index(frame.index, w, "ReleaseStore.release_optstream")
+    ledger = _dataset_ledger(ledger_args, options, ids, hierarchy)
+    dataset, new_dataset = ledger_args[3], bool(ledger_args[4])
+    try:
+        store_cm = ReleaseStore(store_path, ledger=ledger, dataset=dataset, new_dataset=new_dataset)
+    except BaseException:
+        if ledger is not None:
+            ledger.close()
+        raise
+    with _terms(), _closing(ledger), store_cm as store:
         before = store.ordinals()
         common = {"hierarchy": hierarchy, "engine": engine, "scheduler": scheduler, **options}
         desc = "Releasing (optstream, new periods)"
@@ -103,27 +153,35 @@ def release_with_store(
         added = len(store.ordinals() - before)
         total = len(store.ordinals())
         out = Path(out_path)
-        also = ""
+        twin = out.with_name(f"{out.stem}.wide{out.suffix}")
+        also = f" (and wide {twin.name})" if long else ""
+        doc = record.to_dict()
+        if missing != "error":  # the policy for missing readings (issue 25)
+            doc["parameters"] = {**(doc.get("parameters") or {}), "missing": missing}
         if lazy:  # streamed from the store, one period at a time
-            write_periods(store, ordinals, out, long=long, time_name=time_name)
-            if long:
-                twin = out.with_name(f"{out.stem}.wide{out.suffix}")
-                write_periods(store, ordinals, twin, long=False, time_name=time_name)
-                also = f" (and wide {twin.name})"
+
+            def write_out(tmp: Path) -> None:
+                write_periods(store, ordinals, tmp, long=long, time_name=time_name)
+
+            def write_twin(tmp: Path) -> None:
+                write_periods(store, ordinals, tmp, long=False, time_name=time_name)
         else:
             result.index.name = time_name
-            if long:
-                write_table(wide_to_long(result), out, index=False)
-                twin = out.with_name(f"{out.stem}.wide{out.suffix}")
-                write_table(result, twin)
-                also = f" (and wide {twin.name})"
-            else:
-                write_table(result, out)
-    side = privacy_sidecar(out)  # OUT.privacy.json, as for every output (issue 30)
-    doc = record.to_dict()
-    if missing != "error":  # the policy for missing readings (issue 25)
-        doc["parameters"] = {**(doc.get("parameters") or {}), "missing": missing}
-    side.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", "utf-8")
+
+            def write_out(tmp: Path) -> None:
+                if long:
+                    write_table(wide_to_long(result), tmp, index=False)
+                else:
+                    write_table(result, tmp)
+
+            def write_twin(tmp: Path) -> None:
+                write_table(result, tmp)
+
+        # OUT.privacy.json, as for every output (issue 30); the record renamed before the data
+        # (issue 31 §3): no output without its complete record
+        if long:
+            write_output_pair(twin, write_twin, doc)
+        side = write_output_pair(out, write_out, doc)
     label = " (seeded: NOT private)" if options.get("seed") is not None else ""
     click.echo(
         f"Released {added} new period(s), returned {n_periods - added} from the store, to "
