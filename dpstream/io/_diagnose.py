@@ -120,7 +120,10 @@ def _parse_stamps(raw: pd.Series, ids: pd.Series | None, timezone: str | None, o
         stamps = raw
     else:
         text = raw.astype(str)
-        stamps = pd.to_datetime(text, errors="coerce", utc=False, format="mixed")
+        try:
+            stamps = pd.to_datetime(text, errors="coerce", utc=False, format="mixed")
+        except ValueError:  # several UTC offsets (a DST change written with offsets)
+            stamps = pd.to_datetime(text, errors="coerce", utc=True, format="mixed")
         bad = stamps.isna().to_numpy() & raw.notna().to_numpy()
         bad |= raw.isna().to_numpy()
         if bad.any():
@@ -133,8 +136,8 @@ def _parse_stamps(raw: pd.Series, ids: pd.Series | None, timezone: str | None, o
                 "one that "
                 "is not (text or empty). Fix or drop that row."
             )
-        if stamps.dtype == object:  # several UTC offsets (a DST change written with offsets)
-            stamps = pd.to_datetime(text, utc=True, format="mixed")
+        if stamps.dtype == object:  # mixed offsets in older pandas
+            stamps = pd.to_datetime(text, errors="coerce", utc=True, format="mixed")
     if getattr(stamps.dt, "tz", None) is not None:
         stamps = stamps.dt.tz_convert("UTC").dt.tz_localize(None)
     elif timezone is not None:

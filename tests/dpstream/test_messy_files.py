@@ -1,0 +1,259 @@
+"""Real meter files with every defect (issue 25): built from the bundled regional data.
+
+A clean twin (three days of the four SimBench regions around the autumn DST change of 2016, in
+long format ``unique_id, ds, y``) and one file per defect. For each defect the CLI
+(``dpstream release optstream``, with and without ``--store``) and the Python pass
+(:func:`dpstream.io._diagnose.read_readings`) name the problem and the first offending series and
+time stamp, exit with status 2, write nothing and charge nothing (the ``--ledger`` file is never
+even created); no message shows a value. The policies ``--missing zero|unmeasured`` and
+``--timezone`` turn the fixable defects into releases, whose records name the policy.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpstream import load_regional, regional_hierarchy
+from dpstream._ledger import SQLiteLedger
+from dpstream.cli import main
+from dpstream.io._diagnose import read_readings
+from mechanisms import DomainError
+
+REGIONS = ["rural", "semiurban", "urban", "commercial"]
+DAYS = ("2016-10-29", "2016-10-31 23:30")  # 144 half-hours, the autumn DST day in the middle
+SECRET = 123456.789  # planted where a value leaks into a message
+
+
+def clean() -> pd.DataFrame:
+    """The clean twin: long, UTC stamps, sorted by series then time (as Nixtla writes it)."""
+    wide = load_regional().loc[DAYS[0] : DAYS[1], REGIONS]
+    long = wide.rename_axis("ds").reset_index().melt("ds", var_name="unique_id", value_name="y")
+    return long[["unique_id", "ds", "y"]].reset_index(drop=True)
+
+
+def _row(long: pd.DataFrame, series: str, stamp: str) -> int:
+    hit = (long["unique_id"] == series) & (long["ds"] == pd.Timestamp(stamp))
+    return int(np.flatnonzero(hit.to_numpy())[0])
+
+
+def _gap(d):  # issue 25's example: ONE reading of one series removed
+    return d.drop(index=_row(d, "urban", "2016-10-29 05:00"))
+
+
+def _dup_same(d):
+    return pd.concat([d, d.iloc[[_row(d, "semiurban", "2016-10-30 10:30")]]])
+
+
+def _dup_diff(d):
+    extra = d.iloc[[_row(d, "semiurban", "2016-10-30 10:30")]].assign(y=SECRET)
+    return pd.concat([d, extra])
+
+
+def _off_grid(d):
+    d = d.copy()
+    d.loc[_row(d, "rural", "2016-10-30 12:00"), "ds"] = pd.Timestamp("2016-10-30 12:10")
+    return d
+
+
+def _nan(d):
+    d = d.copy()
+    d.loc[_row(d, "commercial", "2016-10-31 08:00"), "y"] = np.nan
+    return d
+
+
+def _negative(d):
+    d = d.copy()
+    d.loc[_row(d, "rural", "2016-10-31 01:00"), "y"] = -SECRET
+    d.loc[_row(d, "urban", "2016-10-31 03:00"), "y"] = -SECRET  # a second: no count shown
+    return d
+
+
+def _text(d):
+    d = d.copy()
+    d["y"] = d["y"].astype(object)
+    d.loc[_row(d, "urban", "2016-10-29 13:30"), "y"] = "ERR"
+    return d
+
+
+def _bad_stamp(d):
+    d = d.copy()
+    row = _row(d, "rural", "2016-10-29 02:00")
+    d["ds"] = d["ds"].astype(str)
+    d.loc[row, "ds"] = "29/10/2016 25h"
+    return d
+
+
+def _local(d):
+    """The same readings written in Paris local time: 2016-10-30 has 50 half-hours."""
+    d = d.copy()
+    local = d["ds"].dt.tz_localize("UTC").dt.tz_convert("Europe/Paris").dt.tz_localize(None)
+    d["ds"] = local
+    return d
+
+
+def _offsets(d):
+    """Local time with explicit UTC offsets (ISO 8601): unambiguous, read as UTC."""
+    d = d.copy()
+    d["ds"] = (
+        d["ds"].dt.tz_localize("UTC").dt.tz_convert("Europe/Paris").map(pd.Timestamp.isoformat)
+    )
+    return d
+
+
+#: (name, builder, the message's rule, the first offending series and stamp in the message)
+DEFECTS = [
+    ("missing pair", _gap, "missing reading", "'urban' at 2016-10-29 05:00:00"),
+    ("duplicate, same value", _dup_same, "with the same value", "'semiurban' at 2016-10-30 10:30"),
+    ("duplicate, other value", _dup_diff, "with different values", "'semiurban' at 2016-10-30"),
+    ("step off the grid", _off_grid, "regular grid", "'rural' at 2016-10-30 12:10:00"),
+    ("NaN reading", _nan, "missing reading", "'commercial' at 2016-10-31 08:00:00"),
+    ("negative value", _negative, "non-negative", "'rural' at 2016-10-31 01:00:00"),
+    ("text value", _text, "holds text", "'urban' at 2016-10-29 13:30:00"),
+    ("unparseable time stamp", _bad_stamp, "dates or integers", "series 'rural'"),
+    ("local times, DST day", _local, "--timezone", "2016-10-30 02:00:00"),
+]
+IDS = [d[0] for d in DEFECTS]
+
+
+def _everything(d):
+    """Every defect at once: the pass stops at the first it meets (the time stamps)."""
+    for _, build, _, _ in DEFECTS:
+        if build is not _local:  # local times are the whole file's convention
+            d = build(d)
+    return d
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("messy")
+    base = clean()
+    base.to_csv(root / "clean.csv", index=False)
+    for name, build, _, _ in DEFECTS:
+        build(base).to_csv(root / f"{name.replace(' ', '_').replace(',', '')}.csv", index=False)
+    _everything(base).to_csv(root / "everything.csv", index=False)
+    _offsets(base).to_csv(root / "offsets.csv", index=False)
+    (root / "reg.json").write_text(json.dumps(regional_hierarchy()))
+    return root
+
+
+def _file(root: Path, name: str) -> str:
+    return str(root / f"{name.replace(' ', '_').replace(',', '')}.csv")
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")
+    }
+
+
+def _release(root: Path, path: str, *extra: str, store: bool = False) -> list[str]:
+    args = ["release", "optstream", path, "--epsilon", "1", "--alpha", "50", "--k", "10"]
+    args += ["--hierarchy", str(root / "reg.json"), "--out", str(root / "out.csv"), *extra]
+    if store:
+        return [*args, "--store", str(root / "ops.db")]
+    return [*args, "--ledger", str(root / "budget.db"), "--budget-epsilon", "10"]
+
+
+@pytest.mark.parametrize("store", [False, True], ids=["ledger", "store"])
+@pytest.mark.parametrize(("name", "rule", "where"), [(d[0], d[2], d[3]) for d in DEFECTS], ids=IDS)
+def test_cli_names_the_defect_and_does_nothing(files, capsys, name, rule, where, store):
+    before = _snapshot(files)
+    code = main(_release(files, _file(files, name), store=store))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2, err
+    assert len(err) == 1 and err[0].startswith("Error: "), err
+    assert rule in err[0] and where in err[0], err[0]
+    assert "INPUT" in err[0] and "Traceback" not in err[0]
+    assert "123456" not in err[0] and "SECRET" not in err[0]  # no value
+    assert _snapshot(files) == before  # nothing written: no output, no ledger, no store
+
+
+def test_every_defect_at_once_names_the_first(files, capsys):
+    before = _snapshot(files)
+    assert main(_release(files, str(files / "everything.csv"))) == 2
+    err = capsys.readouterr().err
+    assert "dates or integers" in err and "series 'rural'" in err
+    assert _snapshot(files) == before
+
+
+@pytest.mark.parametrize(("name", "rule", "where"), [(d[0], d[2], d[3]) for d in DEFECTS], ids=IDS)
+def test_python_pass_names_the_same_defect(files, name, rule, where):
+    with pytest.raises(DomainError) as err:
+        read_readings(_file(files, name), owner="read_readings")
+    msg = str(err.value)
+    assert rule in msg and where in msg and "123456" not in msg
+
+
+def test_negative_values_are_not_counted(files):
+    one = _negative(clean())
+    row = _row(one, "urban", "2016-10-31 03:00")
+    one.loc[row, "y"] = clean().loc[row, "y"]  # only the first negative left
+    with pytest.raises(DomainError) as a:
+        read_readings(_file(files, "negative value"))
+    one.to_csv(files / "one_negative.csv", index=False)
+    with pytest.raises(DomainError) as b:
+        read_readings(str(files / "one_negative.csv"))
+    (files / "one_negative.csv").unlink()
+    assert str(a.value) == str(b.value)  # two negatives or one: the same message
+
+
+def test_clean_twin_releases_and_charges_once(files, capsys):
+    code = main(_release(files, str(files / "clean.csv"), "--seed", "1"))
+    assert code == 0, capsys.readouterr().err
+    out = pd.read_csv(files / "out.csv", index_col=0)
+    assert out.shape == (144, 5) and np.isfinite(out.to_numpy()).all()
+    with SQLiteLedger(files / "budget.db") as ledger:
+        assert ledger.spent() == pytest.approx(1.0)
+    for f in ("out.csv", "out.csv.privacy.json", "budget.db"):
+        (files / f).unlink(missing_ok=True)
+
+
+def test_local_times_with_timezone_release_on_a_utc_grid(files):
+    readings, long = read_readings(_file(files, "local times DST day"), timezone="Europe/Paris")
+    twin, _ = read_readings(str(files / "clean.csv"))
+    assert long
+    pd.testing.assert_frame_equal(readings.frame, twin.frame)  # the same UTC grid and values
+    offsets, _ = read_readings(str(files / "offsets.csv"))  # offsets need no --timezone
+    pd.testing.assert_frame_equal(offsets.frame, twin.frame)
+
+
+def test_a_time_zone_that_does_not_fit_is_refused(files):
+    # London repeats 01:00-01:30 that night, Paris 02:00-02:30: read as London, the file's
+    # single 01:00 cannot be placed (and its repeated 02:00 reads as a duplicate in New York).
+    with pytest.raises(DomainError, match="time zone 'Europe/London'"):
+        read_readings(_file(files, "local times DST day"), timezone="Europe/London")
+    with pytest.raises(DomainError, match="duplicated"):
+        read_readings(_file(files, "local times DST day"), timezone="America/New_York")
+
+
+@pytest.mark.parametrize("policy", ["zero", "unmeasured"])
+def test_missing_policies_release_the_gap(files, capsys, policy):
+    path = _file(files, "missing pair")
+    code = main(_release(files, path, "--missing", policy, "--seed", "1"))
+    assert code == 0, capsys.readouterr().err
+    out = pd.read_csv(files / "out.csv", index_col=0, parse_dates=True)
+    record = json.loads((files / "out.csv.privacy.json").read_text())
+    assert record["parameters"]["missing"] == policy
+    gap = out.loc["2016-10-29 05:00:00", "urban"]
+    assert np.isnan(gap) if policy == "unmeasured" else np.isfinite(gap)  # zero: a value
+    others = out.drop(columns="national").fillna(0.0).sum(axis=1)
+    np.testing.assert_allclose(out["national"], others, rtol=1e-6, atol=1e-6)
+    for f in ("out.csv", "out.csv.privacy.json", "budget.db"):
+        (files / f).unlink(missing_ok=True)
+
+
+def test_unmeasured_needs_an_int_k_and_no_store(files, capsys):
+    before = _snapshot(files)
+    path = _file(files, "missing pair")
+    args = _release(files, path, "--missing", "unmeasured")
+    args[args.index("--k") + 1] = "auto"
+    assert main(args) == 2
+    assert "'--missing'" in capsys.readouterr().err
+    assert main(_release(files, path, "--missing", "unmeasured", store=True)) == 2
+    assert "'--missing'" in capsys.readouterr().err
+    assert _snapshot(files) == before
