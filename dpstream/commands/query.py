@@ -330,12 +330,13 @@ def query(
             row[f"hi-{key}"] = None if math.isnan(se) else a + half
         rows.append(row)
     column, method = meta.get("column"), meta.get("method")
+    guarantee = (meta.get("privacy") or {}).get("guarantee") or meta.get("guarantee", "")
     if as_json:
         payload = {
             "method": method,
             "column": column,
             "seeded": meta.get("seeded"),
-            "guarantee": meta.get("guarantee"),
+            "guarantee": guarantee,
             "std_error": "root-mean-square noise error; " + note,
             "levels": list(levels),
             "answers": rows,
@@ -344,7 +345,7 @@ def query(
         return
     click.echo(
         f"# {method} release of {column!r}: sums of the released values over input steps "
-        f"I..J (in the column's units), {meta.get('guarantee', '')}"
+        f"I..J (in the column's units). {guarantee}"
     )
     click.echo(f"# std_error: root-mean-square noise error; {note}")
     keys = [k for k in rows[0] if k not in ("i", "j")] if rows else []

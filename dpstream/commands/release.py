@@ -428,8 +428,6 @@ def release(
                 "The '--ledger' option of dpstream release does not combine with --store: the "
                 "store keeps its own accountant (one charge per period). Drop --ledger."
             )
-        if seed is not None:
-            click.secho("Seeded run: an experiment, NOT a private release.", fg="yellow", err=True)
         options = {"epsilon": epsilon, "w": w, "k": k, "alpha": alpha_value, "bound": bound}
         options.update(theta=theta, seed=seed, lock_timeout=lock_timeout)
         release_with_store(
@@ -446,6 +444,8 @@ def release(
             options=options,
         )
         show_guarantee(preview)  # after the release succeeded (issue 30)
+        if seed is not None:
+            click.secho("Seeded run: an experiment, NOT a private release.", fg="yellow", err=True)
         return
     hierarchy = _read_hierarchy(hierarchy_path)
     # One validation pass over INPUT before the ledger is opened (issue 25).
