@@ -97,15 +97,13 @@ class SubtreeSolver:
     def __init__(
         self, hierarchy: Hierarchy, features: FeatureSet, estimates: np.ndarray, weights: np.ndarray
     ) -> None:
-        self.hierarchy = hierarchy
-        self.lay = lay = HierarchyLayout(hierarchy)
+        self.lay = lay = HierarchyLayout(hierarchy)  # (the Hierarchy itself is not kept)
         if lay.n_int == 0:
             raise ValueError("a subtree's root must have children")  # internal misuse
         self.ft = ft = FeatureTree(features)
         self.c = np.asarray(estimates, dtype=np.float64)
         self.w = np.asarray(weights, dtype=np.float64)
         self.ops = _Period(lay, ft, self.w, self.c)
-        self.b = ((self.w * self.c) @ self.ops.a_t)[:, None, :]  # A_T^T (W ∘ C) (n, 1, w)
         shape = (lay.n_leaves, ft.w)
         self.factor = TreeFactor(lay, ft, self.w, np.ones(shape, dtype=bool))
         self.zero = np.zeros(shape, dtype=bool)
@@ -114,9 +112,13 @@ class SubtreeSolver:
         self._up: tuple | None = None
         self._infeasible = np.zeros(shape, dtype=bool)
 
+    def _b(self) -> np.ndarray:
+        """``A_T^T (W ∘ C)`` per node (n, 1, w), formed when needed (memory at scale)."""
+        return ((self.w * self.c) @ self.ops.a_t)[:, None, :]
+
     def scale(self, offset_b: np.ndarray) -> float:
         """``max |A_H^T (W ∘ C) A_T|`` over the subtree's leaves (top ancestors' ``b`` added)."""
-        return float(np.abs(self.lay.a_h_t @ self.b[:, 0, :] + offset_b[None, :]).max())
+        return float(np.abs(self.lay.a_h_t @ self._b()[:, 0, :] + offset_b[None, :]).max())
 
     def summary(self, rhs: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Re-factor for the held set, run the up pass; the root's ``(P, m, support)``.
@@ -126,9 +128,9 @@ class SubtreeSolver:
         """
         self.factor.update(~self.zero)
         if rhs == "data":
-            b = self.b
+            b = self._b()
         else:
-            b = np.zeros_like(self.b)
+            b = np.zeros((self.lay.n, 1, self.ft.w))
             b[self.lay.leaf_rows, 0] = np.where(self.zero, 0.0, -self.g)
         self._up = self.factor.up(b)
         return self.factor.p_int[0].copy(), self._up[2][0, 0].copy(), self.factor.support[0].copy()

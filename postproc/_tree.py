@@ -237,7 +237,10 @@ class TreeFactor:
         self.a_t_dense = features_dense = ft.a_t.toarray()
         self.free = free.copy()
         w = ft.w
-        self.leaf = LeafInverse(ft, weights[layout.leaf_rows], self.free)
+        rows = layout.leaf_rows
+        contiguous = rows.size and rows[-1] - rows[0] + 1 == rows.size
+        leaf_w = weights[rows[0] : rows[-1] + 1] if contiguous else weights[rows]  # a view if
+        self.leaf = LeafInverse(ft, leaf_w, self.free)  # the leaves are the last rows
         if layout.n_int == 0:
             return
         wi = weights[layout.int_rows]

@@ -288,7 +288,10 @@ class SubtreeRelease:
             stream=_streams(task.seed, task.ordinal, bit_source(None)),
         )
         self.values = None  # the true values are not needed any more
-        self.solver = SubtreeSolver(self.tree, spec.features, est, _weights(spec, est, var))
+        weights = _weights(spec, est, var)
+        del var
+        self.solver = SubtreeSolver(self.tree, spec.features, est, weights)
+        self.tree = None  # the solver keeps its index arrays only (memory at scale)
         return int(depth.size)
 
     # the elimination (postproc._split.SubtreeSolver), delegated for Dask's actor proxies
@@ -328,14 +331,18 @@ class SubtreeRelease:
 
 
 def _local_call(objects: list) -> Callable:
-    def call(method: str, args: Sequence[tuple]) -> list:
+    def call(method: str, args: Sequence[tuple], only: int | None = None) -> list:
+        if only is not None:
+            return getattr(objects[only], method)(*args[only])
         return [getattr(o, method)(*a) for o, a in zip(objects, args, strict=True)]
 
     return call
 
 
 def _actor_call(actors: list) -> Callable:
-    def call(method: str, args: Sequence[tuple]) -> list:
+    def call(method: str, args: Sequence[tuple], only: int | None = None) -> list:
+        if only is not None:
+            return getattr(actors[only], method)(*args[only]).result()
         futures = [getattr(a, method)(*x) for a, x in zip(actors, args, strict=True)]
         return [f.result() for f in futures]
 
@@ -478,10 +485,9 @@ def release_split(
 
     solve_split(top, call, gather=gather)
     out = np.empty((len(hierarchy.nodes), spec.w))
-    node_vals = call("node_values", [()] * len(tasks))
-    for vals, r in zip(node_vals, rows, strict=True):
-        out[r] = vals
-    out[top_rows] = top.sums(np.stack([v[0] for v in node_vals]))
+    for s, r in enumerate(rows):  # one subtree at a time: never two copies of the release
+        out[r] = call("node_values", [()] * len(tasks), only=s)
+    out[top_rows] = top.sums(out[top.cut_rows])
     return out
 
 
@@ -512,10 +518,11 @@ def release_periods_split(
     n_workers: int,
     put: Callable[[int, np.ndarray], None],
     progress: Callable | None = None,
+    local: bool = False,
 ) -> None:
-    """The store's split periods on one Dask cluster kept for the call: for each
-    ``(ordinal, source, charge)`` in time order, :func:`release_split` then ``put(ordinal,
-    values (N, w))`` (committed before the next period starts)."""
+    """The store's split periods on one Dask cluster kept for the call (``local``: in this
+    process): for each ``(ordinal, source, charge)`` in time order, :func:`release_split`
+    then ``put(ordinal, values (N, w))`` (committed before the next period starts)."""
     tree = spec.hierarchy
     split = SplitSpec(
         epsilon=spec.epsilon,
@@ -527,7 +534,7 @@ def release_periods_split(
         weights=spec.weights,
         shares=spec.shares,
     )
-    with split_client(scheduler, n_workers) as client:
+    with _maybe_client(local, scheduler, n_workers) as client:
         for ordinal, source, charge in periods:
             out = release_split(
                 split,
@@ -543,3 +550,12 @@ def release_periods_split(
             put(ordinal, out)
             if progress is not None:
                 progress(1)
+
+
+@contextmanager
+def _maybe_client(local: bool, scheduler: str | None, n_workers: int):
+    if local:
+        yield None
+        return
+    with split_client(scheduler, n_workers) as client:
+        yield client

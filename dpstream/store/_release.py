@@ -29,7 +29,7 @@ def release_to_store(
     *,
     epsilon: float,
     w: int = 48,
-    k: int | str = 10,
+    k: int | str = "auto",
     sampling: str | None = None,
     theta: float | None = None,
     hierarchy: object = None,
@@ -42,6 +42,7 @@ def release_to_store(
     target: str = "all",
     level_shares: object = None,
     prior: bool = True,
+    history: object = None,
     seed: object = None,
     engine: str = "local",
     scheduler: str | None = None,
@@ -61,12 +62,17 @@ def release_to_store(
         As :func:`dpstream.release_optstream` with an int k (``sampling=None``: "l1"); with
         ``alpha=None``, plain w-event privacy on values in [0, ``bound``]. Fixed by the
         store's first release.
-    k : int or "auto"
-        Samples per period, or ``"auto"``: issue 13's in-stream planner and prior, period by
+    k : int or "auto", default "auto"
+        Samples per period, or ``"auto"`` (as :func:`dpstream.release_optstream`): the
+        in-stream planner (:class:`planner.StreamPlanner`) and prior, period by
         period, reading the measurements and plans of the store's earlier periods
         (:mod:`dpstream.store._auto`); then ``delta``, ``noise``, ``target``,
         ``level_shares`` and ``prior`` are as in :func:`dpstream.release_optstream`, and
         ``sampling`` (None or "equal"), ``weights``, ``theta``, ``shares`` keep their defaults.
+    history : pandas.DataFrame, optional
+        k="auto" only: public history before the frame (as :func:`dpstream.release_optstream`);
+        an earlier k="auto" release ending just before the store's first period also brings
+        its last plan, so windows straddling the two respect ε (issue 24.1).
     seed : int, optional
         None (default): each period's bits from the operating system's secure source, drawn
         where the period runs. An int (experiments only, NOT for release): each period's bits
@@ -117,6 +123,9 @@ def release_to_store(
         lock_timeout=lock_timeout,
     )  # fmt: skip
     sf = prepare_frame(frame, owner=_OWNER, hierarchy=hierarchy, bound=bound)
+    from ._auto import prepare_history
+
+    p["history"] = prepare_history(history, p, sf, hierarchy=hierarchy, owner=_OWNER)
     grid = Grid.from_index(sf.index, p["w"], _OWNER)
     _, t = Grid.stamps(sf.index)
     periods = to_periods(sf.values, p["w"]).full  # (P, N, w): whole periods (grid checked)
@@ -229,7 +238,7 @@ def _release_new(
             "days only, or use an int k."
         )
     split = False
-    if engine == "dask" and leaves_of is not None and auto is None:
+    if (engine == "dask" or cut is not None) and leaves_of is not None and auto is None:
         from ..engine._subtree import split_applies
 
         split = split_applies(tree, p["sampling"], p["weights"], cut, p["n_workers"])
@@ -268,6 +277,8 @@ def _release_new(
                         ledger, cost, eps, unit, ordinals[i], "release_optstream: k=auto, planned"
                     ),
                     run=run,
+                    history=(p.get("history") or (None, None))[0],
+                    carried=(p.get("history") or (None, None))[1],
                 )
                 if progress is not None:
                     progress(1)
@@ -305,7 +316,7 @@ def _release_new(
         release_periods_split(
             spec, [(ordinals[i], leaves_of(i), lambda i=i: charge(i)) for i in new],
             seed=p["seed"], cut=cut, scheduler=scheduler, n_workers=p["n_workers"],
-            put=put, progress=progress,
+            put=put, progress=progress, local=engine == "local",
         )  # fmt: skip
         return ordinals
     if engine == "dask":

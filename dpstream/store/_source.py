@@ -212,11 +212,14 @@ def release_parquet_to_store(
     Nothing but the file's time stamps and series names is read here: every new period is
     first validated where it runs (a mapped pass), then charged, released and committed.
 
-    With ``engine="dask"``, a fixed k, ``sampling="equal"`` and a hierarchy with a level
-    below the root whose nodes all have children, each period is split *inside*: subtrees
-    rooted at depth ``cut`` (None: chosen for ``n_workers``) are Dask actors that read their
-    own leaves from the file (:class:`ParquetLeaves`), measure them and take part in the
-    distributed elimination (:func:`dpstream.engine._subtree.release_split`). Otherwise
+    With ``engine="dask"`` (or a ``cut`` given), a fixed k, ``sampling="equal"`` and a
+    hierarchy with a level below the root whose nodes all have children, each period is split
+    *inside*: subtrees rooted at depth ``cut`` (None: chosen for ``n_workers``) are Dask
+    actors (``engine="local"``: objects of this process) that read their own leaves from the
+    file (:class:`ParquetLeaves`), validate them, measure them and take part in the
+    distributed elimination (:func:`dpstream.engine._subtree.release_split`); the output
+    does not depend on the cut or the engine (seeded: equal to rounding). Each period is then
+    validated right before its own charge (no pass over every period first). Otherwise
     periods are mapped whole over the workers.
     """
     p = _params(

@@ -1,0 +1,213 @@
+"""A million meters: one day of a 5-level synthetic hierarchy released through the store.
+
+national -> 10 regions -> 1,000 substations -> 10,000 feeders -> 1,000,000 meters (defaults;
+``--regions/--subs/--feeders/--meters`` are the fan-outs). Each meter is the bundled
+household's year (``dpstream.datasets.load_household``, column ``total``, Wh per half-hour)
+shifted by a random number of days, scaled by a random factor in [0.5, 2], plus 5 % Gaussian
+noise, clipped at 0. The input is written to a *long* Parquet file (``unique_id``, ``ds``,
+``y``), one row group per substation, never more than one substation in memory; the hierarchy
+to a JSON file.
+
+Then one release of the day through :func:`dpstream.store._source.release_parquet_to_store`
+(fixed k, equally spaced samples, default "variance" weights), in a fresh process so that
+its peak memory is its own: ``--engine dask --workers 2`` splits the day into subtrees on a
+``LocalCluster`` of single-threaded worker processes (each reads its own meters from the
+file); ``--engine local --cut C`` runs the same subtrees in one process. A sampler thread
+records the resident memory of the whole process tree (client + workers) every 0.5 s; CPU
+seconds of the client and of the workers (``RUSAGE_CHILDREN``, counted once the cluster is
+closed) and the load average before and after are reported (the 2 cores are shared).
+
+Usage::
+
+    python scripts/million_meters.py --workdir /tmp/mm [--meters 100] [--engine dask]
+        [--workers 2] [--cut C] [--out docs/results/scale_million.md]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import resource  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+W = 48
+DAY = "2007-06-14"  # the released day (a Thursday)
+
+
+def names(regions: int, subs: int, feeders: int, meters: int) -> dict[str, list[str]]:
+    """The hierarchy ``{parent: children}``; zero-padded names sort in writing order."""
+    ch: dict[str, list[str]] = {"N": [f"R{r:02d}" for r in range(regions)]}
+    for r in ch["N"]:
+        ch[r] = [f"{r}S{s:03d}" for s in range(subs)]
+        for s in ch[r]:
+            ch[s] = [f"{s}F{f:02d}" for f in range(feeders)]
+            for f in ch[s]:
+                ch[f] = [f"{f}M{m:03d}" for m in range(meters)]
+    return ch
+
+
+def generate(workdir: Path, regions: int, subs: int, feeders: int, meters: int, seed: int):
+    """Write ``meters.parquet`` (one row group per substation) and ``hierarchy.json``."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dpstream.datasets import load_household
+
+    year = load_household(2007)["total"].to_numpy()
+    stamps = pd.date_range(DAY, periods=W, freq="30min")
+    day0 = int((stamps[0] - pd.Timestamp("2007-01-01")) / pd.Timedelta("30min"))
+    ch = names(regions, subs, feeders, meters)
+    rng = np.random.default_rng(seed)
+    schema = pa.schema(
+        [("unique_id", pa.string()), ("ds", pa.timestamp("ns")), ("y", pa.float64())]
+    )
+    ds = pa.array(np.tile(stamps.to_numpy(), feeders * meters))
+    with pq.ParquetWriter(workdir / "meters.parquet", schema) as writer:
+        for r in ch["N"]:
+            for s in ch[r]:
+                ids = [m for f in ch[s] for m in ch[f]]
+                n = len(ids)
+                shift = rng.integers(0, 365, n) * W
+                idx = (day0 + shift[:, None] + np.arange(W)[None, :]) % year.size
+                y = year[idx] * rng.uniform(0.5, 2.0, n)[:, None]
+                y = np.maximum(y * (1.0 + 0.05 * rng.standard_normal(y.shape)), 0.0)
+                table = pa.table(
+                    {"unique_id": pa.array(np.repeat(ids, W)), "ds": ds, "y": y.reshape(-1)},
+                    schema=schema,
+                )
+                writer.write_table(table, row_group_size=n * W)
+    (workdir / "hierarchy.json").write_text(json.dumps(ch))
+
+
+def _tree_rss(pid: int) -> int:
+    import psutil
+
+    total = 0
+    try:
+        proc = psutil.Process(pid)
+        for p in [proc, *proc.children(recursive=True)]:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                pass
+    except psutil.Error:
+        pass
+    return total
+
+
+def release(workdir: Path, engine: str, workers: int, cut: int | None, k: int) -> dict:
+    """One release of the day into a fresh store (run in its own process)."""
+    from dpstream.store import ReleaseStore
+    from dpstream.store._source import release_parquet_to_store
+
+    peak = [0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], _tree_rss(os.getpid()))
+            time.sleep(0.5)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    load0 = os.getloadavg()
+    ch = json.loads((workdir / "hierarchy.json").read_text())
+    store_path = workdir / f"store_{engine}_{cut}.db"
+    for f in workdir.glob(store_path.name + "*"):
+        f.unlink()
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    os.environ["DPSTREAM_HOME"] = str(workdir / "home")  # the runs' ledgers stay in workdir
+    dataset = f"million-{engine}-{cut}-{time.time_ns()}"  # each run its own data set
+    with ReleaseStore(store_path, dataset=dataset) as store:
+        release_parquet_to_store(
+            store,
+            workdir / "meters.parquet",
+            epsilon=1.0,
+            alpha=500.0,
+            k=k,
+            sampling="equal",
+            hierarchy=ch,
+            engine=engine,
+            n_workers=workers,
+            cut=cut,
+        )
+        wall = time.perf_counter() - t0
+        n_nodes = len(store.config["nodes"])
+    done.set()
+    thread.join()
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "engine": engine,
+        "workers": workers if engine == "dask" else 1,
+        "cut": cut,
+        "k": k,
+        "nodes": n_nodes,
+        "wall_s": round(wall, 1),
+        "client_cpu_s": round(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, 1),
+        "workers_cpu_s": round(kids.ru_utime + kids.ru_stime, 1),
+        "peak_tree_gb": round(peak[0] / 1e9, 2),
+        "client_maxrss_gb": round(r1.ru_maxrss / 1e6, 2),
+        "load_before": [round(x, 1) for x in load0],
+        "load_after": [round(x, 1) for x in os.getloadavg()],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workdir", type=Path, required=True)
+    ap.add_argument("--regions", type=int, default=10)
+    ap.add_argument("--subs", type=int, default=100)
+    ap.add_argument("--feeders", type=int, default=10)
+    ap.add_argument("--meters", type=int, default=100)
+    ap.add_argument("--engine", default="dask", choices=["dask", "local"])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--cut", type=int, default=None)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    if args.child:
+        res = release(args.workdir, args.engine, args.workers, args.cut, args.k)
+        print("RESULT " + json.dumps(res), flush=True)
+        return
+    shape = (args.regions, args.subs, args.feeders, args.meters)
+    stamp = args.workdir / "shape.json"
+    if not stamp.exists() or json.loads(stamp.read_text()) != list(shape):
+        t0 = time.perf_counter()
+        generate(args.workdir, *shape, seed=args.seed)
+        stamp.write_text(json.dumps(list(shape)))
+        print(f"generated {np.prod(shape):,} meters in {time.perf_counter() - t0:.0f} s")
+    cmd = [sys.executable, __file__, "--child", "--workdir", str(args.workdir)]
+    cmd += ["--engine", args.engine, "--workers", str(args.workers), "--k", str(args.k)]
+    if args.cut is not None:
+        cmd += ["--cut", str(args.cut)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    lines = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
+    if not lines:
+        sys.stderr.write(out.stderr[-4000:])
+        raise SystemExit("the release failed")
+    res = json.loads(lines[-1][7:])
+    res["meters"] = int(np.prod(shape))
+    print(json.dumps(res))
+    if args.out is not None:
+        with args.out.open("a") as f:
+            f.write(json.dumps(res) + "\n")
+
+
+if __name__ == "__main__":
+    main()
