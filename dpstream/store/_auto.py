@@ -43,7 +43,15 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-__all__ = ["AutoTask", "measure_task", "pack", "plan_state", "release_auto_period", "unpack"]
+__all__ = [
+    "AutoTask",
+    "measure_task",
+    "pack",
+    "plan_state",
+    "prepare_history",
+    "release_auto_period",
+    "unpack",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,6 +120,39 @@ def unpack(blob: bytes):
         scalars = json.loads(str(z["plan_scalars"]))
     kw.update({k: tuple(v) if isinstance(v, list) else v for k, v in scalars.items()})
     return m, PeriodPlan(**kw)
+
+
+def prepare_history(history, p: dict, sf, *, hierarchy, owner: str) -> tuple | None:
+    """``history=`` of a store release, validated before anything is charged: ``(values (T, N),
+    carried)`` -- public periods for the planner (as ``release_optstream(history=...)``) and,
+    when ``history`` is an earlier ``k="auto"`` release ending just before the frame, the
+    samples its last w steps hold (issue 24.1: the window rule across calls), or None."""
+    from mechanisms import ParameterError
+
+    from ..pipelines._autoplan import _carried, _config
+    from ..pipelines._frames import prepare_frame
+
+    if history is None:
+        return None
+    if p["auto"] is None:
+        raise ParameterError(
+            f"The 'history' parameter of {owner} feeds the in-stream planner: it needs "
+            "k='auto' (an int k plans nothing). Drop history, or use k='auto'."
+        )
+    hf = prepare_frame(history, owner=owner, hierarchy=hierarchy, name="history")
+    if hf.nodes != sf.nodes:
+        raise ParameterError(
+            f"The 'history' parameter of {owner} must have the same columns as the frame. "
+            f"Got nodes {list(hf.nodes)[:5]} instead of {list(sf.nodes)[:5]}."
+        )
+    a = p["auto"]
+    cfg = _config(
+        epsilon=p["epsilon"], alpha=p["neighbours"].delta, w=p["w"], delta=a.get("delta"),
+        noise=a.get("noise", "laplace"), target=a.get("target", "all"),
+        level_shares=a.get("level_shares"), hierarchy=sf.hierarchy, nodes=sf.nodes,
+        prior=a.get("prior", True),
+    )  # fmt: skip
+    return np.asarray(hf.values), _carried(history, hf.index, sf.index, cfg)
 
 
 def plan_state(store, ordinal: int, cfg, *, history=None, carried=None):

@@ -77,9 +77,11 @@ def test_release_twice_draws_nothing_and_charges_nothing(tmp_path):
 def test_overlapping_input_releases_only_the_new_periods(tmp_path):
     frame = loads(4)
     with ReleaseStore(tmp_path / "s.db") as store:
-        head = store.release_optstream(frame.iloc[: 48 * 2], epsilon=1.0, hierarchy=H, seed=4)
+        head = store.release_optstream(
+            frame.iloc[: 48 * 2], alpha=1.0, epsilon=1.0, hierarchy=H, seed=4
+        )
         bits = CountingBits(9)
-        full = store.release_optstream(frame, epsilon=1.0, hierarchy=H, seed=bits)
+        full = store.release_optstream(frame, alpha=1.0, epsilon=1.0, hierarchy=H, seed=bits)
         pd.testing.assert_frame_equal(full.iloc[: 48 * 2], head)  # exactly as stored
         assert bits.draws > 0
         assert store.periods()["ordinal"].tolist() == [0, 1, 2, 3]
@@ -93,10 +95,10 @@ def test_overlapping_input_releases_only_the_new_periods(tmp_path):
 def test_day_by_day_equals_one_run_with_a_seed(tmp_path):
     frame = loads(3)
     with ReleaseStore(tmp_path / "one.db") as one, ReleaseStore(tmp_path / "daily.db") as daily:
-        whole = one.release_optstream(frame, epsilon=1.0, hierarchy=H, seed=11)
+        whole = one.release_optstream(frame, alpha=1.0, epsilon=1.0, hierarchy=H, seed=11)
         parts = [
             daily.release_optstream(
-                frame.iloc[48 * d : 48 * (d + 1)], epsilon=1.0, hierarchy=H, seed=11
+                frame.iloc[48 * d : 48 * (d + 1)], alpha=1.0, epsilon=1.0, hierarchy=H, seed=11
             )
             for d in range(3)
         ]
@@ -109,8 +111,10 @@ def test_a_store_period_is_release_period_of_its_values(tmp_path):
 
     frame = loads(1)
     with ReleaseStore(tmp_path / "s.db") as store:
-        got = store.release_optstream(frame, epsilon=1.0, hierarchy=H, seed=3)
-    ref = release_optstream(frame, epsilon=1.0, hierarchy=H, k=10, seed=period_bits(3, 0))
+        got = store.release_optstream(frame, alpha=1.0, epsilon=1.0, hierarchy=H, k=10, seed=3)
+    ref = release_optstream(
+        frame, alpha=1.0, epsilon=1.0, hierarchy=H, k=10, seed=period_bits(3, 0)
+    )
     pd.testing.assert_frame_equal(got, ref)
 
 
@@ -142,24 +146,24 @@ def test_bad_input_touches_nothing(tmp_path):
     bad.iloc[5, 0] = np.nan
     with ReleaseStore(tmp_path / "s.db") as store:
         with pytest.raises(DomainError, match="finite"):
-            store.release_optstream(bad, epsilon=1.0, hierarchy=H)
+            store.release_optstream(bad, alpha=1.0, epsilon=1.0, hierarchy=H)
         with pytest.raises(DomainError, match="whole periods"):
-            store.release_optstream(frame.iloc[:60], epsilon=1.0, hierarchy=H)
+            store.release_optstream(frame.iloc[:60], alpha=1.0, epsilon=1.0, hierarchy=H)
         with pytest.raises(ParameterError, match="'epsilon'"):
-            store.release_optstream(frame, epsilon=-1.0, hierarchy=H)
+            store.release_optstream(frame, alpha=1.0, epsilon=-1.0, hierarchy=H)
         assert store.config is None and n_charges(store.path) == 0
-        store.release_optstream(frame.iloc[:48], epsilon=1.0, hierarchy=H)
+        store.release_optstream(frame.iloc[:48], alpha=1.0, epsilon=1.0, hierarchy=H)
         with pytest.raises(DomainError, match="period boundary"):
-            store.release_optstream(frame.iloc[10:58], epsilon=1.0, hierarchy=H)
+            store.release_optstream(frame.iloc[10:58], alpha=1.0, epsilon=1.0, hierarchy=H)
         gap = frame.drop(frame.index[50])
         with pytest.raises(DomainError, match="regularly spaced|whole periods"):
-            store.release_optstream(gap.iloc[:96], epsilon=1.0, hierarchy=H)
+            store.release_optstream(gap.iloc[:96], alpha=1.0, epsilon=1.0, hierarchy=H)
         assert len(store.periods()) == 1 and n_charges(store.path) == 1
 
 
 def test_the_ledger_refuses_a_second_charge_of_a_period(tmp_path):
     with ReleaseStore(tmp_path / "s.db") as store:
-        store.release_optstream(loads(1), epsilon=1.0, hierarchy=H, seed=1)
+        store.release_optstream(loads(1), alpha=1.0, epsilon=1.0, hierarchy=H, seed=1)
         ledger = store.ledger
         with pytest.raises(BudgetExceededError):
             ledger.charge(Budget(0.5), "again", period=0)
@@ -173,9 +177,9 @@ def test_a_charged_period_without_values_is_released_under_its_charge(tmp_path):
     """What a run killed between the charge and the commit leaves: resumed, not charged twice."""
     frame = loads(2)
     with ReleaseStore(tmp_path / "s.db") as store:
-        store.release_optstream(frame.iloc[:48], epsilon=1.0, hierarchy=H, seed=1)
+        store.release_optstream(frame.iloc[:48], alpha=1.0, epsilon=1.0, hierarchy=H, seed=1)
         store.ledger.charge(Budget(1.0), "release_optstream (killed run)", period=1)
-        store.release_optstream(frame, epsilon=1.0, hierarchy=H, seed=1)
+        store.release_optstream(frame, alpha=1.0, epsilon=1.0, hierarchy=H, seed=1)
         assert len(store.periods()) == 2 and n_charges(store.path) == 2
         assert store.ledger.spent(1) == 1.0
 
