@@ -1,0 +1,94 @@
+"""The ledger's rules for charges tied to a period (issue 29 §2-3): δ is checked against the
+total like ε, and the privacy unit is checked, on both charging paths (``charge(period=)`` and
+the store's ``charge_store_period``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpstream._ledger import SQLiteLedger
+from mechanisms import Budget, BudgetExceededError, EventLevel, ParameterError, WEvent
+
+TOTAL = Budget(1.0, 1e-6)
+
+
+@pytest.mark.parametrize("period", [None, 0, 7])
+def test_a_delta_above_the_total_is_refused_with_or_without_a_period(tmp_path, period):
+    with SQLiteLedger(tmp_path / "l.db", total=TOTAL) as ledger:
+        with pytest.raises(BudgetExceededError):
+            ledger.charge(Budget(0.1, 2e-6), "too much δ", period=period)
+        assert ledger.charges == ()
+        ledger.charge(Budget(0.1, 1e-6), "all of δ", period=period)  # exactly the total fits
+        assert ledger.spent_delta(period) == 1e-6
+        with pytest.raises(BudgetExceededError):
+            ledger.charge(Budget(0.1, 1e-9), "one more δ", period=period)
+        assert len(ledger.charges) == 1
+
+
+def test_delta_adds_up_within_a_period_and_with_charges_tied_to_none(tmp_path):
+    with SQLiteLedger(tmp_path / "l.db", total=TOTAL) as ledger:
+        ledger.charge(Budget(0.1, 0.25e-6), "everything")  # no period: counts in every period
+        ledger.charge(Budget(0.1, 0.5e-6), "day 0", period=0)
+        ledger.charge(Budget(0.1, 0.2e-6), "day 0 again", period=0)  # 0.95e-6 in period 0
+        with pytest.raises(BudgetExceededError, match="period 0"):
+            ledger.charge(Budget(0.1, 0.1e-6), "day 0 once more", period=0)
+        with pytest.raises(BudgetExceededError, match="period 1"):
+            ledger.charge(Budget(0.1, 0.8e-6), "day 1", period=1)  # 0.25 + 0.8 > 1
+        ledger.charge(Budget(0.1, 0.7e-6), "day 1", period=1)
+        with pytest.raises(BudgetExceededError):  # no period: the worst period's 0.95 + 0.1
+            ledger.charge(Budget(0.1, 0.1e-6), "everything again")
+
+
+def test_the_store_path_refuses_a_delta_above_the_total(tmp_path):
+    with SQLiteLedger(tmp_path / "l.db", total=TOTAL) as ledger:
+        kwargs = {"period": 0, "span": 10, "store": "s"}
+        with pytest.raises(BudgetExceededError):
+            ledger.charge_store_period(Budget(0.1, 2e-6), "day", **kwargs)
+        with pytest.raises(BudgetExceededError):
+            ledger.charge_store_period(Budget(0.1, 2e-6), "day", dry=True, **kwargs)
+        assert ledger.charge_store_period(Budget(0.1, 1e-6), "day", **kwargs)
+        assert ledger.spent_delta(0) == 1e-6
+
+
+@pytest.mark.parametrize("period", [None, 0])
+def test_a_charge_of_another_unit_is_refused_with_or_without_a_period(tmp_path, period):
+    with SQLiteLedger(tmp_path / "l.db", total=TOTAL, unit=WEvent(48)) as ledger:
+        with pytest.raises(ParameterError, match="privacy unit"):
+            ledger.charge(Budget(0.1), "event-level", unit=EventLevel(), period=period)
+        with pytest.raises(ParameterError, match="privacy unit"):
+            ledger.check(Budget(0.1), "event-level", unit=EventLevel(), period=period)
+        assert ledger.charges == ()
+        ledger.charge(Budget(0.1), "w-event", unit=WEvent(48), period=period)
+        assert len(ledger.charges) == 1
+
+
+def test_the_store_path_refuses_another_unit(tmp_path):
+    with SQLiteLedger(tmp_path / "l.db", total=TOTAL, unit=WEvent(48)) as ledger:
+        kwargs = {"period": 0, "span": 10, "store": "s"}
+        for dry in (True, False):
+            with pytest.raises(ParameterError, match="privacy unit"):
+                ledger.charge_store_period(Budget(0.1), "day", unit=EventLevel(), dry=dry, **kwargs)
+        assert ledger.charges == ()
+        assert ledger.charge_store_period(Budget(0.1), "day", unit=WEvent(48), **kwargs)
+
+
+def test_a_refused_charge_releases_the_write_lock(tmp_path):
+    """A refusal rolls its transaction back: the next writer (another connection, no waiting)
+    takes the lock at once. ``charge_store_period`` refuses inside its transaction; for
+    ``charge`` the refusal under the lock is forced in test_ledger_forced_race.py."""
+    import sqlite3
+
+    path = tmp_path / "l.db"
+    with SQLiteLedger(path, total=TOTAL) as ledger:
+        ledger.charge(Budget(0.75), "a")
+        for attempt in (
+            lambda: ledger.charge(Budget(0.5), "b"),
+            lambda: ledger.charge_store_period(Budget(0.5), "b", period=0, span=5, store="s"),
+        ):
+            with pytest.raises(BudgetExceededError):
+                attempt()
+            assert not ledger._con.in_transaction
+            other = sqlite3.connect(path, timeout=0, isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")  # raises 'database is locked' if it were held
+            other.execute("ROLLBACK")
+            other.close()
