@@ -229,7 +229,10 @@ def _tops_errors(meta: dict, ranges, lag: int) -> tuple[list[float], str]:
 
     t = meta["tops"]
     g, fanout, levels = int(t["leaf_size"]), int(t["fanout"]), int(t["levels"])
-    node_var = float(t.get("node_variance", 2.0 * float(t["node_scale"]) ** 2))
+    if "node_variance" in t:
+        node_var = float(t["node_variance"])
+    else:  # sidecars before issue 30: the Laplace scale b, variance 2b²
+        node_var = 2.0 * float(t["node_scale"]) ** 2
     released = int(meta["released_steps"])
     tree_size = int(t.get("tree_size", 0)) or None
     complete = released // g

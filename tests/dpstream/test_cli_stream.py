@@ -149,6 +149,8 @@ def test_topl_release_and_query(stream, tmp_path):
     got = _query(out, ranges)
     assert np.allclose(got, [rel.range_sum(i, j) for i, j in ranges], rtol=1e-9, atol=1e-6)
     assert "local" in read_release(out)[1]["guarantee"]
+    errors, _ = _query_errors(out, ranges)  # exact: (j - i + 1) x the report's variance
+    assert np.allclose(errors, [rel.range_sum(i, j).std_error for i, j in ranges], rtol=1e-9)
 
 
 def test_single_column_parquet_without_time_column(tmp_path):
@@ -257,3 +259,64 @@ def test_query_refuses_a_version_1_release_with_a_clear_message(stream, tmp_path
     assert main(["query", str(out), "--range", "0", "9"]) == 2
     err = capsys.readouterr().err
     assert "version 1" in err and "release it again" in err
+
+
+def _query_errors(path, ranges):
+    args = ["query", str(path)]
+    for i, j in ranges:
+        args += ["--range", str(i), str(j)]
+    payload = json.loads(_run([*args, "--json"]).output.splitlines()[-1])
+    return [a["std_error"] for a in payload["answers"]], payload["std_error"]
+
+
+def test_query_std_errors_equal_the_mechanisms_exact_ones(stream, tmp_path):
+    """pak and bt: the query's error, rebuilt from the sidecar's public parameters, is the
+    mechanism's own exact range error."""
+    path, x = stream
+    out = tmp_path / "pak.csv"
+    args = ["release", "pak", str(path), "--bound", str(B), "--epsilon", "1", "--seed", "4"]
+    _run([*args, "--time-lag", str(M), "--delta", "1e-6", "--out", str(out)])
+    planned = pak_defaults(n=N, bound=B, epsilon=1.0, delta=1e-6, time_lag=M)
+    rel = mechanisms.pak_release(
+        x, bound=B, epsilon=1.0, delta=1e-6, time_lag=M, seed=4, **planned.release_parameters()
+    )
+    got, note = _query_errors(out, RANGES)
+    assert np.allclose(got, [rel.range_sum(i, j).std_error for i, j in RANGES], rtol=1e-9)
+    assert "clipping" in note and "cannot be estimated" in note
+    for counter in ("binary_tree", "auto"):
+        out = tmp_path / f"bt_{counter}.csv"
+        args = ["release", "bt", str(path), "--bound", str(B), "--epsilon", "1", "--seed", "5"]
+        _run([*args, "--counter", counter, "--out", str(out)])
+        if counter == "binary_tree":
+            rel = mechanisms.binary_tree_release(x, epsilon=1.0, bound=B, seed=5)
+        else:
+            rel = mechanisms.pak_release(
+                x, bound=B, epsilon=1.0, delta=0.0, time_lag=1, threshold=False, seed=5
+            )
+        ranges = [(0, N - 1), (10, 20), (5, 5)]
+        got, _ = _query_errors(out, ranges)
+        assert np.allclose(got, [rel.range_sum(i, j).std_error for i, j in ranges], rtol=1e-9)
+
+
+def test_tops_query_std_errors_are_calibrated():
+    """Over seeded ToPS perturbations (θ = B: no clipping) the empirical RMSE of block-aligned,
+    partial and tiny ranges is within 0.8-1.25x the stated error."""
+    from dpstream.commands.query import range_std_errors
+
+    x = np.random.default_rng(0).exponential(2.0, 3000).clip(0, B)  # test data, not released
+    ranges = [(160, 639), (5, 2000), (0, 15), (33, 34), (100, 2900)]
+    answers = []
+    for seed in range(150):
+        rel = mechanisms.tops_perturb(x, threshold=B, bound=B, epsilon=1.0, seed=seed)
+        answers.append([rel.range_sum(i, j) for i, j in ranges])
+    tops = {"leaf_size": rel.leaf_size, "fanout": rel.fanout, "levels": rel.levels}
+    tops.update(tree_size=rel.tree_size, node_variance=rel.noise.variance)
+    meta = {"method": "tops", "time_lag": 0, "released_steps": rel.n, "tops": tops}
+    stated, note = range_std_errors(meta, ranges)
+    truth = [x[i : j + 1].sum() for i, j in ranges]
+    rmse = np.sqrt(((np.array(answers) - truth) ** 2).mean(axis=0))
+    ratio = rmse / np.array(stated)
+    assert ((ratio > 0.8) & (ratio < 1.25)).all(), ratio.round(3)
+    assert "clipping" in note
+    # past the last complete leaf block there is no closed form: NaN, not a guess
+    assert np.isnan(range_std_errors(meta, [(2995, 2999)])[0][0])
