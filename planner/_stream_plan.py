@@ -253,6 +253,7 @@ def _prior_errors(
     matrix: object,
     bias: np.ndarray,
     coherent: np.ndarray | None,
+    combine: bool | None = None,
 ) -> np.ndarray:
     """Predicted mean |error| per node (C, N) after the forecast is merged (``plan_period``'s
     ``prior_coherent``).
@@ -266,7 +267,7 @@ def _prior_errors(
     """
     merged = _merged(v, tau2)
     if coherent is None:
-        return _node_errors(merged, matrix)
+        return _node_errors(merged, matrix, combine=combine)
     with np.errstate(invalid="ignore", divide="ignore"):
         weight = np.where(np.isfinite(tau2), merged / tau2, 0.0)  # (C, N, r), 0 without prior
     weight = np.where(np.isfinite(merged), weight, 0.0)
@@ -274,7 +275,7 @@ def _prior_errors(
     mean_w = _mean_over_leaves(weight[:, leaf], matrix)  # (C, N, r)
     w_eff = np.where(_leaf_mask(matrix)[None, :, None], weight, mean_w)
     shared = w_eff**2 * coherent[None] + (1.0 - w_eff) ** 2 * bias[None]
-    return _node_errors(merged, matrix, shared)
+    return _node_errors(merged, matrix, shared, combine=combine)
 
 
 def _leaf_rows(matrix: object) -> np.ndarray:
@@ -305,7 +306,13 @@ def _mean_over_leaves(x: np.ndarray, matrix: object) -> np.ndarray:
     return summed / np.maximum(count, 1.0)[None, :, None]
 
 
-def _node_errors(v: np.ndarray, matrix: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+def _node_errors(
+    v: np.ndarray,
+    matrix: np.ndarray,
+    bias: np.ndarray | None = None,
+    *,
+    combine: bool | None = None,
+) -> np.ndarray:
     """Predicted mean |error| per node (C, N) from pre-projection variances v (C, N, r).
 
     With ``bias`` (N, r) or (C, N, r), the interpolation part of ``v``: every level interpolates
@@ -320,7 +327,7 @@ def _node_errors(v: np.ndarray, matrix: np.ndarray, bias: np.ndarray | None = No
     """
     c, n, r = v.shape
     n_leaves = matrix.shape[1]
-    if n == n_leaves or n_leaves > _MAX_BLUE_LEAVES:
+    if not (_uses_combination(matrix) if combine is None else combine):
         var = np.where(np.isfinite(v), v, np.nan)
         return _SQRT_2_PI * np.sqrt(var).mean(axis=2)
     if not isinstance(matrix, np.ndarray):  # scipy.sparse (large trees arrive sparse)
@@ -439,6 +446,7 @@ def score_candidates(
     previous: tuple[np.ndarray, float, str] | None,
     prior_variance: np.ndarray | None = None,
     prior_coherent: np.ndarray | None = None,
+    combine: bool | None = None,
 ) -> CandidateScores:
     """Predicted error of every candidate (noise, k, level shares), summed over the nodes.
 
@@ -453,7 +461,7 @@ def score_candidates(
     ``prior_variance`` (given only to choose with the prior) adds ``sums_prior``.
     """
     n = node_level.size
-    combine = _uses_combination(matrix)
+    combine = _uses_combination(matrix) if combine is None else combine
     share_arr = np.array(shares, dtype=np.float64).reshape(len(shares), -1)  # (C, h)
     blocks, rows, rows_p = [], [], []
     prev = None if previous is None else (previous[0], previous[1])
@@ -469,13 +477,13 @@ def score_candidates(
             bias = np.zeros((n, r)) if gamma is None else kriging_bias(gamma[:, :r], m)
             if combine or prior_variance is not None:
                 svar, err = _all_candidates(noise, k, alpha, budget, share_arr[:, node_level],
-                                            m2, bias, matrix)  # fmt: skip
+                                            m2, bias, matrix, combine)  # fmt: skip
                 sums = err[:, target_mask].sum(axis=1)
                 if prior_variance is not None:
                     tau2 = np.asarray(prior_variance, dtype=np.float64)[None, :, :r]
                     coherent = None if prior_coherent is None else prior_coherent[:, :r]
                     v = svar[:, :, None] * m2[None, None, :] + bias[None]
-                    err_p = _prior_errors(v, tau2, matrix, bias, coherent)
+                    err_p = _prior_errors(v, tau2, matrix, bias, coherent, combine)
                     rows_p.append(err_p[:, target_mask].sum(axis=1))
             else:
                 sums = np.zeros(share_arr.shape[0])
@@ -499,7 +507,7 @@ def score_candidates(
     )
 
 
-def _all_candidates(noise, k, alpha, budget, share_nodes, m2, bias, matrix):
+def _all_candidates(noise, k, alpha, budget, share_nodes, m2, bias, matrix, combine):
     """(svar (C, N), err (C, N)) of every candidate with Algorithm 4's combination."""
     with np.errstate(divide="ignore"):
         svar = np.where(
@@ -509,7 +517,12 @@ def _all_candidates(noise, k, alpha, budget, share_nodes, m2, bias, matrix):
     step = max(1, _CHUNK_NUMBERS // (n * r))  # (C, N, r) at once is gigabytes at 100,000 nodes
     err = np.concatenate(
         [
-            _node_errors(svar[j : j + step, :, None] * m2[None, None, :] + bias[None], matrix, bias)
+            _node_errors(
+                svar[j : j + step, :, None] * m2[None, None, :] + bias[None],
+                matrix,
+                bias,
+                combine=combine,
+            )
             for j in range(0, svar.shape[0], step)
         ]
     )
@@ -529,6 +542,7 @@ def finish_plan(
     basis: str,
     prior_variance: np.ndarray | None = None,
     prior_coherent: np.ndarray | None = None,
+    combine: bool | None = None,
 ) -> PeriodPlan:
     """The :class:`PeriodPlan` of the candidate ``choice`` of ``scores`` for these nodes.
 
@@ -546,14 +560,14 @@ def finish_plan(
     with np.errstate(divide="ignore"):
         svar = np.where(share > 0, _sample_variance(noise, k, alpha, budget * share), np.inf)
     variances = svar[:, None] * m2[None, :] + bias
-    err = _node_errors(variances[None], matrix, bias)[0]
+    err = _node_errors(variances[None], matrix, bias, combine=combine)[0]
     with_prior = None
     if scores.sums_prior is not None:
         with_prior = scores.predicted(choice, with_prior=True)
     elif prior_variance is not None:
         tau2 = np.asarray(prior_variance, dtype=np.float64)[None, :, :r]
         coherent = None if prior_coherent is None else prior_coherent[:, :r]
-        err_p = _prior_errors(variances[None], tau2, matrix, bias, coherent)[0]
+        err_p = _prior_errors(variances[None], tau2, matrix, bias, coherent, combine)[0]
         with_prior = float(err_p[target_mask].mean())
     return PeriodPlan(
         k=int(k),
@@ -590,6 +604,7 @@ def plan_period(
     prior_coherent: np.ndarray | None = None,
     scores: CandidateScores | None = None,
     scores_only: bool = False,
+    combine: bool | None = None,
 ) -> PeriodPlan | CandidateScores:
     """Choose k, noise and level shares of one period by their predicted error (module Notes).
 
@@ -646,6 +661,9 @@ def plan_period(
         For a hierarchy scored in parts (subtrees, :class:`planner.StreamPlanner`):
         ``scores_only=True`` returns these nodes' :class:`CandidateScores` without choosing;
         ``scores`` (the parts' scores added) chooses from them instead of scoring.
+    combine
+        Combine the levels in the prediction (Algorithm 4's sandwich); default: for trees
+        of at most ``_MAX_BLUE_LEAVES`` leaves. False for a part of a larger tree.
 
     Returns
     -------
@@ -691,7 +709,7 @@ def plan_period(
             gamma, matrix=matrix, node_level=node_level, target_mask=tmask, alpha=alpha, r=r,
             totals=totals, noises=noises, ks=ks, shares=share_list, previous=previous,
             prior_variance=prior_variance if choose_with_prior else None,
-            prior_coherent=prior_coherent,
+            prior_coherent=prior_coherent, combine=combine,
         )  # fmt: skip
     if scores_only:
         return scores
@@ -701,7 +719,7 @@ def plan_period(
         best = finish_plan(
             gamma, scores, choice, matrix=matrix, node_level=node_level, target_mask=tmask,
             alpha=alpha, r=r, basis=basis, prior_variance=prior_variance,
-            prior_coherent=prior_coherent,
+            prior_coherent=prior_coherent, combine=combine,
         )  # fmt: skip
     if best is None:
         raise ParameterError(f"No candidate of {owner} fits the budget; widen 'candidates'.")

@@ -71,6 +71,7 @@ __all__ = [
     "Measurement",
     "StreamPlanner",
     "carried_previous",
+    "subtree_config",
 ]
 
 #: Measured periods the variogram looks back on.
@@ -110,6 +111,9 @@ class AutoConfig:
     plan_with_prior: bool = False
     """Choose the planner's candidates by their error combined with the prior (when there is
     one; ``plan_period(choose_with_prior=...)``); the combined prediction is recorded always."""
+    whole: bool = True
+    """False for one subtree of a larger hierarchy (:func:`subtree_config`): its prediction
+    never combines levels (``plan_period(combine=False)``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,6 +161,42 @@ def _error_variance(m: Measurement, plan: PeriodPlan, cfg: AutoConfig) -> np.nda
     if bad.any():  # independence of the leaves' errors assumed
         v[bad] = cfg.matrix[bad] @ v[cfg.leaf_nodes]
     return np.where(np.isfinite(v), v, m.noise)
+
+
+def subtree_config(cfg: AutoConfig, nodes: np.ndarray) -> AutoConfig:
+    """``cfg`` restricted to ``nodes`` (indices of the whole tree's nodes): a subtree below a
+    cut, or the aggregates above it (module notes, Subtrees). Levels keep their global
+    numbers (an empty level stays, so the level shares still apply); the matrix keeps the rows
+    of ``nodes`` and the columns of those of their leaves that are in ``nodes`` (none for the
+    top: an aggregate of a share-0 level is then the caller's sum of its subtrees).
+
+    Raises ParameterError for a hierarchy of at most ``_MAX_BLUE_LEAVES`` leaves: its
+    prediction combines the levels of the whole tree, which must be planned at once.
+    """
+    from scipy import sparse
+
+    from ._stream_plan import _uses_combination
+
+    if _uses_combination(cfg.matrix):
+        raise ParameterError(
+            "subtree_config: this hierarchy's prediction combines its levels (at most 64 "
+            "leaves); plan it whole with one StreamPlanner."
+        )
+    nodes = np.asarray(nodes, dtype=np.int64)
+    local = np.full(cfg.matrix.shape[0], -1, dtype=np.int64)
+    local[nodes] = np.arange(nodes.size)
+    mat = sparse.csr_matrix(cfg.matrix)[nodes]
+    leaf_cols = np.flatnonzero(np.asarray((mat != 0).sum(axis=0)).reshape(-1))
+    leaf_of_col = np.asarray(cfg.leaf_nodes)[leaf_cols]
+    keep = local[leaf_of_col] >= 0  # the top above a cut holds aggregates without leaves
+    leaf_cols, leaf_of_col = leaf_cols[keep], leaf_of_col[keep]
+    return AutoConfig(
+        epsilon=cfg.epsilon, alpha=cfg.alpha, w=cfg.w, delta=cfg.delta, noise=cfg.noise,
+        target=cfg.target, level_shares=cfg.level_shares, matrix=mat[:, leaf_cols].tocsr(),
+        levels=tuple(local[lv][local[lv] >= 0] for lv in cfg.levels),
+        leaf_nodes=local[leaf_of_col], use_prior=cfg.use_prior,
+        plan_with_prior=cfg.plan_with_prior, whole=False,
+    )  # fmt: skip
 
 
 def carried_previous(
@@ -368,6 +408,7 @@ class StreamPlanner:
             prior_variance=None if prior is None else prior.variance,
             choose_with_prior=cfg.plan_with_prior,
             prior_coherent=coherent,
+            combine=None if cfg.whole else False,
             **extra,
         )
 
