@@ -154,7 +154,7 @@ def test_an_aggregate_summed_from_its_leaves_gets_no_prior_of_its_own():
 
 def test_the_papers_settings_stay_reachable():
     frame = _frame(days=2)
-    out = dpstream.release_optstream(frame, epsilon=1.0, k=10, sampling="l1", seed=1)
+    out = dpstream.release_optstream(frame, alpha=1.0, epsilon=1.0, k=10, sampling="l1", seed=1)
     assert "plan" not in out.attrs and out.shape == frame.shape
 
 
@@ -172,4 +172,4 @@ def test_the_papers_settings_stay_reachable():
 )
 def test_bad_auto_parameters_raise_before_any_draw(kw, match):
     with pytest.raises(ParameterError, match=match):
-        dpstream.release_optstream(_frame(days=1), epsilon=1.0, hierarchy=HIER, **kw)
+        dpstream.release_optstream(_frame(days=1), epsilon=1.0, alpha=5.0, hierarchy=HIER, **kw)
