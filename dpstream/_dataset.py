@@ -12,8 +12,10 @@ to ``~/.dpstream``); ``--ledger FILE`` (or ``ledger=``) names another file. Ever
 records a fingerprint is registered in ``$DPSTREAM_HOME/datasets/FINGERPRINT/LEDGER_ID.json``
 (its name and path), so a release of the same streams is recognised wherever its ledger is:
 
-- without ``--dataset``/``--ledger``, the known data set's ledger is charged (an unknown data set
-  gets a ledger named ``auto-<fingerprint>``, its total the release's budget);
+- without ``--dataset``/``--ledger``, the known data set's ledger is charged. Streams never seen
+  get a ledger named ``auto-<fingerprint>`` (its total the store's per-window budget) when a
+  *store* releases them; a plain release of streams never named or seen is not accounted
+  (as before issue 24: name a data set to account it -- ``--dataset``);
 - a *new* ledger for streams that are a known data set is refused unless ``--new-dataset`` (the
   operator says these are other data), and so is a release whose known ledger file is missing:
   a lost ledger is restored, never replaced.
@@ -146,6 +148,7 @@ def open_dataset_ledger(
     seeded: bool = False,
     owner: str = "dpstream release",
     terms: Mapping[str, str] | None = None,
+    auto: bool = True,
 ):
     """The ledger a release of these streams is charged to (module notes), opened; or None
     (a seeded run, or no streams known, with no ledger or data set named).
@@ -164,6 +167,9 @@ def open_dataset_ledger(
         The operator says these streams are a new data set although their fingerprint is known.
     terms : mapping, optional
         How options are called in messages (``{"dataset": "--dataset", ...}``).
+    auto : bool, default True
+        Streams never named and not known get a new ledger ``auto-<fingerprint>`` (a store's
+        releases); False: no ledger for them (a plain release without ``--dataset``).
 
     Raises
     ------
@@ -181,6 +187,8 @@ def open_dataset_ledger(
     if ledger is None and dataset is None and (fp is None or seeded):
         return None
     known = [] if fp is None else known_ledgers(fp)
+    if ledger is None and dataset is None and not known and not auto:
+        return None  # a plain release of streams never named (module notes)
     if ledger is not None:
         path = Path(ledger)
     elif dataset is not None:

@@ -498,8 +498,9 @@ class SQLiteLedger(BudgetLedger):
 
     @property
     def remaining_text(self) -> str:
-        left_eps = total_decimal(self.total.epsilon) - self._eps
-        left_dlt = total_decimal(self.total.delta) - self._dlt
+        # shown to 15 decimal places (a calibrated 0.1 leaves ~1e-17 of 0.1 unspent)
+        left_eps = round(total_decimal(self.total.epsilon) - self._eps, 15)
+        left_dlt = round(total_decimal(self.total.delta) - self._dlt, 15)
         return f"(ε={_dec(left_eps)}, δ={_dec(left_dlt)})"
 
     def check(
@@ -645,7 +646,8 @@ class AlreadyReleasedError(DPStreamError):
 
 
 def _dec(value: Fraction) -> str:
-    """An exact decimal as text (a fraction with no finite decimal: 17 significant digits)."""
+    """A decimal as text: exact when it has at most 17 decimal places, else 12 significant
+    digits (a double's exact binary value, e.g. a calibrated 0.1, shows as 0.1)."""
     value = Fraction(value)
     den, places = value.denominator, 0
     for p in (2, 5):
@@ -654,8 +656,8 @@ def _dec(value: Fraction) -> str:
             den //= p
             n += 1
         places = max(places, n)
-    if den != 1:
-        return f"{float(value):.17g}"
+    if den != 1 or places > 17:  # not a short decimal: 12 significant digits
+        return f"{float(value):.12g}"
     whole = value.numerator * 10**places // value.denominator
     sign, body = ("-" if whole < 0 else ""), str(abs(whole)).rjust(places + 1, "0")
     if not places:

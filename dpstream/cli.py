@@ -22,9 +22,11 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "data": ("dpstream.commands.data", "List and export the bundled real datasets."),
     "demo": ("dpstream.commands.demo", "Run the whole job on bundled data; write a report."),
     "forecast": ("dpstream.commands.forecast", "Forecast each day of a release, vs the truth."),
+    "ledger": ("dpstream.commands.ledger", "Show data sets' budgets: spent per period, left."),
     "plan": ("dpstream.commands.plan", "Choose privacy parameters; predict their error."),
     "query": ("dpstream.commands.query", "Answer range sums from a written release."),
     "release": ("dpstream.commands.release", "Release streams (OptStream, baselines, ToPS, PAK)."),
+    "store": ("dpstream.commands.store", "Create, show and back up release stores."),
 }
 
 

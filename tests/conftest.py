@@ -23,7 +23,13 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dpstream"))
 
 
+import tempfile  # noqa: E402
+
 import pytest  # noqa: E402
+
+# Module- and session-scoped fixtures run before any function's monkeypatch: they get a
+# session-wide home, never the user's ~/.dpstream. Each test then gets its own (below).
+os.environ["DPSTREAM_HOME"] = tempfile.mkdtemp(prefix="dpstream_home_")
 
 
 @pytest.fixture(autouse=True)

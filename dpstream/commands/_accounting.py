@@ -27,6 +27,8 @@ from mechanisms import (
 
 __all__ = [
     "check_folder",
+    "refuse_overwriting_inputs",
+    "write_output_pair",
     "check_writable",
     "ledger_options",
     "open_ledger",
@@ -37,7 +39,20 @@ __all__ = [
 
 
 def ledger_options(func: Callable) -> Callable:
-    """Add ``--ledger``, ``--budget-epsilon`` and ``--budget-delta`` to a command."""
+    """Add ``--ledger``, ``--budget-epsilon``, ``--budget-delta``, ``--dataset`` and
+    ``--new-dataset`` to a command."""
+    func = click.option(
+        "--new-dataset",
+        is_flag=True,
+        help="These streams are a new data set, although a data set with the same streams "
+        "and hierarchy is known (its ledger is not charged).",
+    )(func)
+    func = click.option(
+        "--dataset",
+        help="The data set's name: its releases share one budget, in "
+        "$DPSTREAM_HOME/ledgers/NAME.db (default ~/.dpstream). Without it (and without "
+        "--ledger) the data set is recognised by its streams and hierarchy.",
+    )(func)
     func = click.option(
         "--budget-delta",
         type=float,
@@ -79,71 +94,153 @@ def _budget_total(epsilon: float | None, delta: float | None, command: str) -> B
     return Budget(epsilon, delta)
 
 
+_TERMS = {"dataset": "--dataset", "ledger": "--ledger", "new_dataset": "--new-dataset"}
+
+
 def open_ledger(
     ledger_path: str | None,
     budget_epsilon: float | None,
     budget_delta: float | None,
+    dataset: str | None = None,
+    new_dataset: bool = False,
     *,
     budget: Budget,
     unit: PrivacyUnit,
     command: str,
+    streams=None,
+    hierarchy=None,
+    seeded: bool = False,
+    check: bool = True,
 ) -> Any:
-    """Open (or create) the ``--ledger`` file and check it can pay ``budget`` under ``unit``.
+    """Open (or create) the data set's ledger and check it can pay ``budget`` under ``unit``.
 
-    Returns the :class:`~dpstream._ledger.SQLiteLedger`, or None without ``--ledger``. Raises
-    a one-line :class:`~mechanisms.ParameterError` in CLI terms (an overspend, another unit,
-    a total that differs from the file's) before any input is read and nothing is charged.
+    The ledger is ``--ledger``, or the ``--dataset``'s, or the one the data set is known by
+    from its ``streams`` and ``hierarchy`` (a new data set: a ledger in ``$DPSTREAM_HOME``
+    whose total is ``--budget-epsilon``/``--budget-delta``, or this release's budget);
+    :mod:`dpstream._dataset`. Returns the :class:`~dpstream._ledger.SQLiteLedger`, or None
+    (a seeded run, or the streams unknown, with no ledger or data set named). Raises a
+    one-line :class:`~mechanisms.ParameterError` in CLI terms (an overspend, another unit, a
+    total that differs from the file's, a known data set without its ledger) before any
+    noise is drawn; nothing is charged. ``check=False``: no balance check (a store checks
+    per period).
     """
     total = _budget_total(budget_epsilon, budget_delta, command)
-    if ledger_path is None:
+    if ledger_path is None and dataset is None:
         if total is not None:
             raise ParameterError(
-                f"The '--budget-epsilon' option of {command} needs --ledger (the file the "
-                "budget is kept in)."
+                f"The '--budget-epsilon' option of {command} needs --ledger or --dataset (where "
+                "the budget is kept)."
             )
-        return None
-    from dpstream._ledger import SQLiteLedger
+        if streams is None:
+            return None
+    from dpstream._dataset import open_dataset_ledger
 
-    path = Path(ledger_path)
-    name = repr(str(ledger_path))
-    if total is None and not (path.is_file() and path.stat().st_size > 0):
-        raise ParameterError(
-            f"The '--ledger' file {name} of {command} does not exist: create it with "
-            "--budget-epsilon (and --budget-delta), the total budget of every release it pays."
-        )
-    if total is not None and not path.exists():
-        check_writable(ledger_path, "--ledger", command)
-    creating = not (path.is_file() and path.stat().st_size > 0)
+    if ledger_path is not None:
+        path = Path(ledger_path)
+        name = repr(str(ledger_path))
+        if total is None and not path.exists():
+            raise ParameterError(
+                f"The '--ledger' file {name} of {command} does not exist: create it with "
+                "--budget-epsilon (and --budget-delta), the total budget of every release it "
+                "pays."
+            )
+        if total is not None and not path.exists():
+            check_writable(ledger_path, "--ledger", command)
+    else:
+        name = "of the data set"
     try:  # a new file accounts for this release's unit; an old one is checked below
-        ledger = SQLiteLedger(
-            path, total=total if creating else None, unit=unit if creating else None
-        )
+        ledger = open_dataset_ledger(
+            streams=streams,
+            hierarchy=hierarchy,
+            total=total if (total is not None or ledger_path is not None) else budget,
+            unit=unit,
+            dataset=dataset,
+            ledger=ledger_path,
+            new_dataset=new_dataset,
+            seeded=seeded,
+            owner=command,
+            terms=_TERMS,
+            auto=not check,  # a store's data set is always accounted; a plain release's once
+        )  # named or known
     except ParameterError as exc:
+        if ledger_path is None:
+            raise
         raise ParameterError(f"The '--ledger' file {name} of {command}: {exc}") from None
+    if ledger is None:
+        return None
+    if ledger_path is None:
+        name = f"The ledger {str(ledger.path)!r}"
+        if ledger.dataset:
+            name += f" of the data set {ledger.dataset!r}"
+    else:
+        name = f"The '--ledger' file {name}"
     if total is not None and total != ledger.total:
         ledger.close()
         raise ParameterError(
-            f"The '--ledger' file {name} of {command} already holds a total of {ledger.total}; "
+            f"{name} of {command} already holds a total of {ledger.total}; "
             f"got --budget-epsilon/--budget-delta {total}. Drop them to use the file's total."
         )
+    if not check:
+        return ledger
     try:
         ledger.check(budget, command, unit=unit)
     except BudgetExceededError:
         left = ledger.remaining_text
         ledger.close()
         raise ParameterError(
-            f"The '--ledger' file {name} has {left} left of {ledger.total}; this release needs "
-            f"{budget}. Nothing was released: lower --epsilon or use another ledger."
+            f"{name} has {left} left of {ledger.total}; this release needs "
+            f"{budget}. Nothing was released: lower --epsilon (releases of the same data "
+            "compose across every file)."
         ) from None
     except ParameterError:
         kept = ledger.unit
         ledger.close()
         raise ParameterError(
-            f"The '--ledger' file {name} accounts for {kept.describe()}; this release "
-            f"protects {unit.describe()}. Use one ledger per privacy unit (same --w and "
-            "--alpha, or another --ledger file)."
+            f"{name} accounts for {kept.describe()}; this release "
+            f"protects {unit.describe()}. A ledger accounts for one unit (one ledger per privacy "
+            "unit): release with its --w and --alpha."
         ) from None
     return ledger
+
+
+def refuse_overwriting_inputs(
+    command: str,
+    inputs: list,
+    out_path: str | None,
+    *,
+    store_path: str | None = None,
+    ledger_path: str | None = None,
+    extra: tuple = (),
+) -> None:
+    """The input is sacred (issue 31 §4): ``--out``, its wide twin and sidecars, ``--store``
+    and ``--ledger`` must not be an input file (:func:`os.path.samefile`, links included).
+    Checked before any work."""
+    from dpstream._files import refuse_inputs
+
+    outputs: list[tuple[str, Any]] = []
+    if out_path is not None:
+        out = Path(out_path)
+        outputs += [
+            ("--out", out),
+            ("--out", out.with_name(f"{out.stem}.wide{out.suffix}")),
+            ("--out", out.with_name(f"{out.stem}.std_error{out.suffix}")),
+            ("--out", privacy_sidecar(out)),
+            ("--out", out.with_name(out.name + ".json")),
+            ("--out", out.with_name(out.name + ".query.json")),
+        ]
+    outputs += [("--store", store_path), ("--ledger", ledger_path), *extra]
+    refuse_inputs(outputs, inputs, command)
+
+
+def write_output_pair(path: str | Path, write_data: Callable[[Path], None], privacy) -> Path:
+    """Write OUT and ``OUT.privacy.json`` as a pair: both to temporary names, the record renamed
+    first, the data last (:func:`dpstream._files.write_pair`): no output without its record."""
+    side = privacy_sidecar(path)
+    text = json.dumps(privacy, indent=2, ensure_ascii=False) + "\n"
+    from dpstream._files import write_pair
+
+    write_pair(path, write_data, side, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return side
 
 
 def check_writable(path: str | Path, option: str, command: str) -> Path:

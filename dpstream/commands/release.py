@@ -27,8 +27,9 @@ from ._accounting import (
     check_writable,
     ledger_options,
     open_ledger,
+    refuse_overwriting_inputs,
     show_guarantee,
-    write_privacy,
+    write_output_pair,
 )
 from ._checks import cli_terms, option_float, option_int
 from ._outputs import period_record, std_error_path, write_std_errors
@@ -278,6 +279,8 @@ def release(
     ledger_path: str | None,
     budget_epsilon: float | None,
     budget_delta: float | None,
+    dataset: str | None,
+    new_dataset: bool,
 ) -> None:
     """Release every stream of INPUT privately with METHOD and write the result to --out.
 
@@ -328,7 +331,11 @@ def release(
     check_writable(out_path, "--out", command)
     if not Path(input_path).is_file():
         raise ParameterError(f"The INPUT argument of {command}: no file {input_path!r}.")
-    ledger_args = (ledger_path, budget_epsilon, budget_delta)
+    refuse_overwriting_inputs(  # the input is sacred (issue 31 §4)
+        command, [input_path, hierarchy_path], out_path, store_path=store_path,
+        ledger_path=ledger_path,
+    )  # fmt: skip
+    ledger_args = (ledger_path, budget_epsilon, budget_delta, dataset, new_dataset)
     if method in _STREAM_METHODS:
         if hierarchy_path is not None:
             raise ParameterError(
@@ -423,11 +430,6 @@ def release(
             )
         from dpstream.store._cli import release_with_store
 
-        if ledger_path is not None:
-            raise ParameterError(
-                "The '--ledger' option of dpstream release does not combine with --store: the "
-                "store keeps its own accountant (one charge per period). Drop --ledger."
-            )
         options = {"epsilon": epsilon, "w": w, "k": k, "alpha": alpha_value, "bound": bound}
         options.update(theta=theta, seed=seed, lock_timeout=lock_timeout)
         release_with_store(
@@ -442,6 +444,7 @@ def release(
             time_column=time_column,
             read_wide=_read_input,
             options=options,
+            ledger_args=ledger_args,
         )
         show_guarantee(preview)  # after the release succeeded (issue 30)
         if seed is not None:
@@ -455,7 +458,14 @@ def release(
         input_path, time_column=time_column, missing=missing, timezone=timezone, owner=command
     )
     frame = readings.frame
-    ledger = open_ledger(*ledger_args, budget=budget, unit=unit, command=command)
+    from dpstream._ledger import calibrated
+
+    epsilon = calibrated(epsilon)  # noise at most the decimal charged (issue 31 §5)
+    budget = Budget(epsilon)
+    ledger = open_ledger(
+        *ledger_args, budget=budget, unit=unit, command=command, streams=frame.columns,
+        hierarchy=hierarchy, seeded=seed is not None,
+    )  # fmt: skip
     try:
         result = _release_frame(
             method, frame, missing, ledger,
@@ -466,14 +476,13 @@ def release(
         if ledger is not None:
             ledger.close()
     record = period_record(result)
-    _write_output(result, out_path)
-    side = write_privacy(out_path, record)
+    side = write_output_pair(out_path, lambda tmp: _write_output(result, tmp), record)
     if std_errors:
         errors_file = write_std_errors(result, out_path, hierarchy=hierarchy, command=command)
     show_guarantee(preview)  # after the release succeeded (issue 30)
     label = " (seeded: NOT private)" if seed is not None else ""
     columns = result.shape[1] if result.ndim == 2 else 1
-    spent = "" if ledger is None else f"; ledger {ledger_path}: {ledger.remaining_text} left"
+    spent = "" if ledger is None else f"; ledger {ledger.path}: {ledger.remaining_text} left"
     click.echo(
         f"Released {len(result)} steps x {columns} stream(s) with {method}, epsilon={epsilon:g}, "
         f"w={w} to {out_path} (record: {side.name}){spent}{label}."

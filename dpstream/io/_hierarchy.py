@@ -162,6 +162,13 @@ def _from_mapping(raw: object, ids, owner: str) -> dict[str, list[str]]:
             f"The hierarchy of {owner} must map each parent to a list of children, e.g. "
             '{"national": ["north", "south"]}.'
         )
+    from postproc import Hierarchy  # one rule with plain mode (issue 31 §6): a leaf listed
+    # twice, a parent without children are refused, never merged or dropped
+
+    try:
+        Hierarchy(children={str(p): [str(c) for c in kids] for p, kids in raw.items()})
+    except ParameterError as exc:
+        raise ParameterError(f"The hierarchy of {owner} is not a tree: {exc}") from None
     edges = [(str(c), str(p)) for p, kids in raw.items() for c in kids]
     return hierarchy_from_edges(edges, ids=ids, owner=owner)
 

@@ -4,12 +4,13 @@ overspend is refused before any work, and every written file carries its privacy
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dpstream._ledger import SQLiteLedger
+from dpstream._ledger import SQLiteLedger, charged_decimal
 from dpstream.cli import main
 
 
@@ -46,10 +47,14 @@ def test_two_runs_compose_and_the_third_is_refused_before_any_work(files, capsys
     assert not (files / "third.csv").exists()
     assert not (files / "third.csv.privacy.json").exists()
     with SQLiteLedger(files / "b.db") as ledger:
-        assert [(c.label, c.budget.epsilon) for c in ledger.charges] == [
-            ("release_laplace", 0.6),
-            ("release_optstream", 0.4),
+        # charged: the float the noise was calibrated to, at most the decimal written (issue 31
+        # §5), shown as that decimal
+        assert [(c.label, charged_decimal(c.budget.epsilon)) for c in ledger.charges] == [
+            ("release_laplace", Fraction("0.6")),
+            ("release_optstream", Fraction("0.4")),
         ]
+        assert all(Fraction(c.budget.epsilon) <= charged_decimal(c.budget.epsilon)
+                   for c in ledger.charges)  # fmt: skip
         assert ledger.unit.w == 48 and ledger.unit.alpha == 2.0
 
 
