@@ -31,10 +31,11 @@ Standard errors (root-mean-square noise error of each answer, from the sidecar's
 parameters only; :func:`range_std_errors`):
 
 * ``pak``/``bt``: the counter's exact range variance (``CounterRelease.range_variance``; the
-  online/consistent estimates: its Cauchy–Schwarz bound), the counter rebuilt from the public
-  n, ε, δ and sensitivity (the released threshold τ for pak, B for bt) on a stream of zeros (a
-  simulation: nothing private is read). The bias of clipping values at τ (pak) cannot be
-  estimated from public values and is not included: the answer says so.
+  online/consistent estimates: its Cauchy–Schwarz upper bound, and the note says so), the
+  counter rebuilt from the public n, ε, δ and sensitivity (the released threshold τ for pak,
+  B for bt) on a stream of zeros (a simulation: nothing private is read). The bias of
+  clipping values at τ (pak) cannot be estimated from public values and is not included: the
+  answer says so.
 * ``tops``: the complete leaf blocks inside the range by the consistent tree's exact variance
   (``mechanisms.tops._variance.variance_units`` × the node variance); a partial block at either
   end adds its share of one consistent leaf's variance, pro rata (the smoother's own error has
@@ -205,11 +206,13 @@ def range_std_errors(meta: dict, ranges: list[tuple[int, int]]) -> tuple[list[fl
         if method in ("pak", "bt"):
             oracle = _counter_oracle(meta)
             out = [math.sqrt(oracle.range_variance(i - lag, j - lag)) for i, j in ranges]
+            exact = oracle.counter in ("binary_tree", "kary_tree", "smooth_binary")
+            how = "exact" if exact else f"an upper bound for the {oracle.counter} estimate"
             note = (
-                "noise of the counter only; the bias of clipping values at the released "
+                f"noise of the counter ({how}); the bias of clipping values at the released "
                 "threshold cannot be estimated from public values (not included)"
                 if method == "pak"
-                else "noise of the counter (exact; values were in [0, --bound])"
+                else f"noise of the counter ({how}; values were in [0, --bound])"
             )
             return out, note
         if method == "topl":
