@@ -13,6 +13,16 @@ the leaf size (:func:`tops_range_error`, :func:`plan_tops`).
 References: see :mod:`mechanisms` ([PAK19], [NRS07], [CSS11]).
 """
 
+from ._inverse import (
+    EpsilonPlan,
+    epsilon_curve,
+    level_names,
+    optstream_forward,
+    pak_forward,
+    plan_epsilon,
+    solve_epsilon,
+    tops_forward,
+)
 from ._objective import BETA_KEYS, ErrorTerms, PakObjective, bt_error
 from ._optstream_plan import OptStreamPlan, plan_optstream
 from ._pak_defaults import (
@@ -25,6 +35,7 @@ from ._pak_defaults import (
     pak_defaults,
     pak_mean_square_error,
 )
+from ._pak_mse import PakMsePlan, empirical_loss, plan_pak_mse
 from ._pak_plan import METHODS, PakPlan, plan_pak, solve_pak
 from ._roughness import RoughnessStats, kriging_bias, period_roughness, variogram
 from ._stream_plan import PeriodPlan, plan_period, rule_k, share_grid, window_budget
@@ -101,4 +112,16 @@ __all__ = [
     "sweep_epsilon",
     "sweep_time_lag",
     "time_lag_heuristic",
+    # _pak_mse, _inverse (issue 23: mean-square PAK plan, inverse planning)
+    "EpsilonPlan",
+    "PakMsePlan",
+    "empirical_loss",
+    "epsilon_curve",
+    "level_names",
+    "optstream_forward",
+    "pak_forward",
+    "plan_epsilon",
+    "plan_pak_mse",
+    "solve_epsilon",
+    "tops_forward",
 ]

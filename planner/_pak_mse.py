@@ -1,0 +1,210 @@
+"""Mechanism 1 planned by the mean-square form of [PAK19] Eq. 16 on the data (issue 23 item 1).
+
+:func:`plan_pak` minimises Eq. 16, a 98 % *bound*, and decides whether the threshold pays by
+comparing that bound with the plain counter's. The realised error analysts see is a mean (or
+a root mean square) over releases, and the two sides of the decision must be predicted on the
+same footing. :func:`plan_pak_mse` predicts, for the prefix actually at hand,
+
+* with the threshold: E[(ĉ(σ, n) − c(σ, n))²] of Mechanism 1 by
+  :func:`planner.pak_mean_square_error` (the released τ integrated over its law on Eq. 16's
+  event; the Laplace release of c(σ, m) at ε₂; the suffix counter's exact variance at step
+  n − m, :func:`mechanisms.counter_end_variance`; the clipping loss Σᵢ(σ(i) − τ)⁺ over the n
+  values with the prefix's empirical distribution standing for the stream: mean n·E(X − τ)⁺,
+  variance n·Var (X − τ)⁺), with λ, p and β_lt from :func:`plan_pak`'s Eq. 16 optimum (Eq. 5's
+  guarantee on the quantile kept) and r, ε₁/ε on the grid of :func:`planner.pak_defaults`;
+* without it: the counter's exact variance at step n with bound B (no clipping, no prefix
+  release): the plain release's mean square error *exactly*;
+
+and keeps the smaller. Both are mean squares of the same released value, so "the threshold
+pays" means it pays in the realised root mean square error
+(``docs/results/planner_counters.md`` checks every counter against simulation).
+
+*Privacy*: none. Like :func:`plan_pak` it reads the prefix (an analysis, [PAK19] §VI-B).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from mechanisms import ParameterError, counter_end_variance
+
+from ._pak_defaults import R_GRID, SHARE_GRID, pak_mean_square_error
+from ._pak_plan import ANALYSIS_NOTE, PakPlan, plan_pak
+
+__all__ = ["PakMsePlan", "empirical_loss", "plan_pak_mse"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PakMsePlan:
+    """Mechanism 1's parameters of least predicted mean square error, or the plain counter."""
+
+    use_threshold: bool
+    """True: Mechanism 1 with the threshold; False: the plain counter with bound B."""
+    r: float
+    """Multiplier r of the threshold (1 without it)."""
+    lam: float
+    """λ (1 without the threshold)."""
+    p: float
+    """Tail probability p."""
+    eps1_share: float
+    """ε₁/ε (0 without the threshold)."""
+    beta_lt: float
+    """β_lt of the threshold's calibration."""
+    counter: str
+    """The continual counter (resolved name)."""
+    rmse: float
+    """Predicted root mean square error of ĉ(σ, n) (of the chosen option)."""
+    threshold_rmse: float
+    """Predicted RMSE with the best threshold setting (inf if none is admissible)."""
+    plain_rmse: float
+    """RMSE of the plain counter at step n: √(its exact variance)."""
+    epsilon: float
+    """Total ε."""
+    delta: float
+    """δ."""
+    n: int
+    """Stream length n."""
+    time_lag: int
+    """m, the prefix length."""
+    bound: float
+    """Public bound B."""
+    noise: str
+    """Noise of the threshold."""
+    eq16: PakPlan
+    """The Eq. 16 plan λ, p, β_lt come from."""
+    private: bool = False
+    """Always False: the plan reads the prefix."""
+    note: str = ANALYSIS_NOTE
+    """Why the plan is not private."""
+
+    def release_parameters(self) -> dict:
+        """Keyword arguments of :func:`mechanisms.pak_release` that realise this plan."""
+        if not self.use_threshold:
+            return {"threshold": False, "noise": self.noise, "counter": self.counter}
+        return {
+            "threshold": True,
+            "r": self.r,
+            "lam": self.lam,
+            "p": self.p,
+            "eps1_share": self.eps1_share,
+            "beta_lt": self.beta_lt,
+            "noise": self.noise,
+            "counter": self.counter,
+        }
+
+    def parameters(self) -> dict:
+        """The plan as plain values (JSON)."""
+        return {
+            "use_threshold": self.use_threshold,
+            "r": self.r,
+            "lam": self.lam,
+            "p": self.p,
+            "eps1_share": self.eps1_share,
+            "beta_lt": self.beta_lt,
+            "counter": self.counter,
+            "time_lag": self.time_lag,
+            "threshold_rmse": self.threshold_rmse,
+            "plain_rmse": self.plain_rmse,
+        }
+
+
+def empirical_loss(values: np.ndarray, n: int):
+    """``loss(τ)`` → (mean, variance) of Σᵢ(σ(i) − τ)⁺ over n values drawn like ``values``."""
+    srt = np.sort(np.asarray(values, dtype=np.float64))
+    s1 = np.concatenate((np.cumsum(srt[::-1])[::-1], [0.0]))
+    s2 = np.concatenate((np.cumsum((srt * srt)[::-1])[::-1], [0.0]))
+    size = srt.size
+
+    def loss(tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        t = np.asarray(tau, dtype=np.float64)
+        idx = np.searchsorted(srt, t, side="right")
+        count = size - idx
+        e1 = (s1[idx] - count * t) / size  # E(X − τ)⁺
+        e2 = (s2[idx] - 2.0 * t * s1[idx] + count * t * t) / size  # E((X − τ)⁺)²
+        return n * e1, n * np.maximum(e2 - e1 * e1, 0.0)
+
+    return loss
+
+
+def plan_pak_mse(
+    prefix: object,
+    *,
+    n: int,
+    bound: float,
+    epsilon: float,
+    delta: float,
+    beta: float = 0.02,
+    p_max: float = 0.005,
+    noise: str = "laplace",
+    counter: str = "auto",
+) -> PakMsePlan:
+    """Choose Mechanism 1's parameters, or the plain counter, by predicted mean square error.
+
+    Parameters
+    ----------
+    prefix
+        The first m values (**private data**: the plan depends on them).
+    n, bound, epsilon, delta, beta, p_max, noise
+        As for :func:`plan_pak` (β and p_max only shape Eq. 16's λ, p, β_lt).
+    counter
+        A name of :data:`mechanisms.COUNTERS` or ``"auto"`` (the smallest exact variance at
+        step n − m, as :func:`plan_pak`); the same counter serves the plain alternative.
+
+    Returns
+    -------
+    PakMsePlan
+
+    Notes
+    -----
+    Module notes. The grid of r and ε₁/ε is that of :func:`planner.pak_defaults`
+    (``R_GRID``, ``SHARE_GRID``); shares at which κ ≤ 0 (Eq. 11) are skipped.
+    """
+    if counter is None:
+        raise ParameterError(
+            "The 'counter' parameter of plan_pak_mse must name a counter or be 'auto'. Got "
+            "None instead (the paper's tree bound has no exact variance)."
+        )
+    eq16 = plan_pak(
+        prefix, n=n, bound=bound, epsilon=epsilon, delta=delta, beta=beta, p_max=p_max,
+        noise=noise, counter=counter,
+    )  # fmt: skip
+    values = np.asarray(prefix, dtype=np.float64).ravel()
+    m = values.size
+    name = eq16.counter
+    plain = counter_end_variance(name, n, epsilon=epsilon, bound=bound, delta=delta)
+    best = (math.inf, 1.0, 0.0)
+    terms = eq16.terms
+    lam = p = beta_lt = math.nan
+    if terms is not None:
+        lam, p, beta_lt = terms.lam, terms.p, terms.beta_shares["lt"] * beta
+        loss = empirical_loss(values, n)
+        for share in SHARE_GRID:
+            try:
+                mse = pak_mean_square_error(
+                    values, n=n, bound=bound, epsilon=epsilon, delta=delta, r=R_GRID,
+                    eps1_share=float(share), lam=lam, p=p, beta_lt=beta_lt, counter=name,
+                    loss=loss, noise=noise,
+                )  # fmt: skip
+            except ParameterError:  # κ ≤ 0 at this ε₁ (Eq. 11)
+                continue
+            i = int(np.argmin(mse))
+            if mse[i] < best[0]:
+                best = (float(mse[i]), float(R_GRID[i]), float(share))
+    use = best[0] < plain
+    common = dict(
+        counter=name, threshold_rmse=math.sqrt(best[0]), plain_rmse=math.sqrt(plain),
+        epsilon=float(epsilon), delta=float(delta), n=int(n), time_lag=m, bound=float(bound),
+        noise=noise, eq16=eq16,
+    )  # fmt: skip
+    if use:
+        return PakMsePlan(
+            use_threshold=True, r=best[1], lam=lam, p=p, eps1_share=best[2], beta_lt=beta_lt,
+            rmse=math.sqrt(best[0]), **common,
+        )  # fmt: skip
+    return PakMsePlan(
+        use_threshold=False, r=1.0, lam=1.0, p=p_max, eps1_share=0.0,
+        beta_lt=beta_lt if math.isfinite(beta_lt) else 0.0, rmse=math.sqrt(plain), **common,
+    )  # fmt: skip
