@@ -128,7 +128,7 @@ def release(workdir: Path, engine: str, workers: int, cut: int | None, k: int) -
         f.unlink()
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
-    os.environ["DPSTREAM_HOME"] = str(workdir / "home")  # the runs' ledgers stay in workdir
+    os.environ["DPSTREAM_HOME"] = str(workdir / f"home-{time.time_ns()}")  # own ledgers
     dataset = f"million-{engine}-{cut}-{time.time_ns()}"  # each run its own data set
     with ReleaseStore(store_path, dataset=dataset) as store:
         release_parquet_to_store(
