@@ -82,8 +82,9 @@ def _kind(exc: sqlite3.Error) -> type[FileStateError] | None:
         return CorruptFileError
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
         return FileBusyError
-    if name.startswith("SQLITE_IOERR"):  # short writes at the size limit (RLIMIT_FSIZE)
-        return DiskFullError if "write" in name.lower() or "fsync" in name.lower() else None
+    if name.startswith("SQLITE_IOERR"):  # writes refused at the size limit (RLIMIT_FSIZE)
+        growing = ("WRITE", "SHMSIZE", "TRUNCATE", "FSYNC", "SHMMAP")
+        return DiskFullError if name.endswith(growing) else None
     if name.startswith("SQLITE_CANTOPEN"):
         return ReadOnlyError
     return None
