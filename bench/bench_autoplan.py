@@ -1,81 +1,164 @@
-"""Benchmark of ``release_optstream(k="auto")``'s planning step at scale: one period planned from
-56 earlier periods (the prior's look-back) of a feeders -> regions -> nation tree.
+"""Benchmark of ``release_optstream``'s default (``k="auto"``: in-stream planner and prior)
+against a fixed k at 1,000 to 100,000 feeders: CPU seconds per day, growth exponents in the
+number of nodes, peak memory per process (issue 22.1).
 
-Prints the time of one ``plan_for_period`` (candidate k, level shares, the prior and its
-aggregates), the process's peak memory before and after it, and the time as a ratio to the
-physical floor of reading the planner's state once (one pass summing every stored period's
-values, noise and error arrays, same run).
+Each (size, k) runs in its own process (peak memory = that process's ``ru_maxrss``; BLAS held
+to one thread so that CPU seconds are work, not spinning threads) on a synthetic feeders ->
+substations (100 feeders each) -> national tree: daily profile x a per-feeder level plus a
+random walk and noise (a benchmark: nothing is released, the runs are seeded).
 
-    python bench/bench_autoplan.py [--leaves 100000] [--periods 56]
+    python bench/bench_autoplan.py [--sizes 1000 10000 100000] [--days 30 30 7] [--store]
+    python bench/bench_autoplan.py --one 10000 3 auto     # one run, JSON on stdout
 
-Measured on this machine (2 cores, 24 GB), 100,000 leaves x 56 periods: 166 s and 23.3 GB peak
-before the prior read its periods a block of nodes at a time and ``kriging_bias`` became one
-kernel for every node; 57 s and 11.6 GB after (the state alone: 10.7 GB).
+The table goes to ``docs/results/bench_autoplan.md`` (``--out``). The ratio default / fixed
+is measured in the same run, sizes one after the other, on a machine shared with other jobs:
+CPU seconds are what to compare, wall seconds only show the load.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from dpstream.pipelines import _autoplan as ap
-from dpstream.pipelines._period_steps import Measurement
-from planner._roughness import period_roughness
-from postproc import Hierarchy
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "results" / "bench_autoplan.md"
+THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def _peak_gb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # kB on Linux
+def synthetic(n_feeders: int, days: int, *, seed: int = 0):
+    """(frame of the feeders, hierarchy children): kW-like loads, 48 steps a day."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    per = 100 if n_feeders >= 100 else n_feeders
+    n_sub = max(n_feeders // per, 1)
+    names = [f"f{i}" for i in range(n_sub * per)]
+    children = {"national": [f"s{i}" for i in range(n_sub)]}
+    for i in range(n_sub):
+        children[f"s{i}"] = names[i * per : (i + 1) * per]
+    t = np.arange(48 * days)
+    profile = 60 + 30 * np.sin(2 * np.pi * t / 48) + 10 * np.sin(2 * np.pi * t / 16)
+    level = rng.uniform(0.5, 2.0, len(names)).astype(np.float32)
+    values = np.empty((t.size, len(names)))
+    block = 5_000
+    for j in range(0, len(names), block):  # a block of feeders at a time (memory)
+        cols = slice(j, j + block)
+        walk = np.cumsum(rng.normal(0.0, 1.0, (t.size, len(names[cols]))), axis=0)
+        values[:, cols] = profile[:, None] * level[None, cols] + walk
+        values[:, cols] += rng.uniform(0.0, 5.0, values[:, cols].shape)
+    np.clip(values, 0.0, None, out=values)
+    idx = pd.date_range("2016-03-01", periods=t.size, freq="30min")
+    return pd.DataFrame(values, index=idx, columns=names, copy=False), children
+
+
+def one(n_feeders: int, days: int, k: str, store: bool) -> dict:
+    """One release, timed (CPU of this process, after the data are built)."""
+    import dpstream
+
+    frame, children = synthetic(n_feeders, days)
+    kk = "auto" if k == "auto" else int(k)
+    kw = dict(epsilon=1.0, alpha=5.0, hierarchy=children, k=kk, seed=1)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    if store:
+        import tempfile
+
+        from dpstream.store import ReleaseStore
+
+        with tempfile.TemporaryDirectory() as tmp, ReleaseStore(Path(tmp) / "s.db") as s:
+            out = s.release_optstream(frame, **kw)
+    else:
+        out = dpstream.release_optstream(frame, **kw)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    plans = out.attrs.get("plan") or []
+    return {
+        "feeders": n_feeders,
+        "nodes": int(out.shape[1]),
+        "days": days,
+        "k": k,
+        "store": store,
+        "cpu": cpu,
+        "wall": wall,
+        "cpu_per_day": cpu / days,
+        "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+        "ks": sorted({p["k"] for p in plans}) if plans else [kk],
+    }
+
+
+def run(n: int, days: int, k: str, store: bool) -> dict:
+    env = {**os.environ, **{v: "1" for v in THREADS}}
+    cmd = [sys.executable, __file__, "--one", str(n), str(days), k] + (["--store"] if store else [])
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def exponent(rows: list[dict]) -> float:
+    """Least-squares slope of log(CPU per day) on log(nodes)."""
+    x = np.log([r["nodes"] for r in rows])
+    y = np.log([r["cpu_per_day"] for r in rows])
+    return float(np.polyfit(x, y, 1)[0]) if len(rows) > 1 else float("nan")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--leaves", type=int, default=100_000)
-    parser.add_argument("--periods", type=int, default=ap.PRIOR_DAYS)
-    parser.add_argument("--regions", type=int, default=100)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--days", type=int, nargs="+", default=[30, 30, 7])
+    parser.add_argument("--fixed-k", default="10")
+    parser.add_argument("--store", action="store_true", help="release through a ReleaseStore")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--one", nargs=3, metavar=("FEEDERS", "DAYS", "K"))
     args = parser.parse_args()
-    w = 48
-    per_region = max(args.leaves // args.regions, 1)
-    children = {"nation": [f"r{i}" for i in range(args.regions)]}
-    for i in range(args.regions):
-        children[f"r{i}"] = [f"f{i}_{j}" for j in range(per_region)]
-    tree = Hierarchy(children=children)
-    cfg = ap._config(
-        epsilon=1.0, alpha=50.0, w=w, delta=None, noise="laplace", target="all",
-        level_shares=None, hierarchy=tree, nodes=list(tree.nodes), prior=True,
-    )  # fmt: skip
-    n = len(tree.nodes)
-    rng = np.random.default_rng(0)  # synthetic measurements: a benchmark, nothing is released
-    sampled = np.zeros((n, w), dtype=bool)
-    sampled[:, ::8] = True
-    own = np.zeros(n, dtype=bool)
-    own[cfg.leaf_nodes] = True
-    state = ap.PlanState(w=w, cfg=cfg)
-    for _ in range(args.periods):
-        m = Measurement(values=rng.normal(100.0, 10.0, (n, w)), noise=np.full((n, w), 25.0),
-                        sampled=sampled)  # fmt: skip
-        state.measurements.append(m)
-        state.roughness.append(period_roughness(m.values, m.noise, m.sampled))
-        state.errors.append(np.full((n, w), 30.0))
-        state.independent.append(own)
-    before = _peak_gb()
-    t0 = time.perf_counter()
-    total = 0.0
-    for m, e in zip(state.measurements, state.errors, strict=True):
-        total += float(m.values.sum() + m.noise.sum() + e.sum())
-    floor = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    plan, prior = ap.plan_for_period(state, cfg, r=w)
-    took = time.perf_counter() - t0
-    print(
-        f"{args.leaves:,} leaves ({n:,} nodes) x {args.periods} periods: plan_for_period "
-        f"{took:.1f} s (k = {plan.k}, prior over {prior.n_periods} periods) = "
-        f"{took / floor:.0f}x one pass over the state ({floor:.2f} s); peak memory "
-        f"{before:.1f} GB with the state, {_peak_gb():.1f} GB after planning"
-    )
+    if args.one:
+        n, days, k = args.one
+        print(json.dumps(one(int(n), int(days), k, args.store)))
+        return
+    days = dict(zip(args.sizes, args.days + args.days[-1:] * len(args.sizes), strict=False))
+    rows = []
+    for n in args.sizes:
+        for k in (args.fixed_k, "auto"):
+            r = run(n, days[n], k, args.store)
+            print(json.dumps(r), flush=True)
+            rows.append(r)
+    fixed = [r for r in rows if r["k"] != "auto"]
+    auto = [r for r in rows if r["k"] == "auto"]
+    where = "through a ReleaseStore" if args.store else "in memory (release_optstream)"
+    lines = [
+        "# k=auto (default) against a fixed k: CPU per day at scale (issue 22.1)",
+        "",
+        f"`python bench/bench_autoplan.py --sizes {' '.join(map(str, args.sizes))} --days "
+        f"{' '.join(str(days[n]) for n in args.sizes)}{' --store' if args.store else ''}`, "
+        f"{where}; feeders -> substations (100 each) -> national, ε = 1, α = 5, seeded "
+        "synthetic loads; one process per row, BLAS on one thread; this 2-core machine shared "
+        f"with other jobs (load average {os.getloadavg()[0]:.0f} at the end).",
+        "",
+        "| feeders | nodes | days | k | CPU s | CPU s / day | default / fixed | peak GB | "
+        "k chosen |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for f, a in zip(fixed, auto, strict=True):
+        for r in (f, a):
+            ratio = a["cpu_per_day"] / f["cpu_per_day"] if r is a else 1.0
+            lines.append(
+                f"| {r['feeders']:,} | {r['nodes']:,} | {r['days']} | {r['k']} | {r['cpu']:.1f} "
+                f"| {r['cpu_per_day']:.2f} | {ratio:.2f} | {r['peak_gb']:.2f} | "
+                f"{', '.join(map(str, r['ks']))} |"
+            )
+    lines += [
+        "",
+        f"Growth exponent of CPU per day in nodes (log-log slope): fixed k {exponent(fixed):.2f}, "
+        f"default {exponent(auto):.2f}.",
+        "",
+    ]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines))
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -250,23 +250,72 @@ def _stacked(periods: list[np.ndarray], start: int, size: int) -> np.ndarray:
 
 def _variance_floor(recent, rv, rs, own, block: int) -> float:
     """τ̂² floor: :data:`_FLOOR` times the mean known noise of the unbiased steps (or the
-    squared mean level when every period is public)."""
+    squared mean level when every period is public). One period at a time (no stacked
+    copies); ``block`` is unused (kept for the signature)."""
     noise = count = level = size = 0.0
-    for j in range(0, recent[0].shape[0], block):
-        mask = _stacked(rs, j, block) & own[:, j : j + block, None]
-        noise += float(np.where(mask, _stacked(rv, j, block), 0.0).sum())
+    for q in range(len(recent)):
+        mask = rs[q] & own[q][:, None]
+        noise += float(np.where(mask, rv[q], 0.0).sum())
         count += float(mask.sum())
-        values = _stacked(recent, j, block)
-        level += float(np.abs(values).sum())
-        size += values.size
+        level += float(np.abs(recent[q]).sum())
+        size += recent[q].size
     known = noise / max(count, 1.0)
     scale_ref = known if known > 0 else (level / size) ** 2
     return _FLOOR * max(scale_ref, 1e-12)
 
 
+def _columns(rs: np.ndarray) -> list[np.ndarray] | None:
+    """The sampled steps of each period when every node of the block shares them (the
+    pipeline's measurements: equally spaced samples per period), else None."""
+    cols = []
+    for q in range(rs.shape[0]):
+        row = rs[q, 0]
+        if not (rs[q] == row[None]).all():
+            return None
+        cols.append(np.flatnonzero(row))
+    return cols
+
+
+def _sigma2_compact(recent, rv, own, cols, *, count, scale, prior_count):
+    """Step 1 of :func:`_node_block` with one σ² per node (``bandwidth=inf``), on the
+    sampled steps only (k of w per period: the moments read nothing else). The same sums as
+    the dense form, term by term: (n, w) σ² (one value per node, broadcast)."""
+    n = recent.shape[1]
+    mean_eq = np.einsum("pn,pnw->nw", own.astype(np.float64), recent) / count
+    noise_sum = np.einsum("pn,pnw->nw", own.astype(np.float64), rv)
+    ex, sp, ok = [], [], []
+    for q, c in enumerate(cols):
+        if c.size == 0:
+            continue
+        rvq = rv[q][:, c]
+        others = (noise_sum[:, c] - rvq) / (count - 1.0) ** 2
+        resid = scale * (recent[q][:, c] - mean_eq[:, c])
+        ex.append((resid * resid - rvq - others) / scale)
+        sp.append((rvq + others) / scale)
+        ok.append(np.broadcast_to(own[q][:, None], (n, c.size)))
+    if not ex:
+        return np.zeros(recent.shape[1:])
+    ok_arr = np.concatenate(ok, axis=1)
+    excess = np.where(ok_arr, np.concatenate(ex, axis=1), 0.0)  # (n, M)
+    spread = np.where(ok_arr, np.concatenate(sp, axis=1), 0.0)
+    n_obs = max(int(ok_arr.sum()), 1)
+    sigma2 = np.zeros((n, 1))
+    for it in range(4):
+        wgt = ok_arr / (sigma2 + spread + _FLOOR) ** 2 if it else ok_arr.astype(np.float64)
+        wgt = wgt / max(float(wgt.max()), 1e-300)
+        num = np.einsum("nm,nm->n", wgt, excess)[:, None]
+        cnt = wgt.sum(axis=1, keepdims=True)
+        per_obs = float(cnt.sum() / n_obs)
+        pc = prior_count * per_obs
+        overall = num / np.maximum(cnt, 1.0)
+        sigma2 = np.maximum((num + pc * overall) / (cnt + pc), 0.0)
+    return np.broadcast_to(sigma2, recent.shape[1:])
+
+
 def _node_block(recent, rv, rs, re, own, *, bandwidth, prior_count, calibration,
                 min_predecessors, shrink, period, floor):  # fmt: skip
     """:func:`profile_prior` for a block of nodes: (mean, τ²), each (n, w)."""
+    cols = _columns(rs) if np.isinf(bandwidth) else None
     rs = rs & own[:, :, None]
     # 1. Day-to-day variance σ²_t of the true values around the profile, by the method of
     #    moments on the measured (unbiased) steps: the leave-one-out residual of the equal-
@@ -276,6 +325,13 @@ def _node_block(recent, rv, rs, re, own, *, bandwidth, prior_count, calibration,
     mine = own[:, :, None]
     count = np.maximum(own.sum(axis=0), 2.0)[:, None]  # (N, 1); nodes with < 2 get no prior
     scale = count / (count - 1.0)
+    if cols is not None:  # the default: the same, on the sampled steps only
+        sigma2 = _sigma2_compact(
+            recent, rv, own, cols, count=count, scale=scale, prior_count=prior_count
+        )
+        return _forecast(recent, rv, rs, re, own, sigma2, calibration=calibration,
+                         min_predecessors=min_predecessors, shrink=shrink, period=period,
+                         floor=floor)  # fmt: skip
     resid = scale * (recent - np.where(mine, recent, 0.0).sum(axis=0) / count)
     noise_sum = np.where(mine, rv, 0.0).sum(axis=0)
     others = (noise_sum[None] - rv) / (count - 1.0) ** 2
@@ -296,20 +352,32 @@ def _node_block(recent, rv, rs, re, own, *, bandwidth, prior_count, calibration,
             _pooled(num, cnt, bandwidth=bandwidth, prior_count=prior_count * per_obs), 0.0
         )
     del wgt, spread, excess
+    return _forecast(recent, rv, rs, re, own, sigma2, calibration=calibration,
+                     min_predecessors=min_predecessors, shrink=shrink, period=period,
+                     floor=floor)  # fmt: skip
+
+
+def _forecast(recent, rv, rs, re, own, sigma2, *, calibration, min_predecessors, shrink, period,
+              floor):  # fmt: skip
+    """Step 2 of :func:`_node_block`: the precision-weighted forecast and τ² given σ²."""
+    mine = own[:, :, None]
     # 2. The forecast: each day weighted by its precision 1/(σ² + e²_q) (a noise-free public
     #    day counts more than a noisy released one), and its error variance
     #    τ² = σ²(1 + Σ a²) + Σ a² e² with a the normalised weights.
-    wts = np.where(mine, 1.0 / np.maximum(sigma2[None] + re, floor), 0.0)
+    wts = np.maximum(re + sigma2[None], floor)  # in place below: the weights 1/(σ² + e²)
+    np.reciprocal(wts, out=wts)
+    wts *= mine  # 0 where the period is not the node's own
     usable = own.sum(axis=0) >= 2  # (N,) nodes with two periods of their own
     total = np.where(usable[:, None], wts.sum(axis=0), 1.0)
-    a = wts / total
-    mean = np.where(usable[:, None], (a * recent).sum(axis=0), 0.0)
-    a2 = (a * a).sum(axis=0)
+    # with a = wts / total: Σ a·y, Σ a², Σ a²·e² (einsum: no (P, N, w) temporaries)
+    mean = np.where(usable[:, None], np.einsum("pnw,pnw->nw", wts, recent) / total, 0.0)
+    a2 = np.einsum("pnw,pnw->nw", wts, wts) / (total * total)
+    a2e = np.einsum("pnw,pnw,pnw->nw", wts, wts, re) / (total * total)
     kappa = np.ones(sigma2.shape[0])
     if calibration == "backtest":
         kappa = _backtest_inflation(recent, rv, rs, re, wts, sigma2, min_predecessors, floor)
     day = kappa[:, None] * sigma2  # the new day's own deviation
-    estimation = kappa[:, None] * sigma2 * a2 + (a * a * re).sum(axis=0)  # the profile's error
+    estimation = kappa[:, None] * sigma2 * a2 + a2e  # the profile's error
     if shrink:
         mean = _shrunk_profile(mean, estimation, period=period)
     tau2 = np.maximum(day + estimation, floor)

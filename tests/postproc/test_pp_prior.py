@@ -245,3 +245,24 @@ def test_profile_prior_in_blocks_of_nodes_is_the_same(monkeypatch):
     blocks = profile_prior(x, v, s, **kw)
     np.testing.assert_allclose(blocks.mean, whole.mean, rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(blocks.variance, whole.variance, rtol=1e-12)
+
+
+def test_the_sampled_steps_only_moments_equal_the_dense_ones(monkeypatch):
+    """Issue 22.1: with the pipeline's masks (the same sampled steps for every node of a
+    period) step 1 reads the sampled steps only; it equals the dense form to rounding."""
+    import postproc._prior as pp
+
+    rng = np.random.default_rng(7)
+    p_, n, w = 9, 40, 48
+    x = 50 + 10 * np.sin(np.arange(w) / 5)[None, None] + rng.normal(0, 3, (p_, n, w))
+    sampled = np.zeros((p_, n, w), dtype=bool)
+    for q in range(p_):
+        sampled[q][:, np.linspace(0, w - 1, (2, 6, 12, 48)[q % 4]).astype(int)] = True
+    noise = np.where(sampled, rng.uniform(1, 4, (p_, n, 1)), rng.uniform(5, 9, (p_, n, 1)))
+    own = rng.uniform(size=(p_, n)) > 0.2
+    kw = dict(error=noise * 1.5, independent=own, days=28)
+    fast = pp.profile_prior(x, noise, sampled, **kw)
+    monkeypatch.setattr(pp, "_columns", lambda rs: None)  # the dense form
+    dense = pp.profile_prior(x, noise, sampled, **kw)
+    np.testing.assert_allclose(fast.mean, dense.mean, rtol=1e-10)
+    np.testing.assert_allclose(fast.variance, dense.variance, rtol=1e-10)
