@@ -65,10 +65,10 @@ FIG5 = {"month": "Feb", "epsilon": 0.1, "region": "rural", "day": pd.Timestamp("
 
 def releases(eps: float) -> dict[str, object]:
     return {
-        "OptStream": lambda f, s: dpstream.release_optstream(f, epsilon=eps, seed=s),
-        "Laplace": lambda f, s: dpstream.release_laplace(f, epsilon=eps, seed=s),
-        "DFT": lambda f, s: dpstream.release_dft(f, epsilon=eps, k=10, seed=s),
-        "PeGaSus": lambda f, s: dpstream.release_pegasus(f, epsilon=eps, seed=s),
+        "OptStream": lambda f, s: dpstream.release_optstream(f, alpha=1.0, epsilon=eps, seed=s),
+        "Laplace": lambda f, s: dpstream.release_laplace(f, alpha=1.0, epsilon=eps, seed=s),
+        "DFT": lambda f, s: dpstream.release_dft(f, alpha=1.0, epsilon=eps, k=10, seed=s),
+        "PeGaSus": lambda f, s: dpstream.release_pegasus(f, alpha=1.0, epsilon=eps, seed=s),
     }
 
 

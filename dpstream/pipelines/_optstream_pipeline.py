@@ -48,7 +48,7 @@ def release_optstream(
     sampling: str | None = None,
     theta: float | None = None,
     hierarchy: object = None,
-    alpha: float = 1.0,
+    alpha: float,
     seed: object = None,
     weights: str = "variance",
     features: object = None,
@@ -102,8 +102,9 @@ def release_optstream(
     hierarchy : mapping parent -> children, optional
         Leaves are the frame's columns; the result has one column per node, children summing
         to their parent at every step. None: each column is released on its own.
-    alpha : float, default 1.0
-        α of the privacy unit, in the data's units (see Notes).
+    alpha : float
+        α of the privacy unit, in the data's units (see Notes): the largest change of one
+        value the release hides. Required: it defines what is protected (issue 24).
     seed : int, optional
         None (default) draws from the operating system's secure source; an int makes the output
         reproducible and is for tests and experiments only (not for release).
@@ -197,7 +198,9 @@ def release_optstream(
     >>> import pandas as pd
     >>> idx = pd.date_range("2016-01-01", periods=96, freq="30min")
     >>> frame = pd.DataFrame({"a": 100.0, "b": 50.0}, index=idx)
-    >>> out = release_optstream(frame, epsilon=1.0, hierarchy={"total": ["a", "b"]}, seed=1)
+    >>> out = release_optstream(
+    ...     frame, epsilon=1.0, alpha=1.0, hierarchy={"total": ["a", "b"]}, seed=1
+    ... )
     >>> list(out.columns), bool((out >= 0).all().all())
     (['total', 'a', 'b'], True)
     >>> bool(abs(out["total"] - out["a"] - out["b"]).max() < 1e-6)

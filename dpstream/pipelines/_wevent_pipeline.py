@@ -188,7 +188,7 @@ def release_laplace(
     epsilon: float,
     w: int = 48,
     hierarchy: object = None,
-    alpha: float | None = 1.0,
+    alpha: float | None,
     seed: object = None,
     bound: float | None = None,
     progress: Progress | None = None,
@@ -207,9 +207,9 @@ def release_laplace(
         Window (period) length in steps (48 half-hours: one day).
     hierarchy : mapping parent -> list of children, optional
         Leaves are the frame's columns; aggregates are derived from them.
-    alpha : float or None, default 1.0
-        Protected change of one value ((w, α)-indistinguishability); None: plain w-event
-        privacy on [0, ``bound``].
+    alpha : float or None
+        Protected change of one value ((w, α)-indistinguishability), in the data's units;
+        None: plain w-event privacy on [0, ``bound``]. Required: it defines the privacy unit.
     seed : int, optional
         For tests and experiments only: a seeded release is *not* private.
     bound : float, optional
@@ -244,7 +244,7 @@ def release_laplace(
     --------
     >>> import pandas as pd
     >>> frame = pd.DataFrame({"a": [5.0] * 96, "b": [7.0] * 96})
-    >>> out = release_laplace(frame, epsilon=1.0, hierarchy={"ab": ["a", "b"]}, seed=1)
+    >>> out = release_laplace(frame, epsilon=1.0, alpha=1.0, hierarchy={"ab": ["a", "b"]}, seed=1)
     >>> list(out.columns), out.shape
     (['ab', 'a', 'b'], (96, 3))
     """
@@ -266,7 +266,7 @@ def release_dft(
     w: int = 48,
     k: int = 10,
     hierarchy: object = None,
-    alpha: float | None = 1.0,
+    alpha: float | None,
     seed: object = None,
     bound: float | None = None,
     progress: Progress | None = None,
@@ -322,7 +322,7 @@ def release_pegasus(
     epsilon: float,
     w: int = 48,
     hierarchy: object = None,
-    alpha: float | None = 1.0,
+    alpha: float | None,
     seed: object = None,
     bound: float | None = None,
     perturb_share: float = 0.8,

@@ -33,7 +33,7 @@ def release_to_store(
     sampling: str | None = None,
     theta: float | None = None,
     hierarchy: object = None,
-    alpha: float | None = 1.0,
+    alpha: float | None,
     bound: float | None = None,
     weights: str = "variance",
     shares=None,

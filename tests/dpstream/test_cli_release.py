@@ -53,7 +53,9 @@ def test_release_writes_one_column_per_node(loads, tmp_path, method, suffix):
     back = pd.read_csv(out, index_col=0) if suffix == ".csv" else pd.read_parquet(out)
     assert list(back.columns) == ["national", "north", "south"]
     assert len(back) == 100 and (back.to_numpy() >= 0).all()
-    ref = dpstream.release_laplace(f, epsilon=1.0, hierarchy={"national": ["north", "south"]})
+    ref = dpstream.release_laplace(
+        f, alpha=1.0, epsilon=1.0, hierarchy={"national": ["north", "south"]}
+    )
     assert ref.shape == back.shape
 
 

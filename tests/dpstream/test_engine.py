@@ -86,7 +86,7 @@ def test_dask_matches_local_for_any_number_of_workers(tmp_path, workers):
 def test_dask_seed_must_be_an_int(tmp_path):
     with ReleaseStore(tmp_path / "s.db") as store, pytest.raises(ParameterError, match="'seed'"):
         store.release_optstream(
-            _frame(1), epsilon=1.0, hierarchy=H, seed=np.random.PCG64(1), engine="dask"
+            _frame(1), alpha=1.0, epsilon=1.0, hierarchy=H, seed=np.random.PCG64(1), engine="dask"
         )
 
 
@@ -104,7 +104,7 @@ def test_parquet_input_read_lazily_equals_the_in_memory_release(tmp_path, fmt, e
     else:
         wide_to_long(frame).to_parquet(path, index=False)
     with ReleaseStore(tmp_path / "ref.db") as ref:
-        want = ref.release_optstream(frame, epsilon=1.0, hierarchy=H, seed=5)
+        want = ref.release_optstream(frame, alpha=1.0, epsilon=1.0, hierarchy=H, seed=5)
     with ReleaseStore(tmp_path / "lazy.db") as store:
         ordinals = release_parquet_to_store(
             store,

@@ -165,10 +165,10 @@ def test_every_pipeline_charges_the_ledger_and_records_the_release(tmp_path, rel
 def test_a_pipeline_refuses_a_ledger_of_another_unit_before_any_draw(tmp_path):
     ledger = BudgetLedger(Budget(5.0), unit=EventLevel())
     with pytest.raises(ParameterError, match="privacy unit"):
-        release_laplace(_frame(), epsilon=1.0, w=4, ledger=ledger)
+        release_laplace(_frame(), alpha=1.0, epsilon=1.0, w=4, ledger=ledger)
     assert ledger.charges == ()
     with pytest.raises(ParameterError, match="'ledger' parameter of release_optstream"):
-        release_optstream(_frame(), epsilon=1.0, w=4, k=2, ledger="budget.db")
+        release_optstream(_frame(), alpha=1.0, epsilon=1.0, w=4, k=2, ledger="budget.db")
 
 
 def test_bad_input_charges_nothing(tmp_path):
@@ -177,9 +177,9 @@ def test_bad_input_charges_nothing(tmp_path):
     bad.iloc[3, 0] = np.nan
     for release in (release_laplace, release_pegasus, release_optstream):
         with pytest.raises(ValueError):
-            release(bad, epsilon=0.5, w=4, ledger=ledger)
+            release(bad, epsilon=0.5, alpha=1.0, w=4, ledger=ledger)
     with pytest.raises((ValueError, TypeError)):  # a bad seed: refused before the charge
-        release_laplace(_frame(), epsilon=0.5, w=4, seed="x", ledger=ledger)
+        release_laplace(_frame(), alpha=1.0, epsilon=0.5, w=4, seed="x", ledger=ledger)
     assert _charges(tmp_path / "b.db") == []
 
 
@@ -196,7 +196,7 @@ def test_a_release_killed_mid_way_keeps_its_charge(tmp_path):
         from dpstream._ledger import SQLiteLedger
         frame = pd.DataFrame({{"a": np.ones(48 * 200)}})
         ledger = SQLiteLedger({str(path)!r})
-        out = release_laplace(frame, epsilon=0.25, w=48, ledger=ledger,
+        out = release_laplace(frame, epsilon=0.25, alpha=1.0, w=48, ledger=ledger,
                               progress=lambda n: time.sleep(60))  # mid-release: stalls
         out.to_csv({str(out)!r})
         """
@@ -283,7 +283,7 @@ def test_the_store_ledger_is_the_sqlite_ledger(tmp_path):
     idx = pd.date_range("2016-01-01", periods=96, freq="30min")
     frame = pd.DataFrame({"a": 100.0, "b": 50.0}, index=idx)
     with ReleaseStore(tmp_path / "ops.db") as store:
-        store.release_optstream(frame, epsilon=1.0, hierarchy={"t": ["a", "b"]}, seed=1)
+        store.release_optstream(frame, alpha=1.0, epsilon=1.0, hierarchy={"t": ["a", "b"]}, seed=1)
         assert isinstance(store.ledger, StoreLedger) and isinstance(store.ledger, SQLiteLedger)
         view = SQLiteLedger.on_connection(store._con, Budget(1.0), unit=store.ledger.unit)
         assert [c.label for c in view.charges] == [c.label for c in store.ledger.charges]

@@ -42,7 +42,7 @@ def frame(n=100, level=1000.0):
 @pytest.mark.parametrize("release", RELEASES)
 def test_output_is_aligned_non_negative_and_has_one_column_per_node(release):
     f = frame(n=100)  # 2 full periods + a tail of 4 steps
-    out = release(f, epsilon=1.0, hierarchy={"ab": ["a", "b"]}, seed=1)
+    out = release(f, alpha=1.0, epsilon=1.0, hierarchy={"ab": ["a", "b"]}, seed=1)
     assert list(out.columns) == ["ab", "a", "b"]
     pd.testing.assert_index_equal(out.index, f.index)
     assert np.isfinite(out.to_numpy()).all() and (out.to_numpy() >= 0).all()
@@ -53,15 +53,15 @@ def test_output_is_aligned_non_negative_and_has_one_column_per_node(release):
 @pytest.mark.parametrize("release", RELEASES)
 def test_seed_reproduces_and_no_seed_does_not(release):
     f = frame(n=60)
-    a = release(f, epsilon=1.0, seed=3)
-    pd.testing.assert_frame_equal(a, release(f, epsilon=1.0, seed=3))
-    assert not np.array_equal(release(f, epsilon=1.0).to_numpy(), a.to_numpy())
+    a = release(f, alpha=1.0, epsilon=1.0, seed=3)
+    pd.testing.assert_frame_equal(a, release(f, alpha=1.0, epsilon=1.0, seed=3))
+    assert not np.array_equal(release(f, alpha=1.0, epsilon=1.0).to_numpy(), a.to_numpy())
 
 
 @pytest.mark.parametrize("release", RELEASES)
 def test_series_in_series_out(release):
     s = frame()["a"]
-    out = release(s, epsilon=1.0, seed=0)
+    out = release(s, alpha=1.0, epsilon=1.0, seed=0)
     assert isinstance(out, pd.Series) and out.name == "a" and len(out) == len(s)
 
 
@@ -75,7 +75,7 @@ def test_series_in_series_out(release):
 def test_any_length_and_window_releases_every_step_non_negative(n, w, which, eps):
     extra = {"k": min(10, w)} if which is release_dft else {}
     f = frame(n=n, level=150.0)
-    out = which(f, epsilon=eps, w=w, hierarchy={"ab": ["a", "b"]}, seed=n, **extra)
+    out = which(f, epsilon=eps, alpha=1.0, w=w, hierarchy={"ab": ["a", "b"]}, seed=n, **extra)
     assert out.shape == (n, 3)
     assert (out.to_numpy() >= 0).all() and np.isfinite(out.to_numpy()).all()
 
@@ -95,8 +95,8 @@ def test_dft_noise_grows_with_the_streams_of_a_level():
     """[FV19] Def. 3: one stream moves per step, possibly a different one each step, so a level
     of n streams needs √(min(2n, w)/2) times the one-stream DFT noise (w = 8, n = 2: √2)."""
     f = frame(n=8 * 600) * 0.0 + 1e6  # columns a, b; constant (no low-pass bias), far from 0
-    two = release_dft(f, epsilon=1.0, w=8, k=3, seed=3)
-    one = release_dft(f[["a"]], epsilon=1.0, w=8, k=3, seed=3)
+    two = release_dft(f, alpha=1.0, epsilon=1.0, w=8, k=3, seed=3)
+    one = release_dft(f[["a"]], alpha=1.0, epsilon=1.0, w=8, k=3, seed=3)
     ratio = (two["a"] - f["a"]).std() / (one["a"] - f["a"]).std()
     assert ratio == pytest.approx(np.sqrt(2.0), rel=0.08)
 
@@ -130,26 +130,26 @@ def test_plain_w_event_needs_a_bound_and_checks_it():
 )
 @pytest.mark.parametrize("release", RELEASES)
 def test_bad_input_fails_before_any_noise(release, mutate, kwargs, error, rule):
-    args = {"epsilon": 1.0} | kwargs
+    args = {"epsilon": 1.0, "alpha": 1.0} | kwargs
     with pytest.raises(error, match=rule):
         release(mutate(frame()), seed=NoDraws(), **args)
 
 
 def test_dft_k_above_w_fails_before_any_noise():
     with pytest.raises(ParameterError, match="'k' parameter of release_dft"):
-        release_dft(frame(), epsilon=1.0, w=8, k=9, seed=NoDraws())
+        release_dft(frame(), alpha=1.0, epsilon=1.0, w=8, k=9, seed=NoDraws())
 
 
 def test_pegasus_parameters_fail_before_any_noise():
     with pytest.raises(ParameterError, match="'smoother'"):
-        release_pegasus(frame(), epsilon=1.0, smoother="max", seed=NoDraws())
+        release_pegasus(frame(), alpha=1.0, epsilon=1.0, smoother="max", seed=NoDraws())
     with pytest.raises(ParameterError, match="'perturb_share'"):
-        release_pegasus(frame(), epsilon=1.0, perturb_share=0.0, seed=NoDraws())
+        release_pegasus(frame(), alpha=1.0, epsilon=1.0, perturb_share=0.0, seed=NoDraws())
 
 
 def test_progress_counts_every_period():
     seen = []
-    release_laplace(frame(n=48 * 70 + 5), epsilon=1.0, seed=0, progress=seen.append)
+    release_laplace(frame(n=48 * 70 + 5), alpha=1.0, epsilon=1.0, seed=0, progress=seen.append)
     assert sum(seen) == 71
 
 

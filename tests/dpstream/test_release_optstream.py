@@ -86,17 +86,17 @@ def test_day_parts_and_days_are_consistent_on_the_regional_data():
 
 def test_without_hierarchy_each_column_is_released_and_series_work():
     f = frame(50)
-    out = dpstream.release_optstream(f, epsilon=1.0, w=12, k=3, seed=2)
+    out = dpstream.release_optstream(f, alpha=1.0, epsilon=1.0, w=12, k=3, seed=2)
     assert list(out.columns) == ["a", "b", "c"] and out.index.equals(f.index)
-    s = dpstream.release_optstream(f["a"], epsilon=1.0, w=12, k=3, seed=2)
+    s = dpstream.release_optstream(f["a"], alpha=1.0, epsilon=1.0, w=12, k=3, seed=2)
     assert isinstance(s, pd.Series) and s.name == "a" and (s >= 0).all()
 
 
 def test_seed_reproduces_and_none_uses_the_secure_source():
     f = frame(48)
-    a = dpstream.release_optstream(f, epsilon=1.0, hierarchy=HIER, seed=3)
-    b = dpstream.release_optstream(f, epsilon=1.0, hierarchy=HIER, seed=3)
-    c = dpstream.release_optstream(f, epsilon=1.0, hierarchy=HIER)
+    a = dpstream.release_optstream(f, alpha=1.0, epsilon=1.0, hierarchy=HIER, seed=3)
+    b = dpstream.release_optstream(f, alpha=1.0, epsilon=1.0, hierarchy=HIER, seed=3)
+    c = dpstream.release_optstream(f, alpha=1.0, epsilon=1.0, hierarchy=HIER)
     assert a.equals(b) and not a.equals(c)
 
 
@@ -117,7 +117,7 @@ def test_pipeline_is_release_periods_on_validated_periods():
     """The protocol script calls ``release_periods`` on stacked periods: same draws, same
     output as the public pipeline for the same seed."""
     f = frame(96)
-    out = dpstream.release_optstream(f, epsilon=1.0, w=48, k=10, hierarchy=HIER, seed=9)
+    out = dpstream.release_optstream(f, alpha=1.0, epsilon=1.0, w=48, k=10, hierarchy=HIER, seed=9)
     tree = Hierarchy(children=HIER)
     x = out.copy()
     x[["a", "b", "c"]] = f[["a", "b", "c"]]
@@ -134,8 +134,12 @@ def test_pipeline_is_release_periods_on_validated_periods():
 def test_weights_change_only_the_post_processing(weights):
     """Same seed, same measurements: the weights move the release, never its consistency."""
     f = frame(96)
-    out = dpstream.release_optstream(f, epsilon=1.0, k=10, hierarchy=HIER, weights=weights, seed=4)
-    ref = dpstream.release_optstream(f, epsilon=1.0, k=10, hierarchy=HIER, weights="paper", seed=4)
+    out = dpstream.release_optstream(
+        f, alpha=1.0, epsilon=1.0, k=10, hierarchy=HIER, weights=weights, seed=4
+    )
+    ref = dpstream.release_optstream(
+        f, alpha=1.0, epsilon=1.0, k=10, hierarchy=HIER, weights="paper", seed=4
+    )
     assert np.allclose(out["ab"], out["a"] + out["b"], atol=1e-6)
     assert (weights == "paper") == np.allclose(out.to_numpy(), ref.to_numpy())
 
@@ -175,18 +179,20 @@ def test_variance_weights_beat_the_papers_on_the_regional_data():
 def test_custom_features_and_shares():
     f = frame(96)
     single = [[[t] for t in range(48)]]  # singletons only: no feature query, ε_o = 0
-    out = dpstream.release_optstream(f, epsilon=1.0, k=10, features=single, hierarchy=HIER, seed=1)
+    out = dpstream.release_optstream(
+        f, alpha=1.0, epsilon=1.0, k=10, features=single, hierarchy=HIER, seed=1
+    )
     assert np.allclose(out["total"], out["ab"] + out["c"], atol=1e-6) and (out >= 0).all().all()
     fs = FeatureSet.from_breaks(48, [(0, 24, 48)])
     out = dpstream.release_optstream(
-        f, epsilon=1.0, k=10, features=fs, shares=(1, 2, 1), hierarchy=HIER, seed=1
+        f, alpha=1.0, epsilon=1.0, k=10, features=fs, shares=(1, 2, 1), hierarchy=HIER, seed=1
     )
     assert out.shape == (96, 5) and (out >= 0).all().all()
 
 
 def test_tail_shorter_than_w_is_released():
     f = frame(100)
-    out = dpstream.release_optstream(f, epsilon=1.0, w=48, hierarchy=HIER, seed=5)
+    out = dpstream.release_optstream(f, alpha=1.0, epsilon=1.0, w=48, hierarchy=HIER, seed=5)
     assert out.shape == (100, 5) and (out.to_numpy()[96:] >= 0).all()
 
 
@@ -242,7 +248,7 @@ def bad_cases():
 @pytest.mark.parametrize(("label", "f", "kwargs", "error", "match"), bad_cases())
 def test_bad_input_raises_before_any_noise(label, f, kwargs, error, match):
     spy = Spy()
-    args = {"epsilon": 1.0, "k": 10} | kwargs  # the fixed-k path (k="auto": test_release_autoplan)
+    args = {"epsilon": 1.0, "alpha": 1.0, "k": 10} | kwargs  # fixed k (auto: test_release_autoplan)
     with pytest.raises(error, match=match):
         dpstream.release_optstream(f, seed=spy, **args)
     assert spy.calls == 0, label

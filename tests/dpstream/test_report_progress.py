@@ -45,7 +45,7 @@ def test_optstream_reports_every_period_and_the_result_is_unchanged_in_kind():
     frame = _frame(20.5)  # 20 full periods and a partial one
     seen: list[int] = []
     out = dpstream.release_optstream(
-        frame, epsilon=1.0, hierarchy={"total": ["a", "b"]}, seed=4, progress=seen.append
+        frame, alpha=1.0, epsilon=1.0, hierarchy={"total": ["a", "b"]}, seed=4, progress=seen.append
     )
     assert sum(seen) == 21 and len(seen) > 2  # batches of periods, then the tail
     assert np.allclose(out["total"], out["a"] + out["b"])

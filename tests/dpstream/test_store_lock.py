@@ -53,7 +53,7 @@ def test_a_second_job_fails_fast_and_touches_nothing(tmp_path):
     try:
         with ReleaseStore(path) as store:
             with pytest.raises(StoreBusyError, match="busy: another job") as err:
-                store.release_optstream(frame(), epsilon=1.0, hierarchy=H, seed=1)
+                store.release_optstream(frame(), alpha=1.0, epsilon=1.0, hierarchy=H, seed=1)
             assert isinstance(err.value, DPStreamError)
             assert store.config is None and store.ordinals() == set()
             assert len(store.periods()) == 0  # reading is never locked
@@ -62,7 +62,7 @@ def test_a_second_job_fails_fast_and_touches_nothing(tmp_path):
         other.wait()
         other.stdout.close()
     with ReleaseStore(path) as store:  # ... leaves no stale lock behind
-        out = store.release_optstream(frame(), epsilon=1.0, hierarchy=H, seed=1)
+        out = store.release_optstream(frame(), alpha=1.0, epsilon=1.0, hierarchy=H, seed=1)
         assert len(out) == 96 and len(store.ledger.charges) == 2
 
 
@@ -72,7 +72,7 @@ def test_a_second_job_can_wait_for_the_first(tmp_path):
     try:
         with ReleaseStore(path) as store:
             out = store.release_optstream(
-                frame(), epsilon=1.0, hierarchy=H, seed=1, lock_timeout=120
+                frame(), alpha=1.0, epsilon=1.0, hierarchy=H, seed=1, lock_timeout=120
             )
             assert len(out) == 96
     finally:
@@ -85,7 +85,9 @@ def test_the_lock_timeout_is_validated_before_anything(tmp_path):
     with ReleaseStore(tmp_path / "ops.db") as store:
         for bad in (-1, float("inf"), "5", True):
             with pytest.raises(ParameterError, match="'lock_timeout'"):
-                store.release_optstream(frame(), epsilon=1.0, hierarchy=H, lock_timeout=bad)
+                store.release_optstream(
+                    frame(), alpha=1.0, epsilon=1.0, hierarchy=H, lock_timeout=bad
+                )
         assert store.config is None
 
 

@@ -98,11 +98,11 @@ def test_laplace_noise_variance_is_the_release_variance():
 def test_estimated_noise_variance_of_release_laplace_matches_the_formula():
     """17,520 draws: the sample variance of Laplace is within ~2 % (SE), allow 8 %."""
     got = estimate_noise_variance(
-        lambda s: dpstream.release_laplace(s, epsilon=1.0, seed=4), level=5000.0
+        lambda s: dpstream.release_laplace(s, alpha=1.0, epsilon=1.0, seed=4), level=5000.0
     )
     assert got == pytest.approx(laplace_noise_variance(1.0), rel=0.08)
     half = estimate_noise_variance(
-        lambda s: dpstream.release_laplace(s, epsilon=2.0, seed=4), level=5000.0
+        lambda s: dpstream.release_laplace(s, alpha=1.0, epsilon=2.0, seed=4), level=5000.0
     )
     assert half == pytest.approx(got / 4, rel=0.08)  # scale ∝ 1/ε, variance ∝ 1/ε²
 
