@@ -77,6 +77,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SQLiteLedger",
     "AlreadyReleasedError",
+    "StaleStoreError",
     "calibrated",
     "charged_decimal",
     "total_decimal",
@@ -603,6 +604,33 @@ class SQLiteLedger(BudgetLedger):
             self._insert(con, period, label, budget, store)
         return True
 
+    def advance_store(self, store: str, current: str | None, pending: str | None, new: str) -> None:
+        """Record that store ``store`` starts a job whose run token is ``new`` (issue 31 §1).
+
+        The ledger keeps each store's latest run token: a store file whose token (``current``,
+        or the ``pending`` one it wrote before a crash) is not the latest is an *older copy* of
+        the store (``cp``, a restored backup) and is refused with :class:`StaleStoreError`: two
+        copies of one store must never both release (the same days, drawn twice, under one
+        store id)."""
+        what = self._what()
+        with transaction(self._con, what) as con:
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS stores (id TEXT PRIMARY KEY, run TEXT NOT NULL,"
+                " updated TEXT NOT NULL)"
+            )
+            row = con.execute("SELECT run FROM stores WHERE id = ?", (store,)).fetchone()
+            if row is not None and row[0] not in (current, pending):
+                raise StaleStoreError(
+                    f"This store file (id {store[:12]}) is an older copy: the ledger "
+                    f"{self._where()} has seen a later job of the same store. Releasing from "
+                    "two copies would draw the same days twice. Use the newest file of the "
+                    "store (the one the last job wrote), or a backup made after it."
+                )
+            con.execute(
+                "INSERT OR REPLACE INTO stores (id, run, updated) VALUES (?, ?, ?)",
+                (store, new, _now()),
+            )
+
     def _where(self) -> str:
         name = f" of data set {self.dataset!r}" if self.dataset else ""
         return ("(a store's own)" if self.path is None else repr(str(self.path))) + name
@@ -639,6 +667,10 @@ class SQLiteLedger(BudgetLedger):
     def __repr__(self) -> str:
         where = "a connection" if self.path is None else repr(str(self.path))
         return f"SQLiteLedger({where}, total={self.total}, remaining={self.remaining_text})"
+
+
+class StaleStoreError(DPStreamError):
+    """A store file older than the one its data set's ledger saw last (a copy, a backup)."""
 
 
 class AlreadyReleasedError(DPStreamError):

@@ -54,7 +54,12 @@ any reader, ``sqlite3`` included -- so "marked and no WAL" would refuse complete
 every killed job. Charges need no mark: each is committed to the data set's ledger first,
 which knows the store's id, so a charge lost with a WAL is never charged twice.)
 ``dpstream store backup`` (:meth:`ReleaseStore.backup`, SQLite's backup API) makes a consistent
-copy at any time. Failures are told apart (:mod:`dpstream._files`): a full disk, a read-only
+copy at any time. *One history per store*: every job that releases into a store with a data
+set's ledger gives the store a new run token, recorded first as pending in the store, then in
+the ledger (``SQLiteLedger.advance_store``), then as the store's current token; the ledger
+refuses a store file whose token is not the latest it saw -- an older copy or backup of a store
+that has released since (two copies of one store id would otherwise both draw the days the
+other lacks). Failures are told apart (:mod:`dpstream._files`): a full disk, a read-only
 file, a damaged file and a busy lock are four different one-line errors; a read-only store
 (``readonly=True``, a ``mode=ro`` URI, chosen by itself when the file cannot be written) still
 returns its stored periods.
@@ -146,8 +151,9 @@ class ReleaseStore:
     >>> idx = pd.date_range("2016-01-01", periods=96, freq="30min")
     >>> frame = pd.DataFrame({"a": 100.0, "b": 50.0}, index=idx)
     >>> with tempfile.TemporaryDirectory() as d, ReleaseStore(f"{d}/ops.db") as store:
-    ...     first = store.release_optstream(frame, epsilon=1.0, hierarchy={"t": ["a", "b"]}, seed=1)
-    ...     again = store.release_optstream(frame, epsilon=1.0, hierarchy={"t": ["a", "b"]}, seed=2)
+    ...     kw = {"epsilon": 1.0, "alpha": 1.0, "hierarchy": {"t": ["a", "b"]}}
+    ...     first = store.release_optstream(frame, seed=1, **kw)
+    ...     again = store.release_optstream(frame, seed=2, **kw)
     ...     bool(first.equals(again)), len(store.periods())
     (True, 2)
     """
@@ -497,7 +503,30 @@ class ReleaseStore:
                 for key, value in (("ledger_id", dataset.id), ("dataset", dataset.dataset or "")):
                     self._con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
             self.meta.update(ledger_id=dataset.id, dataset=dataset.dataset or "")
+        try:
+            self._advance_run(dataset)
+        except BaseException:
+            if owns:
+                dataset.close()
+            raise
         ledger.attach(dataset, grid=Grid.from_config(cfg), store_id=self.id, owns=owns)
+
+    def _advance_run(self, dataset) -> None:
+        """One history per store (module notes): a new run token, written to the store as
+        pending, then recorded by the data set's ledger (which refuses an older copy of the
+        store), then made the store's current token."""
+        new = secrets.token_hex(16)
+        current, pending = self.meta.get("run"), self.meta.get("run_next")
+        with transaction(self._con, self._what):
+            self._con.execute("INSERT OR REPLACE INTO meta VALUES ('run_next', ?)", (new,))
+        self.checkpoint()
+        dataset.advance_store(self.id, current, pending, new)
+        with transaction(self._con, self._what):
+            self._con.execute("INSERT OR REPLACE INTO meta VALUES ('run', ?)", (new,))
+            self._con.execute("DELETE FROM meta WHERE key = 'run_next'")
+        self.checkpoint()
+        self.meta["run"] = new
+        self.meta.pop("run_next", None)
 
     def privacy_record(self):
         """The :class:`mechanisms.PrivacyRecord` of the store's releases (None before the first):

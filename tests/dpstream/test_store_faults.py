@@ -24,7 +24,13 @@ import pytest
 
 from dpstream._dataset import ledger_path
 from dpstream._files import DiskFullError, ReadOnlyError
-from dpstream._ledger import AlreadyReleasedError, SQLiteLedger, calibrated, charged_decimal
+from dpstream._ledger import (
+    AlreadyReleasedError,
+    SQLiteLedger,
+    StaleStoreError,
+    calibrated,
+    charged_decimal,
+)
 from dpstream.cli import main
 from dpstream.store import ReleaseStore
 from mechanisms import Budget, BudgetExceededError, ParameterError
@@ -124,10 +130,14 @@ def test_a_copy_of_the_main_file_alone_returns_every_period_as_stored(tmp_path):
         assert len(copy.ledger.charges) == charges  # nothing drawn or charged again
     pd.testing.assert_frame_equal(again, first)
     # after a clean close the side files may be deleted
+    copy = tmp_path / "copy.db"
     for side in ("-wal", "-shm", ".lock", ".lock-journal"):
-        Path(f"{src}{side}").unlink(missing_ok=True)
-    with ReleaseStore(src) as reopened:
+        Path(f"{copy}{side}").unlink(missing_ok=True)
+    with ReleaseStore(copy) as reopened:
         pd.testing.assert_frame_equal(reopened.release_optstream(frame, **KW), first)
+    # the copy released since: the original is now an older copy of the store, and refused
+    with ReleaseStore(src) as original, pytest.raises(StaleStoreError, match="older copy"):
+        original.release_optstream(_frame(4), **KW)
 
 
 def test_a_copy_taken_inside_a_commit_window_is_refused(tmp_path):
