@@ -186,7 +186,7 @@ def release_parquet_to_store(
     sampling: str | None = None,
     theta: float | None = None,
     hierarchy: object = None,
-    alpha: float | None = 1.0,
+    alpha: float | None,
     bound: float | None = None,
     weights: str = "variance",
     shares=None,

@@ -13,13 +13,17 @@ from dpstream.engine._subtree import (
     _streams,
     _weights,
     choose_cut,
+    level_scores,
     measure_nodes,
     release_split,
+    sample_masks,
     split_client,
 )
 from dpstream.store._source import ParquetLeaves, release_parquet_to_store, scan_parquet
 from mechanisms import DomainError, ParameterError
 from mechanisms.core._random import bit_source
+from mechanisms.optstream._estimates import optstream_split
+from mechanisms.optstream._sampling import null_rate_threshold, sample_l1
 from postproc import FeatureSet, Hierarchy, project_consistent
 from postproc._split import node_depths
 
@@ -66,13 +70,15 @@ def _leaf_values(seed: int = 0, steps: int = 48) -> dict:
 
 
 def _one_process(spec, source, *, ordinal, seed):
-    """The reference: every node measured at once (same streams), Algorithm 4 on the whole
-    hierarchy with project_consistent."""
+    """The reference: every node measured at once (same streams, each level's L1 score over
+    all its nodes at once), Algorithm 4 on the whole hierarchy with project_consistent."""
     leaves = source(H.leaves)
     values = np.asarray(H.sparse_matrix @ leaves)
     depth = node_depths(H)
     is_leaf = np.ones(depth.size, dtype=bool)
     is_leaf[H.parent[H.parent >= 0]] = False
+    stream = _streams(seed, ordinal, None)
+    masks = sample_masks(spec, lambda tp, i: level_scores(values, depth, tp, i), stream)
     est, var = measure_nodes(
         values,
         spec=spec,
@@ -80,16 +86,22 @@ def _one_process(spec, source, *, ordinal, seed):
         rows=np.arange(depth.size),
         parent_rows=H.parent,
         is_leaf=is_leaf,
-        stream=_streams(seed, ordinal, None),
+        stream=stream,
+        masks=masks,
     )
-    return project_consistent(
-        est, hierarchy=H, features=spec.features, weights=_weights(spec, est, var)
-    ).values[0]
+    wts = _weights(spec, est, var, depth, masks)
+    return project_consistent(est, hierarchy=H, features=spec.features, weights=wts).values[0]
 
 
-@pytest.mark.parametrize("weights", ["variance", "noise"])
-def test_split_equals_the_one_process_release_for_every_cut(weights):
-    spec = SplitSpec(**{**{f: getattr(SPEC, f) for f in SPEC.__slots__}, "weights": weights})
+def _spec(**change) -> SplitSpec:
+    return SplitSpec(**{**{f: getattr(SPEC, f) for f in SPEC.__slots__}, **change})
+
+
+@pytest.mark.parametrize(
+    ("weights", "sampling"), [("variance", "equal"), ("noise", "equal"), ("variance", "l1")]
+)
+def test_split_equals_the_one_process_release_for_every_cut(weights, sampling):
+    spec = _spec(weights=weights, sampling=sampling)
     src = Table(_leaf_values(1))
     ref = _one_process(spec, src, ordinal=5, seed=9)
     scale = np.abs(ref).max()
@@ -137,7 +149,9 @@ def test_choose_cut_and_bad_cuts():
     with pytest.raises(ParameterError, match="'hierarchy'"):
         release_split(SPEC, flat, Table({}), ordinal=0, seed=1)
     with pytest.raises(ParameterError, match="'weights'"):
-        SplitSpec(**{**{f: getattr(SPEC, f) for f in SPEC.__slots__}, "weights": "paper"})
+        _spec(weights="paper")
+    with pytest.raises(ParameterError, match="'sampling'"):
+        _spec(sampling="svt")
 
 
 def _parquet(path, days: int = 2, seed: int = 0) -> None:
@@ -187,7 +201,7 @@ def scheduler():
 def test_store_dask_splits_the_period_and_equals_one_process(tmp_path, scheduler):
     path = tmp_path / "in.parquet"
     _parquet(path, days=2, seed=3)
-    kw = {"epsilon": 1.0, "k": 10, "sampling": "equal", "hierarchy": CH, "seed": 11}
+    kw = {"epsilon": 1.0, "alpha": 1.0, "k": 10, "sampling": "equal", "hierarchy": CH, "seed": 11}
     with ReleaseStore(tmp_path / "a.db") as store:
         release_parquet_to_store(store, path, engine="dask", scheduler=scheduler, **kw)
         got = store.read(store.ordinals())
@@ -230,7 +244,9 @@ def test_measure_nodes_draws_each_group_from_its_own_stream():
     is_leaf = np.ones(depth.size, dtype=bool)
     is_leaf[H.parent[H.parent >= 0]] = False
     rows = np.arange(depth.size)
-    kw = {"spec": SPEC, "stream": _streams(4, 0, None)}
+    masks = np.zeros((4, 48), dtype=bool)
+    masks[:, ::5] = True
+    kw = {"spec": SPEC, "stream": _streams(4, 0, None), "masks": masks}
     whole, _ = measure_nodes(
         values, depths=depth, rows=rows, parent_rows=H.parent, is_leaf=is_leaf, **kw
     )
@@ -245,3 +261,26 @@ def test_measure_nodes_draws_each_group_from_its_own_stream():
     )
     assert np.array_equal(some, whole[part])
     assert bit_source(None) is not None
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_split_l1_sampler_is_sample_l1_on_each_level(seed):
+    """Each level's sample set is Algorithm 3 (sample_l1) on the level's values with the
+    level's own bits: the split SVT is the audited sampler, its score summed in parts."""
+    spec = _spec(sampling="l1")
+    values = np.asarray(H.sparse_matrix @ Table(_leaf_values(seed))(H.leaves))
+    depth = node_depths(H)
+    stream = _streams(seed, 3, None)
+    halves = [depth < 3, depth == 3]  # the score of the leaves' level added in two parts
+
+    def scores(tp, i):
+        return sum(level_scores(values[m], depth[m], tp, i) for m in halves)
+
+    masks = sample_masks(spec, scores, stream)
+    eps_s = optstream_split(1.0, sampling="l1", n_levels=4).sample
+    theta = null_rate_threshold(w=48, k=10, epsilon=eps_s, alpha=1.0)
+    for level in range(4):
+        x = values[depth == level][None]
+        ref = sample_l1(x, k=10, epsilon=eps_s, alpha=1.0, theta=theta, bits=stream(level, 2))
+        assert np.array_equal(masks[level], ref[0])
+        assert masks[level].sum() == 10
