@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mechanisms import DomainError, ParameterError
+from mechanisms.core._noise import snap_to_lattice
 from mechanisms.core._random import bit_source
 from mechanisms.optstream._estimates import (
     feature_answers,
@@ -43,8 +44,11 @@ from mechanisms.optstream._estimates import (
 )
 from mechanisms.optstream._sampling import (
     interpolation_weights,
+    l1_score,
+    null_rate_threshold,
     reconstruct,
     sample_equal_window,
+    svt_noises,
 )
 from postproc import FeatureSet, Hierarchy, bias_aware_variances, project_consistent
 from postproc._split import SubtreeSolver, TopTree, node_depths, solve_split, subtrees
@@ -82,8 +86,17 @@ class SplitSpec:
     """``"variance"`` (noise + interpolation bias, as release_optstream) or ``"noise"``."""
     shares: tuple[float, ...] | None = None
     """Relative budget (s, p, o) or None for the default split."""
+    sampling: str = "equal"
+    """``"equal"`` or ``"l1"`` ([FV19] Alg. 3: one SVT per level on the level's summed score)."""
+    theta: float | None = None
+    """Public SVT threshold of the L1 sampler (None: the null-rate threshold)."""
 
     def __post_init__(self) -> None:
+        if self.sampling not in ("equal", "l1"):
+            raise ParameterError(
+                "The 'sampling' parameter of a split release must be 'equal' or 'l1'. "
+                f"Got {self.sampling!r} instead."
+            )
         if self.weights not in ("variance", "noise"):
             raise ParameterError(
                 "The 'weights' parameter of a split release must be 'variance' or 'noise'. "
@@ -168,34 +181,25 @@ def measure_nodes(
     parent_rows: np.ndarray,
     is_leaf: np.ndarray,
     stream: Callable,
+    masks: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Sample, perturb, reconstruct and the feature queries of some nodes of one period.
+    """Perturb, reconstruct and the feature queries of some nodes of one period.
 
     ``values`` (n, w); ``depths``, ``rows``, ``parent_rows``, ``is_leaf`` (n,) place each node
-    in the whole hierarchy. Returns the estimates ``c̃`` and their noise variances (n, P), as
-    :func:`mechanisms.optstream._estimates._estimates` for equally spaced samples, with each
-    group's noise from its own stream (module notes).
+    in the whole hierarchy; ``masks`` (h, w) are the sample sets of every level
+    (:func:`sample_masks`). Returns the estimates ``c̃`` and their noise variances (n, P), as
+    :func:`mechanisms.optstream._estimates._estimates`, with each group's noise from its own
+    stream (module notes).
 
-    *Privacy*: per level ε/h split into ε_p, ε_o as [FV19] Alg. 2 and Theorem 13 (the split of
-    ``optstream_split(sampling="equal")``); the noise of level ℓ is calibrated for the level's
-    ``spec.level_sizes[ℓ]`` nodes, whichever nodes this call measures.
+    *Privacy*: per level ε/h split into ε_s, ε_p, ε_o as [FV19] Alg. 2 and Theorem 13
+    (:func:`~mechanisms.optstream._estimates.optstream_split`, every window); the noise of
+    level ℓ is calibrated for the level's ``spec.level_sizes[ℓ]`` nodes and its k samples,
+    whichever nodes this call measures.
     """
     n, w = values.shape
     fs = spec.features
-    parts = fs.partitions
-    queries = parts[1:]
-    split = optstream_split(
-        spec.epsilon,
-        sampling="equal",
-        n_levels=len(spec.level_sizes),
-        has_features=bool(queries),
-        windows="any",
-        shares=spec.shares,
-    )
-    mask = np.zeros((1, w), dtype=bool)
-    mask[0, sample_equal_window(w, spec.k, spec.w)] = True
-    pos = np.flatnonzero(mask[0])
-    weights = interpolation_weights(mask)[0]
+    queries = fs.partitions[1:]
+    split = _split_of(spec)
     est = np.empty((n, fs.n_parts))
     var = np.empty((n, fs.n_parts))
     # groups: an internal node alone (kind 0); the leaf children of one parent (kind 1)
@@ -210,8 +214,12 @@ def measure_nodes(
         level = int(depths[idx[0]])
         if level not in noises:
             size = spec.level_sizes[level]
+            mask = masks[level][None]
+            k = int(mask.sum())
             noises[level] = (
-                perturb_noise(k=pos.size, alpha=spec.alpha, epsilon=split.perturb, n_nodes=size),
+                mask,
+                interpolation_weights(mask)[0],
+                perturb_noise(k=k, alpha=spec.alpha, epsilon=split.perturb, n_nodes=size),
                 [
                     feature_noise(
                         window=spec.w,
@@ -222,10 +230,10 @@ def measure_nodes(
                     for q in queries
                 ],
             )
-        pnoise, fnoises = noises[level]
+        mask, weights, pnoise, fnoises = noises[level]
         bits = stream(key_row[idx[0]], int(is_leaf[idx[0]]))
         x = values[idx]
-        noisy = pnoise.release(x[:, pos], bits)  # [FV19 §3.2]
+        noisy = pnoise.release(x[:, mask[0]], bits)  # [FV19 §3.2]
         est[idx, :w] = reconstruct(mask, noisy[None])[0]  # [FV19 §3.3]
         var[idx, :w] = weights * pnoise.variance
         col = w
@@ -236,14 +244,95 @@ def measure_nodes(
     return est, var
 
 
-def _weights(spec: SplitSpec, est: np.ndarray, var: np.ndarray) -> np.ndarray:
+def _split_of(spec: SplitSpec):
+    return optstream_split(
+        spec.epsilon,
+        sampling=spec.sampling,
+        n_levels=len(spec.level_sizes),
+        has_features=spec.features.n_features > 1,
+        windows="any",
+        shares=spec.shares,
+    )
+
+
+def sample_masks(spec: SplitSpec, scores: Callable | None, stream: Callable) -> np.ndarray:
+    """The sample set (h, w) of every level of one full period.
+
+    ``"equal"``: the equally spaced pattern. ``"l1"``: [FV19] Algorithm 3 per level, exactly
+    as :func:`mechanisms.optstream._sampling.sample_l1` on the level's values with the bits
+    ``stream(level, 2)`` (ρ, then one μ per step asked), the level's summed score coming from
+    ``scores(tp (h,), i)`` -> (h,): the sums over the subtrees and the top of
+    :func:`~mechanisms.optstream._sampling.l1_score` (one round of the subtrees per step).
+
+    *Privacy*: ε_s per period and level (SVT, [FV19] Theorem 7 with ΔL = 2α(w - k), see
+    ``sample_l1``); the score is the level's sum whichever process adds its parts.
+    """
+    h, w, k = len(spec.level_sizes), spec.w, spec.k
+    masks = np.zeros((h, w), dtype=bool)
+    if spec.sampling == "equal":
+        masks[:, sample_equal_window(w, k, w)] = True
+        return masks
+    masks[:, 0] = True
+    k_eff = min(k, w)
+    if k_eff >= w:
+        masks[:] = True
+        return masks
+    if k_eff <= 1:
+        return masks
+    eps_s = _split_of(spec).sample
+    theta = spec.theta
+    if theta is None:
+        theta = null_rate_threshold(w=w, k=k, epsilon=eps_s, alpha=spec.alpha)
+    rho, mu = svt_noises(w=w, k=k, epsilon=eps_s, alpha=spec.alpha)
+    gamma = rho.granularity
+    bits = [stream(level, 2) for level in range(h)]
+    thresholds = [  # [FV19 Alg. 3 l. 2]
+        float(snap_to_lattice(theta, gamma)) + float(rho.sample(1, bits[lv])[0]) for lv in range(h)
+    ]
+    tp = np.zeros(h, dtype=np.int64)
+    count = np.ones(h, dtype=np.int64)
+    active = np.ones(h, dtype=bool)
+    for i in range(1, w):
+        summed = scores(tp.copy(), i)
+        for lv in np.flatnonzero(active):
+            score = float(snap_to_lattice(summed[lv], gamma))
+            if score + float(mu.sample(1, bits[lv])[0]) >= thresholds[lv]:  # [FV19 Alg. 3 l. 5]
+                masks[lv, i] = True
+                tp[lv] = i
+                count[lv] += 1
+            if w - 1 - i <= k_eff - count[lv]:  # [FV19 Alg. 3 l. 8-9]
+                masks[lv, i + 1 :] = True
+                count[lv] += w - 1 - i
+                active[lv] = False
+            elif count[lv] >= k_eff:  # [FV19 Alg. 3 l. 10]
+                active[lv] = False
+        if not active.any():
+            break
+    return masks
+
+
+def level_scores(values: np.ndarray, depths: np.ndarray, tp: np.ndarray, i: int) -> np.ndarray:
+    """The L1 scores ``L1^[tp_l, i]`` (h,) summed over the given nodes of each level."""
+    out = np.zeros(tp.size)
+    for lv in np.unique(depths):
+        x = values[depths == lv][None]
+        out[lv] = l1_score(x, tp[lv : lv + 1], i)[0]
+    return out
+
+
+def _weights(
+    spec: SplitSpec, est: np.ndarray, var: np.ndarray, depths: np.ndarray, masks: np.ndarray
+) -> np.ndarray:
     """Weights of Algorithm 4 line 2 (inverse variances; per node, so per subtree)."""
     if spec.weights == "noise":
         return 1.0 / var
-    mask = np.zeros((1, 1, spec.w), dtype=bool)
-    mask[0, 0, sample_equal_window(spec.w, spec.k, spec.w)] = True
+    present = np.unique(depths)
     v = bias_aware_variances(
-        est[None], var[None], mask, levels=[np.arange(est.shape[0])], features=spec.features
+        est[None],
+        var[None],
+        masks[present][None],
+        levels=[np.flatnonzero(depths == lv) for lv in present],
+        features=spec.features,
     )[0]
     return 1.0 / v
 
@@ -266,16 +355,22 @@ class SubtreeRelease:
                 f"values. Got shape {leaves.shape}."
             )
         self.values = np.asarray(self.tree.sparse_matrix @ leaves)  # (n, w), aggregates summed
+        self.depth = node_depths(self.tree) + task.cut
         self.solver: SubtreeSolver | None = None
 
     def root_values(self) -> np.ndarray:
         """The subtree root's values (w,): the top nodes' values are their sums."""
         return self.values[0].copy()
 
-    def measure(self) -> int:
-        """Draw the subtree's noise and set up its part of the elimination; its node count."""
+    def l1_scores(self, tp: np.ndarray, i: int) -> np.ndarray:
+        """The subtree's part of every level's L1 score at step ``i`` (:func:`sample_masks`)."""
+        return level_scores(self.values, self.depth, tp, i)
+
+    def measure(self, masks: np.ndarray) -> int:
+        """Draw the subtree's noise for the levels' sample sets ``masks`` (h, w) and set up
+        its part of the elimination; its node count."""
         task, spec = self.task, self.task.spec
-        depth = node_depths(self.tree) + task.cut
+        depth = self.depth
         is_leaf = np.ones(depth.size, dtype=bool)
         is_leaf[self.tree.parent[self.tree.parent >= 0]] = False
         est, var = measure_nodes(
@@ -286,9 +381,10 @@ class SubtreeRelease:
             parent_rows=task.parent_rows,
             is_leaf=is_leaf,
             stream=_streams(task.seed, task.ordinal, bit_source(None)),
+            masks=masks,
         )
         self.values = None  # the true values are not needed any more
-        weights = _weights(spec, est, var)
+        weights = _weights(spec, est, var, depth, masks)
         del var
         self.solver = SubtreeSolver(self.tree, spec.features, est, weights)
         self.tree = None  # the solver keeps its index arrays only (memory at scale)
@@ -453,22 +549,32 @@ def release_split(
     is_leaf = np.ones(depth.size, dtype=bool)
     is_leaf[parent[parent >= 0]] = False
     top_rows = np.flatnonzero(depth < c)
-    if charge is not None:
-        charge()
-    call("measure", [()] * len(tasks))
     shape = (top_rows.size, spec.features.n_parts)
     structure = TopTree(hierarchy, c, spec.features, np.zeros(shape), np.ones(shape))
     top_values = structure.sums(cut_values)
+    top_depth = depth[top_rows]
+    if charge is not None:
+        charge()
+    stream = _streams(seed, ordinal, bit_source(None))
+
+    def scores(tp: np.ndarray, i: int) -> np.ndarray:  # a level's L1 score: top + subtrees
+        parts = call("l1_scores", [(tp, i)] * len(tasks))
+        return level_scores(top_values, top_depth, tp, i) + np.sum(parts, axis=0)
+
+    masks = sample_masks(spec, scores, stream)
+    call("measure", [(masks,)] * len(tasks))
     top_est, top_var = measure_nodes(
         top_values,
         spec=spec,
-        depths=depth[top_rows],
+        depths=top_depth,
         rows=top_rows,
         parent_rows=parent[top_rows],
         is_leaf=is_leaf[top_rows],
-        stream=_streams(seed, ordinal, bit_source(None)),
+        stream=stream,
+        masks=masks,
     )
-    top = TopTree(hierarchy, c, spec.features, top_est, _weights(spec, top_est, top_var))
+    weights = _weights(spec, top_est, top_var, top_depth, masks)
+    top = TopTree(hierarchy, c, spec.features, top_est, weights)
 
     def gather() -> None:  # the stall fallback: the whole problem in this process
         parts = call("problem", [()] * len(tasks))
@@ -501,9 +607,9 @@ def _leaf_steps(hierarchy: Hierarchy, values: np.ndarray, rows: np.ndarray) -> n
 def split_applies(
     hierarchy: Hierarchy | None, sampling: str, weights: str, cut: int | None, n_workers: int
 ) -> bool:
-    """Whether a store period can be split into subtrees: equally spaced samples, variance or
-    noise weights, and a hierarchy with a level below the root whose nodes all have children."""
-    if hierarchy is None or sampling != "equal" or weights not in ("variance", "noise"):
+    """Whether a store period can be split into subtrees: variance or noise weights and a
+    hierarchy with a level below the root whose nodes all have children."""
+    if hierarchy is None or sampling not in ("equal", "l1") or weights not in ("variance", "noise"):
         return False
     return choose_cut(hierarchy, n_workers, cut) > 0
 
@@ -533,6 +639,8 @@ def release_periods_split(
         level_sizes=tuple(len(level) for level in tree.levels),
         weights=spec.weights,
         shares=spec.shares,
+        sampling=spec.sampling,
+        theta=spec.theta,
     )
     with _maybe_client(local, scheduler, n_workers) as client:
         for ordinal, source, charge in periods:

@@ -26,6 +26,8 @@ BASE = np.array([50.0, 40.0, 45.0, 60.0])
 NEIGHBOUR = BASE + ALPHA
 FS = FeatureSet.from_breaks(W, [])  # singletons only: every unit of budget to Perturb
 POS = sample_equal_window(W, K, W)
+MASKS = np.zeros((2, W), dtype=bool)
+MASKS[:, POS] = True
 #: ε_p of the leaf level: two levels (ε/2 each), no feature queries, free sampler
 EPS_P = optstream_split(EPS, sampling="equal", n_levels=2, has_features=False).perturb
 
@@ -46,6 +48,7 @@ def statistic(spec: SplitSpec):
             parent_rows=np.zeros(n, dtype=np.int64),
             is_leaf=np.ones(n, dtype=bool),
             stream=lambda row, kind: bits,
+            masks=MASKS,
         )
         y = est[:, POS]  # the noisy samples (interpolation keeps them)
         return (np.abs(y - NEIGHBOUR[POS]) - np.abs(y - BASE[POS])).sum(axis=1) / scale
