@@ -37,9 +37,20 @@ released period is the stated error of each value of that period. The bootstrap'
 are simulation, not release: they come from ``numpy`` seeded by ``seed`` and publish nothing
 private.
 
+Errors shared between nodes and between the two observations of a node. The noise is
+independent between nodes; the interpolation error and the forecast error are linear in the
+values, so an aggregate's is the sum of its leaves' (additive over the tree), with one
+correlation between leaves: inferred from the root's own variance (interpolation; a prior of
+the root), or, where the root has no prior of its own, from the published forecast residuals
+``x̃ − f`` of the leaves. With equally spaced samples at the same positions every day the
+forecast (a profile of earlier measurements) shares the measurement's interpolation error: the
+covariance of the two, ``C = (v + τ² − E[(x̃ − f)²]) / 2`` per node (a one-step-ahead backtest of
+published values), enters the covariance too. Periods planned blind (the first, without
+history) get their interpolation error from the variogram of the other periods' measurements.
+
 What the figure includes: the noise, the interpolation error (as the planner predicts it), the
-prior's shrinkage (as its empirical-Bayes variance states it). What it cannot include: errors of
-the planner's own variance estimates (checked by the calibration in
+prior's shrinkage (as its empirical-Bayes variance states it), the errors they share. What it
+cannot include: errors of the planner's own variance estimates (checked by the calibration in
 ``docs/results/std_errors_calibration.md``).
 
 Other releases
@@ -207,7 +218,9 @@ def _shared_correlation(var: np.ndarray, matrix: np.ndarray, leaves: np.ndarray)
     return np.clip(np.nan_to_num(rho), 0.0, 1.0)
 
 
-def _dense_period(v, noise, pv, matrix, leaves, rho_prior: float | None = None) -> np.ndarray:
+def _dense_period(
+    v, noise, pv, matrix, leaves, rho_prior: float | None = None, cross=None
+) -> np.ndarray:
     """(N, r) error variance of Algorithm 4's linear estimate with errors shared between levels.
 
     Observations of node a at a step: measurement ``c_a`` (weight 1/v_a) and prior mean
@@ -247,6 +260,12 @@ def _dense_period(v, noise, pv, matrix, leaves, rho_prior: float | None = None) 
             rho = np.full(r, rho_prior)
         cov_p = shared(np.where(finite, pv, 0.0), rho)
         middle += qt.T[:, :, None] * cov_p * qt.T[:, None, :]
+        if cross is not None:  # Cov(measurement error, prior error), additive over the tree
+            cl = np.zeros((r, len(leaves), len(leaves)))
+            cl[:, np.arange(len(leaves)), np.arange(len(leaves))] = cross[leaves][None, :]
+            cov_cf = np.einsum("nl,tlm,km->tnk", a, cl, a)
+            both = wt.T[:, :, None] * cov_cf * qt.T[:, None, :]
+            middle += both + both.transpose(0, 2, 1)
     cov = np.einsum("tij,tjk,tlk->til", k, middle, k)
     return np.maximum(np.einsum("tii->it", cov), 0.0)
 
@@ -335,6 +354,36 @@ def _prior_correlation(measured, priors, leaves: np.ndarray) -> float | None:
     return float(np.clip(cross[off].sum() / denom, 0.0, 1.0))
 
 
+def _cross_covariance(measured, plans, priors) -> np.ndarray | None:
+    """(N,) covariance of a node's measurement error and its prior's error, from residuals.
+
+    The residual ``d = x̃ − f`` has variance ``v + τ² − 2C``: with equally spaced samples at the
+    same positions every day, the forecast (a profile of earlier measurements) shares the
+    measurements' interpolation error, so ``C > 0`` and combining the two cancels less than
+    independent errors would. ``C = (Σ (v + τ²) − Σ d²) / (2·count)`` per node, from published
+    values only (a one-step-ahead backtest), at least 0.
+    """
+    from dpstream.pipelines._period_steps import _UNMEASURED
+
+    if not measured:
+        return None
+    n = measured[0].values.shape[0]
+    num, count = np.zeros(n), np.zeros(n)
+    for m, plan, prior in zip(measured, plans, priors, strict=True):
+        if prior is None:
+            continue
+        r = m.values.shape[1]
+        v = np.array(plan.variances[:, :r], dtype=np.float64)
+        pv = np.array(prior.variance[:, :r], dtype=np.float64)
+        d2 = (m.values - prior.mean[:, :r]) ** 2
+        ok = np.isfinite(v) & np.isfinite(pv) & np.isfinite(d2) & (v < _UNMEASURED)
+        num += np.where(ok, v + pv - d2, 0.0).sum(axis=1)
+        count += ok.sum(axis=1)
+    if not count.any():
+        return None
+    return np.maximum(np.where(count > 0, num / np.maximum(count, 1) / 2.0, 0.0), 0.0)
+
+
 def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndarray, str]:
     from dpstream.pipelines._period_steps import as_measurement
 
@@ -359,6 +408,7 @@ def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndar
         matrix = np.asarray(tree.matrix, dtype=np.float64)
         leaves = np.array([tree.index(leaf) for leaf in tree.leaves])
         rho_prior = _prior_correlation(measured, priors, leaves)
+        cross = _cross_covariance(measured, plans, priors)
     out = np.empty_like(x)
     rng = np.random.default_rng(seed)  # simulation only: publishes nothing private
     w = cfg.w
@@ -371,7 +421,7 @@ def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndar
             v = v + blind[i]
         if dense:
             noise = as_measurement(meas[lo : lo + r].T, plan, cfg).noise
-            se = np.sqrt(_dense_period(v, noise, pv, matrix, leaves, rho_prior))
+            se = np.sqrt(_dense_period(v, noise, pv, matrix, leaves, rho_prior, cross))
         else:
             combined = v if pv is None else 1.0 / (1.0 / v + 1.0 / pv)
             se = np.sqrt(tree_posterior_variance(combined, parent))

@@ -61,12 +61,14 @@ def javascript_bundle() -> str:
 
 
 def chart_series(truth: pd.Series, releases: dict[float, dict[str, pd.Series]], *, unit: str,
-                 clip: float) -> dict:  # fmt: skip
+                 clip: float, bands: dict[float, tuple[str, pd.Series, pd.Series]] | None = None,
+                 ) -> dict:  # fmt: skip
     """The real series and its releases, one panel per ε; the y axis is clipped at ``clip``.
 
     Spikes of noisy releases would otherwise squash the real curve into a flat line: values
     above ``clip`` are drawn at the top edge and the tooltip still shows the true released
-    value.
+    value. ``bands[ε] = (method, low, high)`` shades an interval around that method's release
+    (e.g. ± 1.96 standard errors from :func:`dpstream.std_errors`).
     """
     alt = _alt()
     panels = []
@@ -81,7 +83,34 @@ def chart_series(truth: pd.Series, releases: dict[float, dict[str, pd.Series]], 
         data["time"] = data["time"].dt.strftime("%Y-%m-%dT%H:%M:%S")
         # Click a legend entry to show that method alone (shift-click for several).
         pick = alt.selection_point(fields=["method"], bind="legend", name=f"pick_{i}")
-        panels.append(
+        band = None
+        if bands and eps in bands:
+            method, low, high = bands[eps]
+            low, high = low.loc[truth.index], high.loc[truth.index]
+            shade = pd.DataFrame(
+                {
+                    "time": truth.index.strftime("%Y-%m-%dT%H:%M:%S"),
+                    "low": low.clip(0, clip).to_numpy(),
+                    "high": high.clip(0, clip).to_numpy(),
+                    "method": method,
+                }
+            )
+            band = (
+                alt.Chart(shade)
+                .mark_area(opacity=0.18, clip=True)
+                .encode(
+                    x="time:T",
+                    y=alt.Y("low:Q", scale=alt.Scale(domain=[0, clip], clamp=True)),
+                    y2="high:Q",
+                    color=_color(alt, data["method"]),
+                    tooltip=[
+                        alt.Tooltip("method:N", title="band of"),
+                        alt.Tooltip("low:Q", title=f"low ({unit})", format=",.0f"),
+                        alt.Tooltip("high:Q", title=f"high ({unit})", format=",.0f"),
+                    ],
+                )
+            )
+        lines = (
             alt.Chart(data, title=f"National load and its releases, ε = {eps:g}")
             .mark_line(strokeWidth=1.4, clip=True)
             .encode(
@@ -104,9 +133,10 @@ def chart_series(truth: pd.Series, releases: dict[float, dict[str, pd.Series]], 
                     alt.Tooltip("value:Q", title=f"load ({unit})", format=",.0f"),
                 ],
             )  # fmt: skip
-            .properties(width=900, height=240)
             .add_params(alt.selection_interval(bind="scales", name=f"zoom_{i}"), pick)
         )
+        layered = lines if band is None else alt.layer(band, lines)
+        panels.append(layered.properties(width=900, height=240))
     return alt.vconcat(*panels).to_dict()
 
 

@@ -59,6 +59,27 @@ def release_hierarchy_methods(
     }
 
 
+#: The series chart's default release (k = "auto") drawn with its ± 1.96 standard-error band.
+AUTO_METHOD = "OptStream (default, k auto) ± 1.96 SE"
+
+
+def _default_bands(config, leaves, hierarchy, shown_releases) -> dict:
+    """Add the default release (k = "auto") of each ε to the chart, with its 95 % band from
+    :func:`dpstream.std_errors` (public attrs only; a seeded experiment like the others)."""
+    from dpstream._std_errors import std_errors
+
+    bands = {}
+    for eps, by_method in shown_releases.items():
+        auto = release_optstream(
+            leaves, epsilon=eps, hierarchy=hierarchy, alpha=config.alpha,
+            seed=config.experiment_seed(3),
+        )  # fmt: skip
+        se = std_errors(auto, hierarchy=hierarchy)["national"]
+        by_method[AUTO_METHOD] = auto["national"]
+        bands[eps] = (AUTO_METHOD, auto["national"] - 1.96 * se, auto["national"] + 1.96 * se)
+    return bands
+
+
 def _consistency_gap(frame: pd.DataFrame, hierarchy: dict) -> float:
     """Mean |parent − Σ children| over steps and parents (0 for a consistent release)."""
     gaps = [(frame[p] - frame[list(c)].sum(axis=1)).abs().mean() for p, c in hierarchy.items()]
@@ -173,10 +194,9 @@ def run_optstream_stage(
     clip = _plot_series(config, month, kept)
     _plot_errors(config, table)
     shown = month["national"].iloc[: min(len(month), 3 * 48)]
-    series_chart = chart_series(
-        shown, {e: {m: f["national"] for m, f in r.items()} for e, r in kept.items()},
-        unit="kW", clip=clip,
-    )  # fmt: skip
+    shown_releases = {e: {m: f["national"] for m, f in r.items()} for e, r in kept.items()}
+    bands = _default_bands(config, leaves, hierarchy, shown_releases)  # issue 30
+    series_chart = chart_series(shown, shown_releases, unit="kW", clip=clip, bands=bands)
     long = pd.concat(
         [
             table[["epsilon", "method"]].assign(
