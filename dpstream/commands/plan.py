@@ -228,7 +228,7 @@ def _plan_pak(n, bound, epsilon, delta, beta, p_max, lags, prefix, as_json, plot
 
 # -- inverse planning and the ε–error curve (issue 23) ---------------------------------------
 
-_CURVE_POINTS = 21
+_CURVE_POINTS = 13
 _EPSILON_MIN, _EPSILON_MAX = 1e-3, 100.0
 
 

@@ -1,0 +1,110 @@
+"""PAK planned by predicted mean square error, every counter (issue 23 item 1)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mechanisms import COUNTERS, ParameterError, counter_end_variance, noise_quantile, pak_release
+from mechanisms.core import bit_source
+from planner import empirical_loss, pak_forward, plan_pak_mse
+from planner._objective import _upper_quantile
+
+DELTA = 2.0**-20
+
+
+def _realised_rmse(x, plan, runs, seed) -> float:
+    truth = math.fsum(x)
+    bits = bit_source(seed)
+    err = [
+        float(
+            pak_release(
+                x, bound=plan.bound, epsilon=plan.epsilon, delta=plan.delta,
+                time_lag=plan.time_lag, seed=bits, **plan.release_parameters(),
+            ).prefix_sums[-1]
+        ) - truth
+        for _ in range(runs)
+    ]  # fmt: skip
+    return float(np.sqrt(np.mean(np.square(err))))
+
+
+def test_upper_quantile_is_noise_quantile():
+    for noise in ("laplace", "gaussian"):
+        for beta in (1e-6, 0.004, 0.02, 0.3, 0.5, 0.7):
+            assert _upper_quantile(beta, noise) == pytest.approx(
+                noise_quantile(1.0 - beta, noise), rel=1e-9, abs=1e-12
+            )
+
+
+def test_empirical_loss_matches_brute_force():
+    x = np.random.default_rng(0).exponential(3.0, 500)
+    loss = empirical_loss(x, 2000)
+    taus = np.array([[0.0, 1.0, 5.0], [x.max(), 10.0, 2.5]])
+    mean, var = loss(taus)
+    for idx in np.ndindex(taus.shape):
+        excess = np.maximum(x - taus[idx], 0.0)
+        assert mean[idx] == pytest.approx(2000 * excess.mean())
+        assert var[idx] == pytest.approx(2000 * excess.var(), abs=1e-9)
+
+
+def test_plain_counter_prediction_is_its_exact_variance():
+    # values near B: the threshold cannot pay; the plan is the plain counter and its RMSE is
+    # the counter's exact variance at n, checked against 200 seeded releases (±20 %)
+    rng = np.random.default_rng(1)
+    x = rng.uniform(50.0, 100.0, 4000)
+    for counter in ("kary_tree_consistent", "smooth_binary"):
+        plan = plan_pak_mse(x[:800], n=x.size, bound=100.0, epsilon=1.0, delta=DELTA,
+                            counter=counter)  # fmt: skip
+        assert not plan.use_threshold
+        var = counter_end_variance(counter, x.size, epsilon=1.0, bound=100.0, delta=DELTA)
+        assert plan.rmse == pytest.approx(math.sqrt(var))
+        real = _realised_rmse(x, plan, 200, seed=7)
+        assert 0.8 <= real / plan.rmse <= 1.2, (counter, real, plan.rmse)
+
+
+def test_threshold_plan_predicted_within_20_percent_fast():
+    # light-tailed values far below B: the threshold pays, and the mean-square prediction is
+    # within 20 % of 120 seeded releases
+    x = np.minimum(np.random.default_rng(2).exponential(10.0, 30_000), 1000.0)
+    plan = plan_pak_mse(x[:10_000], n=x.size, bound=1000.0, epsilon=1.0, delta=DELTA,
+                        counter="binary_tree")  # fmt: skip
+    assert plan.use_threshold and plan.rmse < plan.plain_rmse
+    real = _realised_rmse(x, plan, 120, seed=3)
+    assert 0.8 <= real / plan.rmse <= 1.2, (real, plan.rmse)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("counter", COUNTERS)
+def test_every_counter_predicted_within_20_percent_and_not_worse_than_table_i(counter):
+    x = np.minimum(np.random.default_rng(5).exponential(10.0, 30_000), 1000.0)
+    plan = plan_pak_mse(x[:10_000], n=x.size, bound=1000.0, epsilon=1.0, delta=DELTA,
+                        counter=counter)  # fmt: skip
+    real = _realised_rmse(x, plan, 300, seed=11)
+    assert 0.8 <= real / plan.rmse <= 1.2, (real, plan.rmse)
+    table_i = {"threshold": True, "r": 1.5, "lam": 0.85, "eps1_share": 0.85, "p": 0.005,
+               "beta_lt": 0.004, "counter": counter}  # fmt: skip
+    truth = math.fsum(x)
+    bits = bit_source(12)
+    err = [
+        float(pak_release(x, bound=1000.0, epsilon=1.0, delta=DELTA, time_lag=10_000,
+                          seed=bits, **table_i).prefix_sums[-1]) - truth
+        for _ in range(300)
+    ]  # fmt: skip
+    assert real <= 1.05 * float(np.sqrt(np.mean(np.square(err))))
+
+
+def test_pak_forward_is_the_mse_plan_and_inverse_ready():
+    x = np.minimum(np.random.default_rng(2).exponential(10.0, 3000), 1000.0)
+    fwd = pak_forward(x, epsilon=1.0, range_length=20_000, bound=1000.0, delta=DELTA)
+    assert fwd.metric == "rmse" and fwd.errors["range"]["rmse"] == fwd.predicted
+    assert pak_forward(x, epsilon=2.0, range_length=20_000, bound=1000.0,
+                       delta=DELTA).predicted < fwd.predicted  # fmt: skip
+
+
+def test_plan_pak_mse_validates():
+    with pytest.raises(ParameterError, match="'counter' parameter"):
+        plan_pak_mse(np.ones(100), n=1000, bound=2.0, epsilon=1.0, delta=DELTA, counter=None)
+    with pytest.raises(ParameterError):
+        plan_pak_mse(np.ones(100), n=1000, bound=2.0, epsilon=-1.0, delta=DELTA)
