@@ -259,17 +259,18 @@ def _check_index(index: pd.Index, name: str, owner: str) -> None:
         )
     if stamps.size > 1:
         step = np.diff(stamps)
-        dup = int((step == 0).sum())
-        if dup:
+        back = step < 0
+        if back.any():  # the first row out of order (a duplicate may be one symptom of it)
+            at = index[int(np.argmax(back)) + 1]
             raise DomainError(
-                f"The {name!r} argument of {owner} has {dup} duplicated time stamp(s). Aggregate "
-                "or drop the duplicates first."
+                f"The {name!r} argument of {owner} must have increasing time stamps; the row at "
+                f"{at} goes backwards (after a later one). Sort it first (frame.sort_index())."
             )
-        back = int((step < 0).sum())
-        if back:
+        dup = step == 0
+        if dup.any():
             raise DomainError(
-                f"The {name!r} argument of {owner} must have increasing time stamps; {back} "
-                "step(s) go backwards. Sort it first (frame.sort_index())."
+                f"The {name!r} argument of {owner} has a duplicated time stamp (first "
+                f"{index[int(np.argmax(dup)) + 1]}). Aggregate or drop the duplicates first."
             )
 
 

@@ -257,3 +257,74 @@ def test_unmeasured_needs_an_int_k_and_no_store(files, capsys):
     assert main(_release(files, path, "--missing", "unmeasured", store=True)) == 2
     assert "'--missing'" in capsys.readouterr().err
     assert _snapshot(files) == before
+
+
+# -- the pass itself: formats, layouts, integer stamps, the spring hour ------------------------
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "sqlite"])
+def test_one_pass_for_csv_parquet_and_sqlite_long_and_wide(tmp_path, fmt):
+    import sqlite3
+
+    from dpstream.io import wide_to_long
+
+    twin, _ = read_readings_frame(clean())
+    wide = twin.frame.rename_axis("time").reset_index()
+    for layout, table in (("long", wide_to_long(twin.frame)), ("wide", wide)):
+        gap = table.drop(index=3)
+        path = tmp_path / f"{layout}.{'db' if fmt == 'sqlite' else fmt}"
+        if fmt == "csv":
+            gap.to_csv(path, index=False)
+        elif fmt == "parquet":
+            gap.to_parquet(path, index=False)
+        else:
+            with sqlite3.connect(path) as con:
+                gap.assign(
+                    **{c: gap[c].astype(str) for c in gap.columns if "time" in c or c == "ds"}
+                ).to_sql("readings", con, index=False)
+        kw = {"table": "readings"} if fmt == "sqlite" else {}
+        with pytest.raises(DomainError, match="missing reading: first series"):
+            read_readings(str(path), **kw)
+        got, long = read_readings(str(path), missing="unmeasured", **kw)
+        assert long == (layout == "long")
+        holes = 1 if long else len(REGIONS)  # a wide row is one step of every series
+        assert got.observed is not None and (~got.observed).sum() == holes
+
+
+def read_readings_frame(long: pd.DataFrame):
+    from dpstream.io._diagnose import diagnose_long
+
+    return diagnose_long(long), True
+
+
+def test_wide_rows_out_of_order_are_named():
+    from dpstream.io._diagnose import diagnose_wide
+
+    wide = clean().pivot(index="ds", columns="unique_id", values="y")
+    with pytest.raises(DomainError, match="time order; the row at 2016-10-31 23:00:00"):
+        diagnose_wide(wide.iloc[::-1])
+
+
+def test_integer_stamps_and_a_missing_step():
+    from dpstream.io._diagnose import diagnose_long
+
+    long = pd.DataFrame({"unique_id": ["a"] * 4 + ["b"] * 3, "ds": [0, 1, 2, 3, 0, 1, 3]})
+    long["y"] = 1.0
+    with pytest.raises(DomainError, match="series 'b' at 2 "):
+        diagnose_long(long)
+    got = diagnose_long(long, missing="zero")
+    assert got.frame.index.tolist() == [0, 1, 2, 3] and got.frame.loc[2, "b"] == 0.0
+    with pytest.raises(Exception, match="'timezone' parameter"):
+        diagnose_long(long, timezone="Europe/Paris")
+
+
+def test_spring_forward_in_local_time_asks_for_a_timezone():
+    from dpstream.io._diagnose import diagnose_long
+
+    utc = pd.date_range("2016-03-26 12:00", "2016-03-27 12:00", freq="30min")
+    local = utc.tz_localize("UTC").tz_convert("Europe/Paris").tz_localize(None)
+    long = pd.DataFrame({"unique_id": "a", "ds": local, "y": 1.0})
+    with pytest.raises(DomainError, match="skip one hour for every series at 2016-03-27 02:00"):
+        diagnose_long(long)
+    got = diagnose_long(long, timezone="Europe/Paris")
+    assert got.frame.index.equals(pd.DatetimeIndex(utc, name="ds").as_unit("ns"))
