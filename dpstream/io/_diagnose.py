@@ -39,6 +39,7 @@ with a hint to pass ``--timezone``: the release is always on a UTC grid.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -392,6 +393,29 @@ def diagnose_wide(
     )
 
 
+def _only_table(file: Path, owner: str) -> str | None:
+    """The one table of an SQLite file given without a table name (else None: read_table's
+    own message names the rule)."""
+    if file.suffix.lower() not in (".db", ".sqlite", ".sqlite3") or not file.is_file():
+        return None
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"file:{file}?mode=ro", uri=True)
+        try:
+            names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+    if len(names) > 1:
+        raise ParameterError(
+            f"{_input(owner)} is an SQLite file with several tables {names[:5]}; name the one "
+            "that holds the readings (Python: table=...)."
+        )
+    return names[0] if names else None
+
+
 def read_readings(
     source: object,
     *,
@@ -403,13 +427,16 @@ def read_readings(
 ) -> tuple[Readings, bool]:
     """Read meter readings (CSV, Parquet, SQLite; long or wide) and diagnose them in one pass.
 
-    A table with exactly the columns ``unique_id``, ``ds``, ``y`` is long; any other is wide,
+    An SQLite file given without ``table`` is read from its only table. A table with exactly
+    the columns ``unique_id``, ``ds``, ``y`` is long; any other is wide,
     its time column ``time_column`` (default: ``time``, else the first column). Returns the
     :class:`Readings` and whether the input was long. Nothing but the file is read.
     """
     from ._long import is_long, read_table
 
     missing = _check_policy(missing, owner)
+    if table is None and isinstance(source, str | Path):
+        table = _only_table(Path(source), owner)
     try:
         raw = read_table(source, table=table, owner=owner)
     except ParameterError as exc:

@@ -282,7 +282,7 @@ def test_one_pass_for_csv_parquet_and_sqlite_long_and_wide(tmp_path, fmt):
                 gap.assign(
                     **{c: gap[c].astype(str) for c in gap.columns if "time" in c or c == "ds"}
                 ).to_sql("readings", con, index=False)
-        kw = {"table": "readings"} if fmt == "sqlite" else {}
+        kw = {}  # an SQLite file with one table is read from it
         with pytest.raises(DomainError, match="missing reading: first series"):
             read_readings(str(path), **kw)
         got, long = read_readings(str(path), missing="unmeasured", **kw)
@@ -328,3 +328,17 @@ def test_spring_forward_in_local_time_asks_for_a_timezone():
         diagnose_long(long)
     got = diagnose_long(long, timezone="Europe/Paris")
     assert got.frame.index.equals(pd.DatetimeIndex(utc, name="ds").as_unit("ns"))
+
+
+def test_cli_reads_an_sqlite_table_and_names_its_defect(files, capsys):
+    import sqlite3
+
+    db = files / "meters.db"
+    with sqlite3.connect(db) as con:
+        _nan(clean()).assign(ds=lambda d: d["ds"].astype(str)).to_sql("readings", con, index=False)
+    before = _snapshot(files)
+    assert main(_release(files, str(db))) == 2
+    err = capsys.readouterr().err
+    assert "missing reading: first series 'commercial' at 2016-10-31 08:00:00" in err
+    assert _snapshot(files) == before
+    db.unlink()
