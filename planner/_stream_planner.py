@@ -287,17 +287,22 @@ class StreamPlanner:
         """The measured periods the planner still holds (at most the longer look-back)."""
         return list(self._measured)
 
-    def update(self, m: Measurement, plan: PeriodPlan | None = None) -> None:
+    def update(
+        self, m: Measurement, plan: PeriodPlan | None = None, *, roughness: bool = True
+    ) -> None:
         """Record a released period's measurement (and the plan that produced it); a full
-        period of public history has ``plan=None``."""
+        period of public history has ``plan=None``. ``roughness=False`` (only for periods
+        that leave the variogram's look-back before the next plan, :meth:`extend`) skips its
+        variogram statistics."""
         if m.values.shape[1] == self.cfg.w:  # the tail (last, shorter period) plans nothing
             if self._n_rough == LOOKBACK:  # the oldest period leaves the variogram's look-back
                 old = self._measured[-LOOKBACK]
                 self._rough = self._rough - period_roughness(old.values, old.noise, old.sampled)
                 self._n_rough -= 1
-            new = period_roughness(m.values, m.noise, m.sampled)
-            self._rough = new if self._rough is None else self._rough + new
-            self._n_rough += 1
+            if roughness:
+                new = period_roughness(m.values, m.noise, m.sampled)
+                self._rough = new if self._rough is None else self._rough + new
+                self._n_rough += 1
             self._measured.append(m)
             self._errors.append(m.noise if plan is None else _error_variance(m, plan, self.cfg))
             self._independent.append(_measured_nodes(m.values.shape[0], plan, self.cfg))
@@ -308,6 +313,17 @@ class StreamPlanner:
             self.noise = plan.noise
 
     add = update
+
+    def extend(self, items: list[tuple[Measurement, PeriodPlan | None]]) -> None:
+        """:meth:`update` with every ``(measurement, plan)``, in time order, computing the
+        variogram statistics of the last :data:`LOOKBACK` full periods only (the store
+        rebuilding its planner: the others would be added and taken out again)."""
+        full = [i for i, (m, _) in enumerate(items) if m.values.shape[1] == self.cfg.w]
+        first = full[-LOOKBACK] if len(full) >= LOOKBACK else 0
+        if first > 0:  # older periods, and whatever the planner held, leave the look-back
+            self._rough, self._n_rough = None, 0
+        for i, (m, plan) in enumerate(items):
+            self.update(m, plan, roughness=i >= first)
 
     def add_history(self, measurements: list[Measurement]) -> None:
         """Public history, full periods oldest first (noise-free measurements)."""

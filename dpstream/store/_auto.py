@@ -169,9 +169,7 @@ def plan_state(store, ordinal: int, cfg, *, history=None, carried=None):
     rows = store._measured(ordinal, max(_autoplan.LOOKBACK, _autoplan.PRIOR_DAYS))
     if not rows:
         planner.carry(carried)
-    for _, _, blob in rows:
-        m, plan = unpack(blob)
-        planner.update(m, plan)
+    planner.extend([unpack(blob) for _, _, blob in rows])
     if rows and rows[-1][0] != ordinal - 1:
         planner.previous = None  # a gap: no window of w steps straddles it
     return planner

@@ -136,6 +136,40 @@ def test_running_variogram_sums_equal_the_sum_of_the_last_lookback_periods():
     np.testing.assert_array_equal(planner._rough.counts, want.counts)
 
 
+def test_extend_equals_update_one_by_one():
+    h, cfg = _cfg(None, list(range(4)))
+    rng = np.random.default_rng(2)
+    items = []
+    for q in range(LOOKBACK + 9):
+        sampled = np.zeros((4, 48), dtype=bool)
+        sampled[:, sample_equal(48, (6, 12, 48)[q % 3])] = True
+        m = Measurement(values=rng.normal(50, 5, (4, 48)), noise=np.full((4, 48), 2.0),
+                        sampled=sampled)  # fmt: skip
+        items.append((m, None))
+    one, bulk = StreamPlanner(cfg), StreamPlanner(cfg)
+    for m, plan in items:
+        one.update(m, plan)
+    bulk.extend(items)
+    np.testing.assert_allclose(bulk._rough.squares, one._rough.squares, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(bulk._rough.counts, one._rough.counts)
+    assert bulk.n_measured == one.n_measured
+
+
+@pytest.mark.parametrize("k", [1, 2, 6, 48])
+def test_roughness_of_shared_sampled_steps_equals_the_general_form(k):
+    rng = np.random.default_rng(k)
+    x, v = rng.normal(size=(30, 48)), rng.uniform(size=(30, 48))
+    s = np.zeros((30, 48), dtype=bool)
+    s[:, sample_equal(48, k)] = True
+    fast = period_roughness(x, v, s)
+    # one extra row measured elsewhere forces the general form; the others' sums are the same
+    general = period_roughness(np.vstack([x, x[:1]]), np.vstack([v, v[:1]]),
+                               np.vstack([s, ~s[:1]]))  # fmt: skip
+    np.testing.assert_allclose(fast.squares, general.squares[:-1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fast.noise, general.noise[:-1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(fast.counts, general.counts)
+
+
 # -- subtrees --------------------------------------------------------------------------------------
 
 
