@@ -155,15 +155,7 @@ class ParquetLeaves:
         scan, names = self.scan, [str(n) for n in leaves]
         filters = [(scan.time, ">=", self.start), (scan.time, "<=", self.stop)]
         if scan.long:
-            ids = [(ID, ">=", min(names)), (ID, "<=", max(names)), (ID, "in", names)]
-            frame = pd.read_parquet(scan.path, filters=[*filters, *ids])  # ranges: row groups
-            wide = long_to_wide(frame, owner=self.owner)
-            if any(n not in wide.columns for n in names):
-                raise DomainError(
-                    f"The INPUT of {self.owner} is ragged: some series have no row in a "
-                    "period. Every series must cover the same time stamps."
-                )
-            wide = wide[names]
+            return self._long(names, filters)
         else:
             frame = pd.read_parquet(scan.path, columns=[scan.time, *names], filters=filters)
             wide = frame.set_index(scan.time)[names]
@@ -174,6 +166,59 @@ class ParquetLeaves:
             )
         sf = prepare_frame(wide, owner=self.owner, hierarchy=None, bound=self.bound)
         return np.ascontiguousarray(sf.values.T)
+
+    def _long(self, names: list[str], filters: list) -> np.ndarray:
+        """A long file's rows of ``names`` placed in an (L, w) array with pyarrow and numpy
+        (no Python object per row: a region's 5 million rows), checked as prepare_frame
+        checks a frame: every (series, step) exactly once, finite, >= 0, at most the bound."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        ids = [(ID, ">=", min(names)), (ID, "<=", max(names)), (ID, "in", names)]
+        table = pq.read_table(self.scan.path, columns=[ID, DS, Y], filters=[*filters, *ids])
+        where = pc.index_in(table.column(ID), value_set=pa.array(names)).to_numpy(
+            zero_copy_only=False
+        )
+        stamps = table.column(DS).to_numpy()
+        y = table.column(Y).cast(pa.float64()).to_numpy(zero_copy_only=False)
+        uniq, step = np.unique(stamps, return_inverse=True)
+        if uniq.size != self.w:
+            raise DomainError(
+                f"The INPUT of {self.owner} must hold {self.w} distinct time stamps in every "
+                f"period; one holds {uniq.size}."
+            )
+        cell = where.astype(np.int64) * self.w + step
+        counts = np.bincount(cell, minlength=len(names) * self.w)
+        if (counts > 1).any():
+            raise DomainError(
+                f"The INPUT of {self.owner} has a duplicated (unique_id, ds) row. Aggregate or "
+                "drop the duplicates first."
+            )
+        if (counts == 0).any():
+            raise DomainError(
+                f"The INPUT of {self.owner} is ragged: some series have no row in a "
+                "period. Every series must cover the same time stamps."
+            )
+        out = np.empty(len(names) * self.w)
+        out[cell] = y
+        if not np.isfinite(out).all():
+            raise DomainError(
+                f"The INPUT of {self.owner} must hold finite numbers only (no missing reading, "
+                "no infinity). Fill or fix them before releasing."
+            )
+        if (out < 0).any():
+            raise DomainError(
+                f"The INPUT of {self.owner} must hold non-negative loads. Fix the data (or "
+                "shift it by a public offset) before releasing."
+            )
+        if self.bound is not None and (out > self.bound).any():
+            raise DomainError(
+                f"The INPUT of {self.owner} must lie in [0, {self.bound:g}] (the declared "
+                "bound); some leaf entries lie above it. Clip the data or declare a larger "
+                "public bound."
+            )
+        return out.reshape(len(names), self.w)
 
 
 def release_parquet_to_store(

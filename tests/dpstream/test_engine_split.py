@@ -284,3 +284,34 @@ def test_split_l1_sampler_is_sample_l1_on_each_level(seed):
         ref = sample_l1(x, k=10, epsilon=eps_s, alpha=1.0, theta=theta, bits=stream(level, 2))
         assert np.array_equal(masks[level], ref[0])
         assert masks[level].sum() == 10
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "rule"),
+    [
+        (lambda f: pd.concat([f, f.iloc[:1]]), "duplicated"),
+        (lambda f: f.iloc[1:], "ragged"),
+        (lambda f: f.assign(y=f.y.where(f.index != f.index[3])), "finite"),
+        (lambda f: f.assign(y=f.y * 1e6), r"\[0, 1000\]"),
+    ],
+)
+def test_the_long_reader_checks_what_prepare_frame_checks(tmp_path, corrupt, rule):
+    path = tmp_path / "in.parquet"
+    _parquet(path, days=1)
+    corrupt(pd.read_parquet(path).reset_index(drop=True)).to_parquet(path)
+    scan = scan_parquet(path, None, "test")
+    src = ParquetLeaves(
+        scan=scan, start=scan.stamps[0], stop=scan.stamps[47], w=48, bound=1000.0, owner="t"
+    )
+    with pytest.raises(DomainError, match=rule):
+        src(H.leaves[:12])
+    good = tmp_path / "good.parquet"
+    _parquet(good, days=1)
+    frame = pd.read_parquet(good)
+    scan = scan_parquet(good, None, "test")
+    src = ParquetLeaves(
+        scan=scan, start=scan.stamps[0], stop=scan.stamps[47], w=48, bound=1000.0, owner="t"
+    )
+    leaves = list(H.leaves[5:9])
+    want = frame.pivot(index="ds", columns="unique_id", values="y")[leaves].to_numpy().T
+    assert np.array_equal(src(leaves), want)
