@@ -4,7 +4,8 @@ A *long* frame has one row per series and time stamp, Nixtla's convention
 (``hierarchicalforecast.utils.aggregate`` returns ``Y_df`` so): ``unique_id`` (str), ``ds``
 (datetime or int), ``y`` (float). A *wide* frame is what the pipelines take: a time index and one
 column per series. Every error is a typed :class:`~mechanisms.DomainError` or
-:class:`~mechanisms.ParameterError` naming the argument and the rule, with counts, never values.
+:class:`~mechanisms.ParameterError` naming the argument, the rule and the first offending
+(series, time stamp), never values or counts.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ def long_to_wide(frame: pd.DataFrame, *, owner: str = "long_to_wide") -> pd.Data
     ------
     DomainError
         Missing columns, duplicated (unique_id, ds) rows, or a series without a value at a
-        time stamp another series has (a ragged panel): counts only.
+        time stamp another series has (a ragged panel): the first offending pair, no count.
     """
     long = check_long(frame, owner)
     # Hand-written with factorize + bincount instead of DataFrame.pivot: one pass over the rows
@@ -152,17 +153,21 @@ def long_to_wide(frame: pd.DataFrame, *, owner: str = "long_to_wide") -> pd.Data
     n_ids, n_ds = len(ids), len(stamps)
     key = ds_codes.astype(np.int64) * n_ids + id_codes
     counts = np.bincount(key, minlength=n_ids * n_ds)
-    dup = int(key.size - np.count_nonzero(counts))
-    if dup:
+    # Messages name the first offending pair (series, time stamp), never how many (issue 25).
+    if (counts > 1).any():
+        j = int(np.argmax(counts > 1))
         raise DomainError(
-            f"The long frame of {owner} has {dup} duplicated (unique_id, ds) row(s). Aggregate "
-            "or drop the duplicates first."
+            f"The long frame of {owner} has a duplicated (unique_id, ds) pair: first series "
+            f"{str(ids[j % n_ids])!r} at {stamps[j // n_ids]}. Keep one reading per series and "
+            "step."
         )
-    holes = int(counts.size - key.size)
-    if holes:
+    if (counts == 0).any():
+        j = int(np.argmax(counts == 0))
         raise DomainError(
-            f"The long frame of {owner} is ragged: {holes} (unique_id, ds) pair(s) have no row. "
-            "Every series must cover the same time stamps; fill or drop them first."
+            f"The long frame of {owner} is ragged: series {str(ids[j % n_ids])!r} has no row at "
+            f"{stamps[j // n_ids]} (a missing reading; the first). Every series must cover the "
+            "same time stamps: fill it, or read the file with dpstream.io.read_readings("
+            "missing=...)."
         )
     values = np.empty(n_ids * n_ds, dtype=np.float64)
     values[key] = long[Y].to_numpy(dtype=np.float64)

@@ -59,12 +59,15 @@ def test_read_long_refuses_a_bad_table_name(tmp_path):
         read_long(path, table="x; DROP TABLE y")
 
 
-def test_long_errors_are_typed_and_count_only(wide):
+def test_long_errors_are_typed_and_name_the_first_pair(wide):
     long = wide_to_long(wide)
-    with pytest.raises(DomainError, match="duplicated"):
+    with pytest.raises(DomainError, match="duplicated.*first series 'b' at 2016-01-01 00:00"):
         long_to_wide(pd.concat([long, long.iloc[:2]]))
-    with pytest.raises(DomainError, match="ragged: 1"):
+    with pytest.raises(DomainError, match="ragged: series 'b' has no row at 2016-01-01 00:00"):
         long_to_wide(long.iloc[1:])
+    with pytest.raises(DomainError) as two:
+        long_to_wide(long.iloc[[i for i in range(len(long)) if i not in (0, 3)]])
+    assert "ragged: series 'b' has no row at 2016-01-01 00:00:00 " in str(two.value)  # no count
     with pytest.raises(DomainError, match="'y'"):
         long_to_wide(long.drop(columns="y"))
     with pytest.raises(DomainError, match="not numeric"):
