@@ -81,12 +81,12 @@ def _write_inputs(root: Path) -> None:
         ("rel_infcum", frame.assign(cumulative=np.inf), meta),
     ]:
         fr.to_csv(root / f"{name}.csv")
-        (root / f"{name}.csv.json").write_text(json.dumps(mt))
+        (root / f"{name}.csv.query.json").write_text(json.dumps(mt))
     frame.to_csv(root / "rel_noside.csv")
     frame.to_csv(root / "rel_badjson.csv")
-    (root / "rel_badjson.csv.json").write_text("{oops")
+    (root / "rel_badjson.csv.query.json").write_text("{oops")
     frame.to_csv(root / "rel_list.csv")
-    (root / "rel_list.csv.json").write_text("[1, 2]")
+    (root / "rel_list.csv.query.json").write_text("[1, 2]")
     (root / "rel_dir.csv").mkdir()
 
 
