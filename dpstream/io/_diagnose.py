@@ -62,7 +62,9 @@ class Readings:
     tz-naive, or integers); NaN where a reading is missing, except with ``missing="zero"``."""
     observed: np.ndarray | None
     """Boolean (n_steps, n_series), False where a reading is missing (public operational data
-    under ``missing="unmeasured"``); None when every reading is present."""
+    under ``missing="unmeasured"``; with ``"zero"`` the frame holds 0 there, and the store
+    remembers those readings to refuse them when they arrive late); None when every reading is
+    present."""
     missing: str
     """The policy applied: ``"error"``, ``"zero"`` or ``"unmeasured"``."""
 
@@ -291,8 +293,7 @@ def _assemble(
     frame = pd.DataFrame(values, index=index, columns=[str(c) for c in names])
     mask = None if observed.all() else observed
     if missing == "zero":
-        frame = frame.fillna(0.0)
-        mask = None
+        frame = frame.fillna(0.0)  # the mask still says which readings were missing
     return Readings(frame=frame, observed=mask, missing=missing)
 
 
