@@ -112,3 +112,38 @@ def write_curve(spec: dict, path: str, *, title: str) -> None:
         f'<script type="module">{embed}</script></body></html>\n'
     )
     Path(path).write_text(page, encoding="utf-8")
+
+
+def hierarchy_curve_spec(
+    history: pd.DataFrame,
+    hierarchy: dict,
+    *,
+    alpha: float,
+    epsilons: list[float],
+    w: int = 48,
+    names: dict[str, str] | None = None,
+    title: str = "Predicted error per level against ε",
+) -> dict:
+    """The report's chart: predicted MAE/mean load per level of an OptStream release against
+    ε, planned on ``history`` (public leaves' columns) with :func:`planner.optstream_forward`.
+
+    ``names`` renames the levels (e.g. ``{"root": "national", "leaves": "regions"}``).
+    """
+    import functools
+
+    import numpy as np
+
+    from dpstream.pipelines._frames import prepare_frame
+    from planner import epsilon_curve, optstream_forward
+
+    sf = prepare_frame(history, owner="hierarchy_curve_spec", hierarchy=hierarchy)
+    forward = functools.partial(
+        optstream_forward, sf.values, alpha=alpha, w=w, matrix=sf.hierarchy.matrix,
+        depth=sf.level, node_names=sf.nodes,
+    )  # fmt: skip
+    low, high = min(epsilons), max(epsilons)
+    grid = sorted(set(np.geomspace(low / 4.0, high * 4.0, 13).tolist()) | set(epsilons))
+    frame = epsilon_curve(forward, grid)
+    if names:
+        frame["level"] = frame["level"].map(lambda v: names.get(v, v))
+    return curve_spec(frame, metric="mape", title=title)

@@ -19,6 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dpstream import datasets  # noqa: E402
+from dpstream.commands._plan_curve import hierarchy_curve_spec  # noqa: E402
 from dpstream.demo._charts import chart_hierarchy_errors, chart_series  # noqa: E402
 from dpstream.demo._config import DemoConfig, Progress  # noqa: E402
 from dpstream.demo._report import ReportChart, ReportFigure, ReportSection, ReportTable  # noqa: E402
@@ -262,6 +263,18 @@ def run_optstream_stage(
                 f"three days, one panel per ε. The load axis stops at {fmt(clip)} kW (twice the "
                 "real peak) so noise spikes do not flatten the real curve; hover a line for the "
                 "value, scroll to zoom, drag to pan, double-click to reset.",
+            ),
+            ReportChart(  # issue 23: the ε–error curve per level, planned on last month
+                name="optstream_epsilon_curve",
+                spec=hierarchy_curve_spec(
+                    frame.loc[_previous_month(config.month)][hierarchy["national"]], hierarchy,
+                    alpha=config.alpha, epsilons=list(config.optstream_epsilons),
+                    names={"root": "national", "leaves": "regions"},
+                ),  # fmt: skip
+                caption="Planning: the predicted error of the in-stream planner (best k and "
+                "level shares per ε, planner.optstream_forward) as a share of the mean load, per "
+                f"level, against ε, from {_previous_month(config.month)} alone; `dpstream plan "
+                "optstream --target-mape P` returns the ε of a target. Hover for the values.",
             ),
             ReportChart(
                 name="optstream_errors",

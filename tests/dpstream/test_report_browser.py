@@ -62,7 +62,8 @@ def test_report_renders_every_chart_in_chromium(browser, quick_report, tmp_path)
     assert check.failed == [], "charts that did not finish drawing"
     assert check.requests == [], "the report must load nothing from outside its folder"
     expected = {"chart-optstream_series", "chart-optstream_errors", "chart-forecast_day",
-                "chart-forecast_errors", "chart-pak_sweeps"}  # fmt: skip
+                "chart-forecast_errors", "chart-pak_sweeps",
+                "chart-optstream_epsilon_curve"}  # fmt: skip
     assert set(check.charts) == expected
     # Data marks, not just axes: 6 lines per ε panel, 5 methods × 2 ε × 2 levels of bars,
     # 6 forecast lines, 6 forecast bars, two sweeps of lines with points.
