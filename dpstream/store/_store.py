@@ -19,7 +19,7 @@ estimates before post-processing, their noise variances and sampled masks -- and
 its plan, an ``.npz`` without pickles, committed in the same transaction as the values: what
 the in-stream planner of the next periods reads); ``charges`` the ledger
 (:data:`dpstream._ledger.CHARGES_TABLE`, :class:`~dpstream.store._ledger.StoreLedger`).
-Version 1 stores (before issue 15) are refused with a message: start a new store.
+Version 1 stores (before issue 15) are refused with a message naming the version.
 
 Two jobs on one store (issue 15 §3). A release holds the store's *job lock* from before it
 reads which periods are stored until its last period is committed; a second job fails at once

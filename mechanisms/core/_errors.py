@@ -48,7 +48,8 @@ class BudgetExceededError(DPStreamError):
         what = f" for {label!r}" if label else ""
         super().__init__(
             f"Charging {requested}{what} would overspend the ledger: only {remaining} remains. "
-            "Lower the request or start a new ledger with a larger total."
+            "Lower the request (releases of the same data compose: a new ledger would not "
+            "make the budget larger)."
         )
 
 
