@@ -136,7 +136,7 @@ def history_measurements(history: np.ndarray | None, w: int) -> list[Measurement
             Measurement(
                 values=vals,
                 noise=np.zeros_like(vals),
-                sampled=np.ones(vals.shape, dtype=bool),
+                sampled=np.broadcast_to(np.True_, vals.shape),
             )
         )
     return out
@@ -158,8 +158,9 @@ def as_measurement(est: np.ndarray, plan: PeriodPlan, cfg: AutoConfig) -> Measur
     missing = np.isnan(var_sample)
     if missing.any():
         var_sample[missing] = cfg.matrix[missing] @ var_sample[cfg.leaf_nodes]
-    sampled = np.zeros((n, r), dtype=bool)
-    sampled[:, pos] = True
+    row = np.zeros(r, dtype=bool)
+    row[pos] = True
+    sampled = np.broadcast_to(row, (n, r))  # one row for every node: a read-only view
     return Measurement(
         values=np.array(est, dtype=np.float64),
         noise=var_sample[:, None] * np.diag(mmt)[None, :],
