@@ -2,11 +2,14 @@
 
 ``release_optstream(k="auto")`` (the default) runs, for every w-period in time order,
 
-1. :func:`plan_for_period` — choose k, noise, level shares and the period's budget
+1. ``planner.plan()`` of the call's :class:`planner.StreamPlanner` (:func:`new_planner`; its
+   state, ``plan``, ``update``) — choose k, noise, level shares and the period's budget
    (:func:`planner.plan_period`) from the *measurements* already released in this call and the
    optional public ``history``: the variogram with the known noise taken out
    (:mod:`planner._roughness`), and a forecast with its empirical-Bayes error variance
-   (:func:`postproc.profile_prior`);
+   (:func:`postproc.profile_prior`); an earlier ``k="auto"`` release passed as ``history``
+   brings the samples of its last w steps (its ``attrs["plan"]``), so windows straddling the
+   two calls stay within the budget (issue 24.1);
 2. :func:`measure_period` — the private step: equally spaced samples of every level with
    Laplace (or discrete Gaussian) noise, reconstructed by interpolation ([FV19] Alg. 2);
 3. :func:`post_process_periods` — Algorithm 4 over the hierarchy with inverse predicted error
