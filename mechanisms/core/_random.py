@@ -24,6 +24,19 @@ __all__ = ["BitSource", "SecureBits", "bit_source", "uniform_open"]
 
 _TWO_POW_MINUS_53 = 2.0**-53
 
+#: Forks seen by this process's children: bumped in every child right after ``os.fork``
+#: (``os.register_at_fork``), so a :class:`SecureBits` made before a fork re-keys in the child.
+_fork_generation = 0
+
+
+def _after_fork_in_child() -> None:
+    global _fork_generation
+    _fork_generation += 1
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
 
 class BitSource(Protocol):
     """Anything that yields uniformly random 64-bit words."""
@@ -46,8 +59,9 @@ class SecureBits:
     of reading every byte from the kernel (3-4x faster for 10^7 Laplace draws here).
 
     Re-keying schedule (documented in ``docs/privacy.md``): a fresh key and nonce from
-    ``os.urandom`` after every 2^30 bytes (1 GiB) of keystream, in every new process (the
-    process id is checked at each request, so a fork never shares a keystream), for every
+    ``os.urandom`` after every 2^30 bytes (1 GiB) of keystream, in every new process (a fork
+    hook, ``os.register_at_fork``, marks every existing source stale in the child, and the
+    process id is checked at each request as well, for forks that bypass Python's hooks), for every
     :meth:`spawn` child, and on unpickling (a copy sent to a Dask worker draws its own key, it
     never replays the sender's stream). Every release gets a new ``SecureBits`` (``seed=None``
     in :func:`bit_source`), hence its own key.
@@ -57,7 +71,7 @@ class SecureBits:
     the cipher, this class only schedules keys and fills arrays.
     """
 
-    __slots__ = ("_cipher", "_pid", "_left")
+    __slots__ = ("_cipher", "_generation", "_pid", "_left")
 
     #: Bytes of keystream per key before a fresh key is drawn from the OS.
     REKEY_BYTES = 1 << 30
@@ -70,6 +84,7 @@ class SecureBits:
 
     def __init__(self) -> None:
         self._cipher = None
+        self._generation = -1
         self._pid = -1
         self._left = 0
 
@@ -78,6 +93,7 @@ class SecureBits:
 
         key, nonce = os.urandom(32), os.urandom(16)
         self._cipher = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor()
+        self._generation = _fork_generation
         self._pid = os.getpid()
         self._left = self.REKEY_BYTES
 
@@ -90,7 +106,7 @@ class SecureBits:
         zeros = self._ZEROS
         done, total = 0, 8 * size
         while done < total:
-            if self._pid != os.getpid() or self._left <= 0:
+            if self._generation != _fork_generation or self._pid != os.getpid() or self._left <= 0:
                 self._rekey()
             n = min(len(zeros), total - done, self._left)
             self._cipher.update_into(zeros[:n], view[done : done + n])  # type: ignore[union-attr]

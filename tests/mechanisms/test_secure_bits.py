@@ -118,3 +118,29 @@ def test_samplers_are_a_fixed_function_of_the_bits():
     np.testing.assert_array_equal(
         discrete_laplace(bit_source(3), 1000, 0.4), discrete_laplace(bit_source(3), 1000, 0.4)
     )
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_fork_re_keys_the_child_through_the_fork_hook():
+    """A source keyed before ``os.fork``: parent and child must not draw the same words. The
+    child's process id check is disabled (``os.getpid`` made to return the parent's), so only
+    the ``os.register_at_fork`` hook can re-key it (issue 24 §4)."""
+    bits = SecureBits()
+    bits.random_raw(4)  # keyed in the parent
+    parent_pid = os.getpid()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report its next words, or nothing on any error
+        try:
+            os.close(read)
+            _random.os.getpid = lambda: parent_pid  # the pid check can no longer see the fork
+            os.write(write, bits.random_raw(4).tobytes())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        child_words = np.frombuffer(pipe.read(), dtype=np.uint64)
+    os.waitpid(pid, 0)
+    parent_words = bits.random_raw(4)  # the parent's stream goes on from the same point
+    assert child_words.size == 4
+    assert not np.array_equal(child_words, parent_words)
