@@ -225,6 +225,20 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
 )
 @click.option("--scheduler", help="With --engine dask: address of a running Dask scheduler.")
 @click.option(
+    "--workers",
+    type=int,
+    default=2,
+    show_default=True,
+    help="With --engine dask (no --scheduler): worker processes of the local cluster. With a "
+    "hierarchy, an int --k and a Parquet INPUT each period is split inside into subtrees.",
+)
+@click.option(
+    "--cut",
+    type=int,
+    help="With --store, an int --k and a Parquet INPUT: split each period into the subtrees "
+    "rooted at this depth of the hierarchy (default with --engine dask: chosen for --workers).",
+)
+@click.option(
     "--lock-timeout",
     type=float,
     default=0.0,
@@ -273,6 +287,8 @@ def release(
     store_path: str | None,
     engine: str,
     scheduler: str | None,
+    workers: int,
+    cut: int | None,
     lock_timeout: float,
     out_path: str,
     std_errors: bool,
@@ -421,17 +437,22 @@ def release(
         )
     if std_errors:
         check_writable(std_error_path(out_path), "--out", command)
-    if store_path is not None or engine != "local" or scheduler is not None or lock_timeout:
+    workers = option_int(workers, "--workers", command)
+    cut = option_int(cut, "--cut", command)
+    store_only = cut is not None or workers != 2 or scheduler is not None or lock_timeout
+    if store_path is not None or engine != "local" or store_only:
         if method != "optstream" or store_path is None:
             raise ParameterError(
-                "The '--store', '--engine', '--scheduler' and '--lock-timeout' options of "
-                "dpstream release apply to optstream with --store. Add --store STORE (or drop "
-                "them)."
+                "The '--store', '--engine', '--scheduler', '--workers', '--cut' and "
+                "'--lock-timeout' options of dpstream release apply to optstream with --store. "
+                "Add --store STORE (or drop them)."
             )
         from dpstream.store._cli import release_with_store
 
         options = {"epsilon": epsilon, "w": w, "k": k, "alpha": alpha_value, "bound": bound}
-        options.update(theta=theta, seed=seed, lock_timeout=lock_timeout)
+        options.update(theta=theta, seed=seed, lock_timeout=lock_timeout, n_workers=workers)
+        if cut is not None:
+            options["cut"] = cut
         release_with_store(
             missing=missing,
             timezone=timezone,

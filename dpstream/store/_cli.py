@@ -33,15 +33,16 @@ _OWNER = "dpstream release optstream"
 
 def _read(
     path: str, time_column: str | None, missing: str = "error", timezone: str | None = None
-) -> tuple[pd.DataFrame, bool, str]:
-    """(wide frame, input was long, time column name): one validation pass (issue 25)."""
+) -> tuple[pd.DataFrame, bool, str, object]:
+    """(wide frame, input was long, time column name, observed mask or None): one validation
+    pass (issue 25)."""
     from ..io._diagnose import read_readings
 
     readings, long = read_readings(
         path, time_column=time_column, missing=missing, timezone=timezone, owner=_OWNER
     )
     frame = readings.frame
-    return frame, long, (DS if long else str(frame.index.name))
+    return frame, long, (DS if long else str(frame.index.name)), readings.observed
 
 
 def _terms():
@@ -49,7 +50,7 @@ def _terms():
     return cli_terms(
         _OWNER,
         {"frame": "INPUT", "hierarchy": "The '--hierarchy' file", "path": "The '--store' file"},
-        ("epsilon", "w", "k", "alpha", "bound", "theta", "lock_timeout"),
+        ("epsilon", "w", "k", "alpha", "bound", "theta", "lock_timeout", "cut"),
     )
 
 
@@ -115,12 +116,17 @@ def release_with_store(
         )
     lazy = Path(input_path).suffix.lower() in (".parquet", ".pq")
     w = options["w"]
+    if "cut" in options and not (lazy and options.get("k") != "auto"):
+        raise ParameterError(
+            f"The '--cut' option of {_OWNER} splits the periods of a Parquet INPUT released "
+            "with an int --k. Pass a .parquet INPUT and --k 10 (or drop --cut)."
+        )
     if lazy:  # read period by period where each period runs
         scan = scan_parquet(input_path, time_column, _OWNER)
         long, time_name, ids = scan.long, scan.time, scan.leaves
         n_periods = max(len(scan.stamps) // w, 1)
     else:
-        frame, long, time_name = _read(input_path, time_column, missing, timezone)
+        frame, long, time_name, observed = _read(input_path, time_column, missing, timezone)
         ids, n_periods = frame.columns, max(len(frame) // w, 1)
     hierarchy = None
     if hierarchy_path is not None:
@@ -140,6 +146,10 @@ def release_with_store(
         raise
     with _terms(), _closing(ledger), store_cm as store:
         before = store.ordinals()
+        if not lazy:  # a reading for a period the store released without it (issue 25 §3)
+            from ._late import check_late_readings
+
+            check_late_readings(store._con, store.config, before, frame, observed, _OWNER)
         common = {"hierarchy": hierarchy, "engine": engine, "scheduler": scheduler, **options}
         desc = "Releasing (optstream, new periods)"
         with progress_bar(n_periods, unit="period", desc=desc) as bar:
@@ -148,7 +158,13 @@ def release_with_store(
                     store, input_path, scan=scan, progress=bar.update, **common
                 )
             else:
+                common.pop("cut", None)
                 result = store.release_optstream(frame, progress=bar.update, **common)
+        if not lazy and not store.readonly:  # remember what was missing (issue 25 §3)
+            from ._late import record_missing_readings
+
+            new = store.ordinals() - before
+            record_missing_readings(store._con, store.config, new, frame, observed)
         record = store.privacy_record()
         added = len(store.ordinals() - before)
         total = len(store.ordinals())

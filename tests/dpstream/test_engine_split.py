@@ -315,3 +315,27 @@ def test_the_long_reader_checks_what_prepare_frame_checks(tmp_path, corrupt, rul
     leaves = list(H.leaves[5:9])
     want = frame.pivot(index="ds", columns="unique_id", values="y")[leaves].to_numpy().T
     assert np.array_equal(src(leaves), want)
+
+
+def test_cli_cut_splits_the_day_and_equals_release_split(tmp_path, capsys):
+    import json
+
+    from dpstream.cli import main
+
+    path, tree = tmp_path / "in.parquet", tmp_path / "tree.json"
+    _parquet(path, days=1, seed=5)
+    tree.write_text(json.dumps(CH))
+    args = ["release", "optstream", str(path), "--epsilon", "1", "--alpha", "1", "--k", "10"]
+    args += ["--hierarchy", str(tree), "--store", str(tmp_path / "s.db"), "--seed", "3"]
+    assert main([*args, "--out", str(tmp_path / "o.parquet"), "--cut", "1"]) == 0
+    got = pd.read_parquet(tmp_path / "o.wide.parquet")
+    scan = scan_parquet(path, None, "test")
+    src = ParquetLeaves(
+        scan=scan, start=scan.stamps[0], stop=scan.stamps[47], w=48, bound=None, owner="t"
+    )
+    ref = release_split(_spec(sampling="l1"), H, src, ordinal=0, seed=3, cut=2)
+    block = got.set_index("ds")[list(H.nodes)].to_numpy().T
+    assert np.abs(block - ref).max() <= 1e-9 * np.abs(ref).max()
+    capsys.readouterr()
+    assert main([*args, "--out", str(tmp_path / "p.parquet"), "--cut", "3"]) == 2
+    assert "'--cut' option of dpstream release optstream" in capsys.readouterr().err
