@@ -261,7 +261,10 @@ def _dense_period(
         cov_p = shared(np.where(finite, pv, 0.0), rho)
         middle += qt.T[:, :, None] * cov_p * qt.T[:, None, :]
         if cross is not None:  # Cov(measurement error, prior error), additive over the tree
-            cl = np.zeros((r, len(leaves), len(leaves)))
+            # between leaves with the interpolation error's correlation (both share it)
+            rho_c = _shared_correlation(interp, a, leaves)
+            sc = np.sqrt(cross[leaves])
+            cl = rho_c[:, None, None] * np.outer(sc, sc)[None]
             cl[:, np.arange(len(leaves)), np.arange(len(leaves))] = cross[leaves][None, :]
             cov_cf = np.einsum("nl,tlm,km->tnk", a, cl, a)
             both = wt.T[:, :, None] * cov_cf * qt.T[:, None, :]
