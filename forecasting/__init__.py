@@ -12,6 +12,13 @@ a backtest inside the training window; a release's noise variance is public, and
 (:mod:`forecasting._noise_aware`) with intervals for the true values. :func:`plot_forecast`
 and :func:`plot_forecast_errors` draw Figs. 5 and 6.
 
+Forecasting past the end of a series (issue 28): :func:`forecast` fits a model with daily
+and weekly seasons (harmonic regression, MSTL, SARIMAX with Fourier terms, Holt-Winters,
+profiles; "auto" by backtest), optionally with regressors and the release's known noise, to
+one or many series (Series, wide or long frames; Dask when given a client) and returns a
+:class:`Forecast` with intervals calibrated on a backtest inside the history;
+:func:`reconcile` makes the forecasts of a hierarchy coherent (``postproc``'s projection).
+
 Imports mechanisms (errors, validation, the Laplace noise law), numpy, scipy, pandas,
 statsmodels, threadpoolctl and matplotlib; never dpstream (a release to measure is passed in
 as a callable or as data).
@@ -23,7 +30,10 @@ References
 """
 
 from ._arma import ArmaFit, fit_arma, min_train
+from ._coherent import reconcile
+from ._forecast import Forecast, forecast
 from ._metrics import error_ratio, forecast_errors
+from ._multi import MODELS as FORECAST_MODELS
 from ._noise_aware import estimate_noise_variance, laplace_noise_variance
 from ._plots import plot_forecast, plot_forecast_errors
 from ._rolling import INTERVALS, MODELS, forecast_origins, rolling_forecast
@@ -31,15 +41,19 @@ from ._rolling import INTERVALS, MODELS, forecast_origins, rolling_forecast
 __all__ = [
     "INTERVALS",
     "MODELS",
+    "FORECAST_MODELS",
     "ArmaFit",
+    "Forecast",
     "error_ratio",
     "estimate_noise_variance",
     "fit_arma",
+    "forecast",
     "forecast_errors",
     "forecast_origins",
     "laplace_noise_variance",
     "min_train",
     "plot_forecast",
     "plot_forecast_errors",
+    "reconcile",
     "rolling_forecast",
 ]

@@ -1,0 +1,270 @@
+"""Benchmark: next-day forecasts, ours against statsforecast's, origin by origin (issue 28).
+
+Rolling next-day evaluation on eight weeks of two bundled data sets, each released by
+``dpstream.release_optstream`` (the default release: ε = 1, w = 48, k = "auto") as a
+hierarchy:
+
+* ``regional``: the SimBench regions and their national sum (``dpstream.load_regional``),
+  α = 50 kW; MAPE over the five nodes;
+* ``household``: the four sub-meters and the total of ``dpstream.load_household`` (2007),
+  α = 10 Wh; MAPE of the total only (the sub-meters have zero half-hours, where MAPE is
+  undefined).
+
+At each of the last ``--origins`` day boundaries (28: the first one has four weeks of
+history) every method is fitted on everything before the origin and forecasts the next 48
+half-hours, scored against the *true* day: on the release (``--seeds`` release seeds) and on
+the real data. Ours is ``forecasting.forecast(model="auto")``, given the release's stated
+error variance per value (``dpstream.std_errors`` squared: public parameters and released
+values only) so that its intervals are for the truth; the peers are statsforecast's
+``MSTL(season_length=[48, 336])``, ``AutoARIMA(season_length=48)``, ``AutoTheta(season_length=48)``
+and
+``SeasonalNaive(48)``, all with 95 % intervals (statsforecast is in the ``bench`` extra, never
+a dependency). CPU seconds are ``time.process_time`` of the fits and forecasts only, warm (one
+fit of each method first, so that numba's compilation is excluded), one process, one BLAS
+thread. AutoARIMA and AutoTheta are by far the slowest (AutoARIMA: minutes per fit on 2,700
+half-hours): they run on the first ``--slow-origins`` origins of the real data and of the
+first release seed only, stated in the output. On the household data only the total is
+fitted (and scored) by every method.
+
+Usage: ``python bench/bench_forecast_peers.py [--seeds 3] [--origins 28] [--slow-origins 3]
+[--peers MSTL ...] [--datasets regional household] [--out docs/results/forecast_peers.md]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
+
+import dpstream
+from forecasting import forecast
+
+P = 48
+DAYS = 56
+SETTINGS = {
+    "regional": {"start": "2016-01-04", "alpha": 50.0, "scored": None},
+    "household": {"start": "2007-01-08", "alpha": 10.0, "scored": ["total"]},
+}
+#: Series every method forecasts (all nodes are released; only the scored ones are fitted).
+FITTED = {
+    "regional": None,
+    "household": ["total"],
+}
+
+
+def load(name: str) -> tuple[pd.DataFrame, dict, list[str]]:
+    """(eight weeks of every node, hierarchy, leaves)."""
+    if name == "regional":
+        frame, tree = dpstream.load_regional(), dpstream.regional_hierarchy()
+    else:
+        frame, tree = dpstream.load_household(2007), dpstream.household_hierarchy()
+    start = pd.Timestamp(SETTINGS[name]["start"])
+    span = frame.loc[start : start + pd.Timedelta(days=DAYS) - pd.Timedelta("30min")]
+    leaves = [c for kids in tree.values() for c in kids]
+    return span, tree, leaves
+
+
+def release(span: pd.DataFrame, tree: dict, leaves: list[str], alpha: float, seed: int):
+    """(release, its stated error variances: ``dpstream.std_errors`` squared)."""
+    out = dpstream.release_optstream(
+        span[leaves], epsilon=1.0, hierarchy=tree, alpha=alpha, seed=seed
+    )
+    var = dpstream.std_errors(out, seed=seed) ** 2
+    out, var = out[span.columns], var[span.columns]
+    out.attrs, var.attrs = {}, {}
+    return out, var
+
+
+def ours(history: pd.DataFrame, noise: pd.Series | None) -> tuple[np.ndarray, np.ndarray]:
+    if noise is not None:
+        noise = noise.iloc[: len(history)]
+    fc = forecast(history, P, level=0.95, noise_variance=noise)
+    iv = fc.interval(0.95)
+    return fc.mean.to_numpy(), np.stack([iv["lower"].to_numpy(), iv["upper"].to_numpy()])
+
+
+PEERS = ("MSTL", "AutoARIMA", "AutoTheta", "SeasonalNaive")
+#: Peers too slow for every origin on the shared machine (minutes per fit for AutoARIMA).
+SLOW = ("AutoARIMA", "AutoTheta")
+
+
+def peer_models(names: list[str]):
+    from statsforecast.models import MSTL, AutoARIMA, AutoTheta, SeasonalNaive
+
+    make = {
+        "MSTL": lambda: MSTL(season_length=[P, 7 * P]),
+        "AutoARIMA": lambda: AutoARIMA(season_length=P),
+        "AutoTheta": lambda: AutoTheta(season_length=P),
+        "SeasonalNaive": lambda: SeasonalNaive(P),
+    }
+    return [(n, make[n]()) for n in names]
+
+
+def peer(model, history: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    from statsforecast import StatsForecast
+
+    long = (
+        history.rename_axis("ds")
+        .reset_index()
+        .melt(id_vars="ds", var_name="unique_id", value_name="y")
+    )
+    sf = StatsForecast(models=[model], freq="30min", n_jobs=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fc = sf.forecast(df=long, h=P, level=[95])
+    name = [c for c in fc.columns if c not in ("unique_id", "ds") and "-lo-" not in c
+            and "-hi-" not in c][0]  # fmt: skip
+
+    def wide(col):
+        return fc.pivot(index="ds", columns="unique_id", values=col)[history.columns].to_numpy()
+
+    return wide(name), np.stack([wide(f"{name}-lo-95"), wide(f"{name}-hi-95")])
+
+
+def run(name: str, seeds: int, n_origins: int, slow_origins: int, names: list[str]):
+    span, tree, leaves = load(name)
+    alpha = SETTINGS[name]["alpha"]
+    fitted = FITTED[name] or list(span.columns)
+    scored = SETTINGS[name]["scored"] or list(span.columns)
+    cols = [fitted.index(c) for c in scored]
+    truth = span[fitted].to_numpy(dtype=np.float64)
+    origins = np.arange(DAYS - n_origins, DAYS) * P
+    sources = [("real", None, span[fitted], None)]
+    for s in range(seeds):
+        rel, noise = release(span, tree, leaves, alpha, seed=1000 + s)
+        sources.append(("release", s, rel[fitted], noise[fitted]))
+    peers = peer_models([n for n in names if n not in SLOW or slow_origins > 0])
+    rows = []
+    with threadpool_limits(1, user_api="blas"):
+        # Warm runs: numba compiles statsforecast's models on their first fit.
+        first = span.iloc[: origins[0]]
+        for _, model in peers:
+            peer(model, first.iloc[-14 * P :, :1])
+        ours(first.iloc[:, :1], None)
+        for data, seed, frame, noise in sources:
+            methods = [("ours", None)] + [(n, m) for n, m in peers]
+            for o_i, o in enumerate(origins):
+                history = frame.iloc[:o]
+                actual = truth[o : o + P][:, cols]
+                for method, model in methods:
+                    if method in SLOW and (o_i >= slow_origins or (seed or 0) > 0):
+                        continue
+                    t0 = time.process_time()
+                    if model is None:
+                        mean, bounds = ours(history, noise)
+                    else:
+                        mean, bounds = peer(model, history)
+                    cpu = time.process_time() - t0
+                    mean, bounds = mean[:, cols], bounds[:, :, cols]
+                    ape = np.abs(mean - actual) / np.abs(actual)
+                    cover = (bounds[0] <= actual) & (actual <= bounds[1])
+                    rows.append({
+                        "dataset": name, "data": data, "seed": seed,
+                        "origin": str(span.index[o].date()), "method": method,
+                        "mape": 100.0 * float(ape.mean()), "coverage95": float(cover.mean()),
+                        "cpu": cpu,
+                    })  # fmt: skip
+                print(f"{name} {data} {seed} origin {o_i + 1}/{len(origins)}", flush=True)
+    return pd.DataFrame(rows)
+
+
+def report(table: pd.DataFrame, args) -> str:
+    lines = [
+        "# Next-day forecasts: ours against statsforecast (issue 28)",
+        "",
+        f"`python bench/bench_forecast_peers.py --seeds {args.seeds} --origins {args.origins} "
+        f"--slow-origins {args.slow_origins} --peers {' '.join(args.peers)} --datasets "
+        f"{' '.join(args.datasets)}`; see the "
+        "script's docstring for the protocol. MAPE in %, against the true day; coverage of "
+        "the truth by the 95 % intervals; CPU seconds summed over the origins (per release "
+        "seed on the release). `vs best peer` = our MAPE / the best peer's MAPE; `origins "
+        "won` = share of (seed, origin) pairs where our MAPE is below every peer's.",
+        "",
+    ]
+    for (dataset, data), part in table.groupby(["dataset", "data"], sort=False):
+        agg = part.groupby("method").agg(
+            mape=("mape", "mean"), coverage95=("coverage95", "mean"), cpu=("cpu", "sum"),
+            n=("mape", "size"),
+        )  # fmt: skip
+        runs = max(1, part["seed"].nunique()) if data == "release" else 1
+        agg["cpu"] = agg["cpu"] / runs
+        both = part[~part["method"].isin(SLOW)]
+        wide = both.pivot_table(index=["seed", "origin"], columns="method", values="mape",
+                                dropna=False) if data == "release" else both.pivot_table(
+            index="origin", columns="method", values="mape")  # fmt: skip
+        others = [c for c in wide.columns if c != "ours"]
+        won = float((wide["ours"] < wide[others].min(axis=1)).mean()) if others else np.nan
+        full = agg.drop(index=[m for m in SLOW if m in agg.index] + ["ours"])
+        best = full["mape"].min() if len(full) else np.nan
+        lines += [
+            f"## {dataset}, {'the release' if data == 'release' else 'the real data'}",
+            "",
+            "| method | MAPE % | 95 % coverage | CPU s | forecasts |",
+            "|---|---|---|---|---|",
+        ]
+        for method, row in agg.sort_values("mape").iterrows():
+            lines.append(f"| {method} | {row['mape']:.2f} | {row['coverage95']:.3f} | "
+                         f"{row['cpu']:.1f} | {int(row['n'])} |")  # fmt: skip
+        mstl = agg["cpu"].get("MSTL", np.nan)
+        cpu_ratio = agg.loc["ours", "cpu"] / mstl
+        for slow in [m for m in SLOW if m in agg.index]:
+            keys = (
+                part.loc[part["method"] == slow, ["seed", "origin"]]
+                .astype(str)
+                .agg("|".join, axis=1)
+            )
+            mine = part[(part["method"] == "ours") & part[["seed", "origin"]].astype(str).agg(
+                "|".join, axis=1).isin(set(keys))]  # fmt: skip
+            lines.append(f"\nOn the {len(keys)} forecast(s) {slow} made: ours "
+                         f"{mine['mape'].mean():.2f} %, {slow} "
+                         f"{agg.loc[slow, 'mape']:.2f} %.")  # fmt: skip
+        lines += [
+            "",
+            f"ours vs best peer run at every origin: {agg.loc['ours', 'mape'] / best:.3f}; "
+            f"origins won: "
+            f"{won:.2f}; CPU ours / MSTL: {cpu_ratio:.3f}.",
+            "",
+        ]
+    slow = [m for m in SLOW if m in set(table["method"])]
+    if slow:
+        lines.append(f"{', '.join(slow)} ran on the first {args.slow_origins} origin(s) of "
+                     "the real data and of the first release seed only (too slow for every "
+                     "origin on the shared 2-core machine); "
+                     "the comparison lines use the peers run at every origin.")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--origins", type=int, default=28)
+    parser.add_argument(
+        "--slow-origins",
+        type=int,
+        default=3,
+        help="Origins of AutoARIMA and AutoTheta (the first ones; 0: skip).",
+    )
+    parser.add_argument("--peers", nargs="*", default=list(PEERS), choices=PEERS)
+    parser.add_argument("--datasets", nargs="+", default=["regional", "household"])
+    parser.add_argument("--out", default=None, help="Markdown report (default: print only).")
+    parser.add_argument("--csv", default=None, help="Per-origin table.")
+    args = parser.parse_args()
+    table = pd.concat(
+        [run(d, args.seeds, args.origins, args.slow_origins, args.peers) for d in args.datasets],
+        ignore_index=True,
+    )
+    text = report(table, args)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Dynamic harmonic regression with daily and weekly seasons, vectorised over many series.
+
+The default model of :func:`forecasting.forecast` (issue 28). A load y_t is written as
+
+    y_t = Σ_j β_j f_j(t) + Σ_k γ_k z_{k,t} + u_t,   u_t = φ u_{t−1} + η_t,
+
+with f_j the intercept, the daily harmonics sin/cos(2π j t / s), j = 1..J, and the weekly
+harmonics sin/cos(2π j t / 7s) of the frequencies that are not daily ones (j not a multiple
+of 7), z the exogenous regressors (temperature, a working-day flag, ...) and u an AR(1)
+remainder: the dynamic harmonic regression of [HA21] §12.1 (Fourier terms for long and
+multiple seasons, ARIMA errors), with the weekly harmonics playing the role of the weekday
+profiles of an MSTL decomposition ([BHK21] Eq. 1). The coefficients are weighted least squares
+with exponentially decaying weights (half-life :data:`HALF_LIFE_DAYS` days), so the level
+follows the season of the year; every series of a frame shares the design matrix, so one
+factorisation serves them all (``numpy.linalg.lstsq`` with many right-hand sides).
+
+The remainder's AR(1) coefficient is the moment estimator φ = γ̂(1) / (γ̂(0) − R): a release
+y_t = x_t + v_t with white noise v_t of known variance R ([FV19] §6) inflates γ̂(0) by R and
+leaves γ̂(1) alone, so subtracting R is the noise-aware fit ([GM76]); the last remainder is
+then filtered with the steady-state Kalman gain of u_t + v_t ([DK12] §2.11, a scalar
+Riccati equation) instead of being read off the noisy observation. Without noise (R = 0) the
+gain is 1 and this is the plain AR(1) forecast φ^h u_n.
+
+References
+----------
+[HA21]  Hyndman, Athanasopoulos. Forecasting: Principles and Practice, 3rd ed., 2021.
+[BHK21] Bandara, Hyndman, Bergmeir. MSTL: A Seasonal-Trend Decomposition Algorithm for Time
+        Series with Multiple Seasonal Patterns, 2021.
+[DK12]  Durbin, Koopman. Time Series Analysis by State Space Methods, 2nd ed., 2012.
+[GM76]  Granger, Morris. Time Series Modelling and Interpretation. JRSS A 139(2), 1976.
+[FV19]  Fioretto, Van Hentenryck. OptStream: Releasing Time Series Privately. JAIR 2019.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+__all__ = ["DAILY_HARMONICS", "HALF_LIFE_DAYS", "WEEKLY_HARMONICS", "harmonic", "min_history"]
+
+#: Daily harmonics J (sin and cos of 2π j t / s, j = 1..J).
+DAILY_HARMONICS = 12
+#: Weekly harmonics: frequencies j / 7s, j = 1..WEEKLY_HARMONICS, j not a multiple of 7.
+WEEKLY_HARMONICS = 24
+#: Half-life of the exponentially decaying weights of the regression (days).
+HALF_LIFE_DAYS = 21.0
+#: Days of history at most (older steps weigh < 2^-4 and only cost time).
+MAX_DAYS = 84
+#: Largest AR(1) coefficient of the remainder (stationary forecasts).
+MAX_PHI = 0.995
+
+
+def min_history(period: int) -> int:
+    """Fewest training steps: two weeks (each weekly harmonic then has two cycles)."""
+    return 14 * period
+
+
+def design(
+    t: np.ndarray, period: int, *, daily: int = DAILY_HARMONICS, weekly: int = WEEKLY_HARMONICS
+) -> np.ndarray:
+    """Columns: 1, daily sin/cos j = 1..daily, weekly sin/cos (j <= weekly, not 7 | j)."""
+    cols = [np.ones(t.size)]
+    for j in range(1, min(daily, period // 2) + 1):
+        arg = 2.0 * np.pi * j * t / period
+        cols += [np.sin(arg), np.cos(arg)]
+    if weekly:
+        for j in range(1, weekly + 1):
+            if j % 7:
+                arg = 2.0 * np.pi * j * t / (7 * period)
+                cols += [np.sin(arg), np.cos(arg)]
+    return np.column_stack(cols)
+
+
+def harmonic(
+    values: np.ndarray,
+    horizon: int,
+    period: int,
+    *,
+    noise_variance: np.ndarray | None = None,
+    exog: np.ndarray | None = None,
+    future_exog: np.ndarray | None = None,
+    daily: int = DAILY_HARMONICS,
+    weekly: int = WEEKLY_HARMONICS,
+    half_life: float = HALF_LIFE_DAYS,
+) -> np.ndarray:
+    """Point forecasts of ``horizon`` steps after ``values`` (n, m): an (horizon, m) array.
+
+    ``noise_variance`` holds the release noise variance R of each series (m,) (None: 0);
+    ``exog`` (n, k) and ``future_exog`` (horizon, k) the regressors shared by the series.
+    """
+    n, m = values.shape
+    keep = min(n, MAX_DAYS * period)
+    y = values[n - keep :]
+    t = np.arange(n - keep, n + horizon, dtype=np.float64)
+    x = design(t, period, daily=daily, weekly=weekly)
+    if exog is not None:
+        z = np.vstack([exog[n - keep :], future_exog])
+        scale = z[:keep].std(axis=0)
+        scale[scale == 0] = 1.0
+        x = np.hstack([x, (z - z[:keep].mean(axis=0)) / scale])
+    x_fit, x_new = x[:keep], x[keep:]
+    age_days = (keep - 1 - np.arange(keep)) / period
+    wts = 0.5 ** (age_days / half_life)
+    xw = x_fit * wts[:, None]
+    gram = xw.T @ x_fit
+    gram[np.diag_indices_from(gram)] += 1e-8 * np.trace(gram) / gram.shape[0]  # tiny ridge
+    coef = scipy.linalg.solve(gram, xw.T @ y, assume_a="pos")  # weighted normal equations
+    resid = y - x_fit @ coef  # (keep, m)
+    mean = x_new @ coef
+    r = np.zeros(m) if noise_variance is None else np.asarray(noise_variance, dtype=np.float64)
+    return mean + _ar1_remainder(resid, horizon, r)
+
+
+def _ar1_remainder(resid: np.ndarray, horizon: int, noise: np.ndarray) -> np.ndarray:
+    """AR(1) forecasts of the remainder, noise-aware (module notes): (horizon, m)."""
+    recent = resid[-min(resid.shape[0], 28 * 48) :]
+    g0 = np.mean(recent * recent, axis=0)
+    g1 = np.mean(recent[1:] * recent[:-1], axis=0)
+    signal = np.maximum(g0 - noise, 1e-12 * np.maximum(g0, 1e-300))  # var(u) = γ(0) − R
+    phi = np.clip(g1 / signal, 0.0, MAX_PHI)
+    q = np.maximum(signal * (1.0 - phi**2), 1e-300)  # var(η) of a stationary AR(1)
+    # Steady-state predicted variance P of u_t given y_{<t}: P = φ² P R / (P + R) + q.
+    p = _riccati(phi, q, noise)
+    gain = np.where(noise > 0, p / (p + noise), 1.0)
+    state = np.zeros(resid.shape[1])
+    # Filter the last days only: the gain's memory is short (|φ(1 − K)| < 1).
+    for e in resid[-min(resid.shape[0], 4 * 48) :]:
+        pred = phi * state
+        state = pred + gain * (e - pred)
+    steps = np.arange(1, horizon + 1)[:, None]
+    return state[None, :] * phi[None, :] ** steps
+
+
+def _riccati(phi: np.ndarray, q: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Positive root of P = φ² P R / (P + R) + q (the scalar steady-state Riccati equation)."""
+    # P² + P (R − φ² R − q) − q R = 0
+    b = r * (1.0 - phi**2) - q
+    return 0.5 * (-b + np.sqrt(b * b + 4.0 * q * r))
