@@ -193,6 +193,12 @@ def open_dataset_ledger(
         path = Path(ledger)
     elif dataset is not None:
         path = ledger_path(dataset)
+    elif len({e.get("ledger") for e in known}) > 1:
+        names = ", ".join(sorted({repr(e.get("dataset")) for e in known}))
+        raise DataSetError(
+            f"These streams are several data sets ({names}): name the one this release belongs "
+            f"to ({t['dataset']} or {t['ledger']})."
+        )
     elif known:
         entry = known[0]
         path, dataset = Path(entry["ledger"]), entry.get("dataset")
@@ -211,6 +217,16 @@ def open_dataset_ledger(
         opened = SQLiteLedger(path)
         try:
             _check_same(opened, fp, dataset, t, owner)
+            others = [e for e in known if e.get("id") != opened.id]
+            if fp is not None and not opened.fingerprint and others and not new_dataset:
+                raise DataSetError(
+                    f"These streams are already the data set "
+                    f"{others[0].get('dataset')!r} (ledger {others[0]['ledger']!r}), not "
+                    f"{str(path)!r}'s. Name it ({t['dataset']} or {t['ledger']}); if these are "
+                    f"truly other data, say {t['new_dataset']}."
+                )
+            if fp is not None:
+                opened.adopt(fp, dataset)
         except BaseException:
             opened.close()
             raise

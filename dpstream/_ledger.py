@@ -479,7 +479,7 @@ class SQLiteLedger(BudgetLedger):
         else:
             spent = self._global + self._by_period.get(int(period), Fraction(0))
             spent_dlt = self._global_dlt + self._by_period_dlt.get(int(period), Fraction(0))
-            where = f" for period {period}"
+            where = f" for period {_period_name(period)}"
         eps = spent + Fraction(budget.epsilon)
         dlt = spent_dlt + Fraction(budget.delta)
         total_eps, total_dlt = total_decimal(self.total.epsilon), total_decimal(self.total.delta)
@@ -631,6 +631,20 @@ class SQLiteLedger(BudgetLedger):
                 (store, new, _now()),
             )
 
+    def adopt(self, fingerprint: str, dataset: str | None) -> None:
+        """Record the data set's fingerprint (and name) in a ledger that has none yet -- one
+        made by ``dpstream ledger init`` or before issue 24 -- on its first release with
+        known streams (:mod:`dpstream._dataset`). A recorded fingerprint is never changed."""
+        if self.fingerprint:
+            return
+        with transaction(self._con, self._what()) as con:
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
+            if dataset and not self.dataset:
+                con.execute("INSERT OR REPLACE INTO meta VALUES ('dataset', ?)", (dataset,))
+        self.meta["fingerprint"] = fingerprint
+        if dataset and not self.dataset:
+            self.meta["dataset"] = dataset
+
     def _where(self) -> str:
         name = f" of data set {self.dataset!r}" if self.dataset else ""
         return ("(a store's own)" if self.path is None else repr(str(self.path))) + name
@@ -695,6 +709,15 @@ def _dec(value: Fraction) -> str:
     if not places:
         return f"{sign}{body}"
     return f"{sign}{body[:-places]}.{body[-places:]}".rstrip("0").rstrip(".")
+
+
+def _period_name(period: int) -> str:
+    """A period key as a reader knows it: a store's ordinal, or (a data set's ledger) the
+    period's first time stamp in ns since the epoch, shown as a UTC date."""
+    if abs(int(period)) >= 10**15:
+        stamp = datetime.fromtimestamp(int(period) / 1e9, UTC)
+        return stamp.strftime("%Y-%m-%d %H:%M:%S")
+    return str(int(period))
 
 
 def _new_meta(total: Budget, unit_text: str, dataset, fingerprint) -> list[tuple[str, str]]:

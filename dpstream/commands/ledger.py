@@ -93,7 +93,7 @@ def show(path: str | None, dataset: str | None) -> None:
 
 def _period_text(key: int | None) -> str:
     if key is None:
-        return "every period"
+        return "none (counts for every period)"
     if abs(int(key)) >= 10**15:  # ns since the epoch: a date
         import pandas as pd
 

@@ -379,3 +379,18 @@ def test_thirty_gaussian_days_against_a_total_epsilon_delta(tmp_path):
         store.release_optstream(_frame(30), hierarchy=TREE, **kw)
         assert len(store.ordinals()) == 30
         assert store.ledger.remaining_delta >= 0
+
+
+def test_a_ledger_made_by_init_learns_its_data_set_on_first_use(files, capsys):
+    assert main(["ledger", "init", "--dataset", "meters", "--budget-epsilon", "1"]) == 0
+    args = ["release", "laplace", "in.csv", "--alpha", "10", "--hierarchy", "tree.json"]
+    assert main([*args, "--epsilon", "0.5", "--dataset", "meters", "--out", "a.csv"]) == 0
+    with SQLiteLedger(ledger_path("meters")) as book:
+        assert book.dataset == "meters" and book.fingerprint
+    capsys.readouterr()
+    other = ["--ledger", "other.db", "--budget-epsilon", "1"]
+    assert main([*args, "--epsilon", "0.5", *other, "--out", "b.csv"]) == 2
+    assert "already the data set 'meters'" in capsys.readouterr().err
+    assert main([*args, "--epsilon", "0.5", "--out", "c.csv"]) == 0  # recognised: charged
+    assert main([*args, "--epsilon", "0.5", "--out", "d.csv"]) == 2  # 1 of 1 spent
+    assert "2016-01-01" not in capsys.readouterr().err  # no data-dependent text
