@@ -411,7 +411,7 @@ def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndar
         matrix = np.asarray(tree.matrix, dtype=np.float64)
         leaves = np.array([tree.index(leaf) for leaf in tree.leaves])
         rho_prior = _prior_correlation(measured, priors, leaves)
-        cross = _cross_covariance(measured, plans, priors)
+    cross = _cross_covariance(measured, plans, priors)
     out = np.empty_like(x)
     rng = np.random.default_rng(seed)  # simulation only: publishes nothing private
     w = cfg.w
@@ -425,6 +425,11 @@ def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndar
         if dense:
             noise = as_measurement(meas[lo : lo + r].T, plan, cfg).noise
             se = np.sqrt(_dense_period(v, noise, pv, matrix, leaves, rho_prior, cross))
+        elif tree is None and pv is not None and cross is not None:
+            # independent columns: x̂ = (c/v + f/τ²) / (1/v + 1/τ²) per value, with Cov(c, f)
+            wc, wf = 1.0 / v, np.where(np.isfinite(pv), 1.0 / pv, 0.0)
+            cov = np.where(np.isfinite(pv), cross[:, None], 0.0)
+            se = np.sqrt((wc + wf + 2.0 * wc * wf * cov) / (wc + wf) ** 2)
         else:
             combined = v if pv is None else 1.0 / (1.0 / v + 1.0 / pv)
             se = np.sqrt(tree_posterior_variance(combined, parent))
