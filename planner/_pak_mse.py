@@ -61,6 +61,9 @@ class PakMsePlan:
     """Predicted RMSE with the best threshold setting (inf if none is admissible)."""
     plain_rmse: float
     """RMSE of the plain counter at step n: √(its exact variance)."""
+    baseline_rmse: float
+    """RMSE of the paper's BT with bound B at step n (its exact variance): the baseline of
+    [PAK19]'s improvement factor, on the same footing as ``rmse``."""
     epsilon: float
     """Total ε."""
     delta: float
@@ -79,6 +82,13 @@ class PakMsePlan:
     """Always False: the plan reads the prefix."""
     note: str = ANALYSIS_NOTE
     """Why the plan is not private."""
+
+    @property
+    def improvement_factor(self) -> float:
+        """Predicted IF in root mean square: ``baseline_rmse / rmse`` (the realised IF of
+        :func:`planner.predicted_vs_realised` is a ratio of mean errors, which for a normal-like
+        error is the same ratio)."""
+        return self.baseline_rmse / self.rmse
 
     def release_parameters(self) -> dict:
         """Keyword arguments of :func:`mechanisms.pak_release` that realise this plan."""
@@ -108,6 +118,8 @@ class PakMsePlan:
             "time_lag": self.time_lag,
             "threshold_rmse": self.threshold_rmse,
             "plain_rmse": self.plain_rmse,
+            "baseline_rmse": self.baseline_rmse,
+            "improvement_factor": self.improvement_factor,
         }
 
 
@@ -196,6 +208,9 @@ def plan_pak_mse(
     use = best[0] < plain
     common = dict(
         counter=name, threshold_rmse=math.sqrt(best[0]), plain_rmse=math.sqrt(plain),
+        baseline_rmse=math.sqrt(
+            counter_end_variance("binary_tree", n, epsilon=epsilon, bound=bound, delta=delta)
+        ),
         epsilon=float(epsilon), delta=float(delta), n=int(n), time_lag=m, bound=float(bound),
         noise=noise, eq16=eq16,
     )  # fmt: skip

@@ -317,7 +317,13 @@ def _answer(result, forward, *, cmd: str, as_json: bool, curve: str | None, titl
     else:
         unit = " %" if metric == "mape" else ""
         scale = 100.0 if metric == "mape" else 1.0
-        if result.target is not None:
+        if result.target is not None and not result.reachable:
+            click.echo(
+                f"Target {metric.upper()} {result.target * scale:.4g}{unit} at level {level!r} is "
+                f"NOT reachable with epsilon <= {result.epsilon:g}; the best predicted there is "
+                f"{result.predicted * scale:.4g}{unit}:"
+            )
+        elif result.target is not None:
             click.echo(
                 f"Target {metric.upper()} {result.target * scale:.4g}{unit} at level {level!r}: "
                 f"epsilon = {result.epsilon:.4g} (predicted {result.predicted * scale:.4g}{unit})."

@@ -60,6 +60,8 @@ def test_plain_counter_prediction_is_its_exact_variance():
         assert not plan.use_threshold
         var = counter_end_variance(counter, x.size, epsilon=1.0, bound=100.0, delta=DELTA)
         assert plan.rmse == pytest.approx(math.sqrt(var))
+        bt = counter_end_variance("binary_tree", x.size, epsilon=1.0, bound=100.0)
+        assert plan.improvement_factor == pytest.approx(math.sqrt(bt / var))
         real = _realised_rmse(x, plan, 200, seed=7)
         assert 0.8 <= real / plan.rmse <= 1.2, (counter, real, plan.rmse)
 
