@@ -165,3 +165,15 @@ def test_calibrated_per_node_on_the_regional_hierarchy(epsilon):
         sq_stated = sq_stated + (se**2).mean()
     ratio = np.sqrt(sq_err / sq_stated)
     assert ((ratio > 0.8) & (ratio < 1.25)).all(), ratio.round(3).to_dict()
+
+
+def test_without_a_hierarchy_and_for_a_series(regional):
+    frame, _, _ = regional
+    out = dpstream.release_optstream(frame, epsilon=1.0, alpha=50, seed=4)
+    se = dpstream.std_errors(out)
+    assert list(se.columns) == list(frame.columns) and se.index.equals(out.index)
+    assert np.isfinite(se.to_numpy()).all() and (se.to_numpy() > 0).all()
+    one = dpstream.release_optstream(frame["rural"], epsilon=1.0, alpha=50, seed=4)
+    se_one = dpstream.std_errors(one)
+    assert isinstance(se_one, pd.Series) == isinstance(one, pd.Series)
+    assert np.isfinite(np.asarray(se_one)).all()
