@@ -6,8 +6,8 @@ readers browsing the repository need the figures, so every executed notebook is 
 Markdown exporter; Markdown rather than HTML because repository browsers show it inline).
 
 ``tests/notebooks/test_notebooks.py`` calls :func:`render` on each notebook it has just
-executed, so a test run regenerates these files. Run on its own (executes every notebook):
-``python scripts/render_notebooks.py [NAME ...]``.
+executed, into its temporary folder (a test run never writes a tracked file). To refresh the
+committed copies, run (executes every notebook): ``python scripts/render_notebooks.py [NAME ...]``.
 """
 
 from __future__ import annotations
