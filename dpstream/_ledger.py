@@ -799,7 +799,9 @@ def _connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     try:
         # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE ... COMMIT).
         # The rollback journal with synchronous=FULL (SQLite's default) makes a commit durable.
-        if readonly:
+        if readonly and not Path(f"{path}-journal").exists():
+            # (a hot journal left by a killed writer must be rolled back: a read-write
+            # connection does that on its first read; nothing else is written)
             con = sqlite3.connect(
                 f"{path.resolve().as_uri()}?mode=ro",
                 uri=True,
