@@ -198,6 +198,7 @@ def scheduler():
     cluster.close()
 
 
+@pytest.mark.slow  # a cluster of worker processes (the threads test above is the fast tier)
 def test_store_dask_splits_the_period_and_equals_one_process(tmp_path, scheduler):
     path = tmp_path / "in.parquet"
     _parquet(path, days=2, seed=3)
