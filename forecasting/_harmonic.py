@@ -113,9 +113,8 @@ def harmonic(
 
 def _ar1_remainder(resid: np.ndarray, horizon: int, noise: np.ndarray) -> np.ndarray:
     """AR(1) forecasts of the remainder, noise-aware (module notes): (horizon, m)."""
-    recent = resid[-min(resid.shape[0], 28 * 48) :]
-    g0 = np.mean(recent * recent, axis=0)
-    g1 = np.mean(recent[1:] * recent[:-1], axis=0)
+    g0 = np.mean(resid * resid, axis=0)
+    g1 = np.mean(resid[1:] * resid[:-1], axis=0)
     signal = np.maximum(g0 - noise, 1e-12 * np.maximum(g0, 1e-300))  # var(u) = γ(0) − R
     phi = np.clip(g1 / signal, 0.0, MAX_PHI)
     q = np.maximum(signal * (1.0 - phi**2), 1e-300)  # var(η) of a stationary AR(1)
