@@ -28,7 +28,8 @@ is / is not, in / not in), ``and``/``or`` swapped, ``not`` and unary minus remov
 changed (n to n + 1, x to 2x, 0 to 1), booleans flipped, ``if`` conditions negated, max/min and
 floor/ceil swapped, call statements, ``raise`` statements, augmented assignments and
 re-assignments deleted, ``BEGIN IMMEDIATE`` made ``BEGIN``. Docstrings, annotations, ``__all__``
-and everything inside a ``raise`` or an f-string (messages) are left alone.
+decorators (``@dataclass(frozen=True)``: declarations) and everything inside a ``raise`` or an
+f-string (messages) are left alone.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ TARGETS: dict[str, Target] = {
             "tests/dpstream/test_ledger_forced_race.py",
         ),
     ),
-    "store_periods": Target(
+    "store_table": Target(
         "dpstream/store/_store.py",
         (
             "tests/dpstream/test_store.py",
@@ -109,6 +110,14 @@ TARGETS: dict[str, Target] = {
             "ReleaseStore._get",
             "ReleaseStore._put",
             "ReleaseStore._measured",
+        ),
+    ),
+    "store_periods": Target(
+        "dpstream/store/_ledger.py",
+        (
+            "tests/dpstream/test_store.py",
+            "tests/dpstream/test_store_faults.py",
+            "tests/dpstream/test_store_periods.py",
         ),
     ),
     "window_rule": Target(
@@ -187,6 +196,8 @@ def _excluded(node: ast.AST, parents: dict) -> bool:
             return True
         if isinstance(parent, ast.JoinedStr | ast.Import | ast.ImportFrom):
             return True
+        if isinstance(parent, ast.FunctionDef | ast.ClassDef) and child in parent.decorator_list:
+            return True  # declarations (@dataclass(frozen=True, ...)), not logic
         if isinstance(parent, ast.arg) and child is parent.annotation:
             return True
         if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef) and child is parent.returns:
@@ -419,7 +430,7 @@ def run_tests(tree: Path, target: Target, timeout: float) -> tuple[str, float]:
     if proc.returncode == 0:
         return "survived", seconds
     if proc.returncode == 5:
-        return "error", seconds  # no tests collected: a broken selection, not a kill
+        return "errors", seconds  # no tests collected: a broken selection, not a kill
     return "killed", seconds
 
 
@@ -461,9 +472,9 @@ def run_target(name: str, target: Target, args, equivalents: dict[str, str]) -> 
         shutil.rmtree(tree, ignore_errors=True)
     counts = {
         s: sum(m.status == s for m in sample)
-        for s in ("killed", "survived", "timed_out", "equivalent", "error")
+        for s in ("killed", "survived", "timed_out", "equivalent", "errors")
     }
-    live = len(sample) - counts["equivalent"] - counts["error"]
+    live = len(sample) - counts["equivalent"] - counts["errors"]
     return {
         "target": name,
         "path": target.path,
@@ -490,6 +501,44 @@ def run_target(name: str, target: Target, args, equivalents: dict[str, str]) -> 
     }
 
 
+def rescore(path: Path, names: list[str], out: str | None) -> int:
+    """Survivors of a saved run that are now declared equivalent become ``equivalent``."""
+    declared = read_equivalents()
+    results = json.loads(path.read_text(encoding="utf-8"))
+    for r in results:
+        if isinstance(r.get("error"), int):  # files written before the key was renamed
+            r["errors"] = r.pop("error")
+        if "error" in r or ("all" not in names and r["target"] not in names):
+            continue
+        eq = declared.get(r["target"], {})
+        now = [s for s in r["survivors"] if s["id"] in eq]
+        r["survivors"] = [s for s in r["survivors"] if s["id"] not in eq]
+        r["survived"] -= len(now)
+        r["equivalent"] += len(now)
+        r["equivalents"] += [{"id": s["id"], "reason": eq[s["id"]]} for s in now]
+        live = r["tried"] - r["equivalent"] - r["errors"]
+        r["kill_rate"] = (r["killed"] + r["timed_out"]) / live if live else None
+        _print(r)
+    if out:
+        Path(out).write_text(json.dumps(results, indent=1), encoding="utf-8")
+    return 0
+
+
+def _print(result: dict) -> None:
+    if "error" in result:
+        print(f"{result['target']}: {result['error']}", flush=True)
+        return
+    rate = "n/a" if result["kill_rate"] is None else f"{result['kill_rate']:.0%}"
+    print(
+        f"{result['target']:18s} tried {result['tried']:3d}  killed {result['killed']:3d}  "
+        f"survived {result['survived']:3d}  timed out {result['timed_out']:2d}  equivalent "
+        f"{result['equivalent']:2d}  errors {result['errors']:2d}  kill_rate {rate}",
+        flush=True,
+    )
+    for s in result["survivors"]:
+        print(f"    survived: line {s['line']}: {s['id']}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("targets", nargs="+", help=f"{', '.join(TARGETS)}, or all")
@@ -499,7 +548,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the results to this JSON file")
     parser.add_argument("--list", action="store_true", help="list every mutant id and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="one line per mutant")
+    parser.add_argument(
+        "--rescore",
+        metavar="JSON",
+        help="re-read a results file with the current equivalents file (no run) and print it",
+    )
     args = parser.parse_args(argv)
+    if args.rescore:
+        return rescore(Path(args.rescore), args.targets, args.json)
     names = list(TARGETS) if "all" in args.targets else args.targets
     unknown = [n for n in names if n not in TARGETS]
     if unknown or args.sample < 1:
@@ -519,18 +575,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in names:
         result = run_target(n, TARGETS[n], args, declared.get(n, {}))
         results.append(result)
-        if "error" in result:
-            print(f"{n}: {result['error']}", flush=True)
-            continue
-        rate = "n/a" if result["kill_rate"] is None else f"{result['kill_rate']:.0%}"
-        print(
-            f"{n:18s} tried {result['tried']:3d}  killed {result['killed']:3d}  survived "
-            f"{result['survived']:3d}  timed out {result['timed_out']:2d}  equivalent "
-            f"{result['equivalent']:2d}  errors {result['error']:2d}  kill_rate {rate}",
-            flush=True,
-        )
-        for s in result["survivors"]:
-            print(f"    survived: line {s['line']}: {s['id']}", flush=True)
+        _print(result)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
     return 0
