@@ -340,3 +340,19 @@ def test_cli_cut_splits_the_day_and_equals_release_split(tmp_path, capsys):
     capsys.readouterr()
     assert main([*args, "--out", str(tmp_path / "p.parquet"), "--cut", "3"]) == 2
     assert "'--cut' option of dpstream release optstream" in capsys.readouterr().err
+
+
+def test_a_stalled_active_set_is_gathered_and_solved_in_one_process(monkeypatch):
+    """The fallback of the split active set: the whole problem solved here, leaves pushed back."""
+    import postproc._split as split_mod
+
+    from dpstream.engine._subtree import SubtreeRelease
+
+    src = Table(_leaf_values(4))
+    ref = _one_process(SPEC, src, ordinal=2, seed=8)
+    monkeypatch.setattr(split_mod, "_CHANCES", 0)
+    monkeypatch.setattr(SubtreeRelease, "infeasible", lambda self, x_tol, g_tol: 1)  # a stall
+    monkeypatch.setattr(SubtreeRelease, "swap", lambda self: None)
+    got = release_split(SPEC, H, src, ordinal=2, seed=8, cut=2)
+    assert (ref == 0).any()
+    assert np.abs(got - ref).max() <= 1e-9 * np.abs(ref).max()
