@@ -345,7 +345,6 @@ def test_cli_cut_splits_the_day_and_equals_release_split(tmp_path, capsys):
 def test_a_stalled_active_set_is_gathered_and_solved_in_one_process(monkeypatch):
     """The fallback of the split active set: the whole problem solved here, leaves pushed back."""
     import postproc._split as split_mod
-
     from dpstream.engine._subtree import SubtreeRelease
 
     src = Table(_leaf_values(4))
