@@ -479,6 +479,7 @@ def release(
         input_path, time_column=time_column, missing=missing, timezone=timezone, owner=command
     )
     frame = readings.frame
+    _check_frame(frame, command, w=w, hierarchy=hierarchy, bound=bound, missing=missing)
     from dpstream._ledger import calibrated
 
     epsilon = calibrated(epsilon)  # noise at most the decimal charged (issue 31 §5)
@@ -510,6 +511,21 @@ def release(
     )
     if std_errors:
         click.echo(f"Standard errors: {errors_file}.")
+
+
+def _check_frame(frame, command, *, w, hierarchy, bound, missing) -> None:
+    """Everything about INPUT the release would refuse, before the ledger is opened (a ledger
+    records the streams' fingerprint on first use: nothing may touch it for a bad INPUT)."""
+    if frame.shape[0] < w:
+        raise ParameterError(
+            f"The '--w' option of {command} must be at most the number of steps of INPUT "
+            f"({frame.shape[0]}). Got {w} instead."
+        )
+    from dpstream.pipelines._frames import prepare_frame
+
+    terms = {"frame": "INPUT", "hierarchy": "The '--hierarchy' file"}
+    with cli_terms(command, terms, ("bound",)):
+        prepare_frame(frame, owner=command, hierarchy=hierarchy, bound=bound, missing=missing)
 
 
 def _release_frame(
