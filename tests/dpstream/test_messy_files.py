@@ -342,3 +342,39 @@ def test_cli_reads_an_sqlite_table_and_names_its_defect(files, capsys):
     assert "missing reading: first series 'commercial' at 2016-10-31 08:00:00" in err
     assert _snapshot(files) == before
     db.unlink()
+
+
+def test_a_late_reading_is_refused_and_the_released_period_stands(tmp_path, capsys):
+    """Day released with a gap under --missing zero; the reading arrives in the next file."""
+    import sqlite3
+
+    (tmp_path / "reg.json").write_text(json.dumps(regional_hierarchy()))
+    _gap(clean()).to_csv(tmp_path / "gap.csv", index=False)
+    clean().to_csv(tmp_path / "late.csv", index=False)
+    _gap(clean()).to_csv(tmp_path / "again.csv", index=False)
+    args = [
+        "--epsilon",
+        "1",
+        "--alpha",
+        "50",
+        "--k",
+        "10",
+        "--hierarchy",
+        str(tmp_path / "reg.json"),
+    ]
+    args += ["--store", str(tmp_path / "ops.db"), "--out", str(tmp_path / "out.csv"), "--seed", "1"]
+    run = lambda name, *extra: main(["release", "optstream", str(tmp_path / name), *args, *extra])  # noqa: E731
+    assert run("gap.csv", "--missing", "zero") == 0
+    capsys.readouterr()
+    first = (tmp_path / "out.csv").read_bytes()
+    with sqlite3.connect(tmp_path / "ops.db") as con:
+        charges = con.execute("SELECT COUNT(*) FROM charges").fetchone()[0]
+    assert run("late.csv") == 2
+    err = capsys.readouterr().err
+    assert "late reading: series 'urban' at 2016-10-29 05:00:00" in err
+    assert "period starting 2016-10-29 00:00:00" in err and "released period stands" in err
+    assert (tmp_path / "out.csv").read_bytes() == first  # nothing written
+    with sqlite3.connect(tmp_path / "ops.db") as con:
+        assert con.execute("SELECT COUNT(*) FROM charges").fetchone()[0] == charges
+    assert run("again.csv", "--missing", "zero") == 0  # the same gap: returned as stored
+    assert "returned 3 from the store" in capsys.readouterr().out
