@@ -127,10 +127,12 @@ def races(reps: int, root: Path) -> None:
         ]  # fmt: skip
         for p in procs:
             p.wait()
+        failed = [p.stderr.read() for p in procs if p.returncode != 0]
+        assert not failed, failed  # every job waited for the lock and succeeded
         periods, charges, ds = _counts(store, home)
         dup += (len(periods) - len(set(periods))) + (len(charges) - len(set(charges)))
         dup += len(ds) - len(set(ds))
-        assert len(set(periods)) == DAYS, [p.stderr.read() for p in procs]
+        assert len(set(periods)) == DAYS
         from dpstream._ledger import SQLiteLedger
         from mechanisms import Budget
 

@@ -516,7 +516,8 @@ class ReleaseStore:
         pending, then recorded by the data set's ledger (which refuses an older copy of the
         store), then made the store's current token."""
         new = secrets.token_hex(16)
-        current, pending = self.meta.get("run"), self.meta.get("run_next")
+        rows = dict(self._con.execute("SELECT key, value FROM meta WHERE key LIKE 'run%'"))
+        current, pending = rows.get("run"), rows.get("run_next")  # now, not when opened
         with transaction(self._con, self._what):
             self._con.execute("INSERT OR REPLACE INTO meta VALUES ('run_next', ?)", (new,))
         self.checkpoint()
