@@ -127,7 +127,11 @@ TARGETS: dict[str, Target] = {
     ),
     "optstream_sampler": Target(
         "mechanisms/optstream/_sampling.py",
-        ("tests/mechanisms/test_optstream.py", "tests/privacy/test_optstream_audit.py"),
+        (
+            "tests/mechanisms/test_optstream.py",
+            "tests/mechanisms/test_optstream_sampler.py",
+            "tests/privacy/test_optstream_audit.py",
+        ),
     ),
 }
 
