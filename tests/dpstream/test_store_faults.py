@@ -394,3 +394,15 @@ def test_a_ledger_made_by_init_learns_its_data_set_on_first_use(files, capsys):
     assert main([*args, "--epsilon", "0.5", "--out", "c.csv"]) == 0  # recognised: charged
     assert main([*args, "--epsilon", "0.5", "--out", "d.csv"]) == 2  # 1 of 1 spent
     assert "2016-01-01" not in capsys.readouterr().err  # no data-dependent text
+
+
+def test_two_jobs_opened_together_release_in_turn_not_as_copies(tmp_path):
+    frame = _frame(2)
+    first, second = ReleaseStore(tmp_path / "ops.db"), ReleaseStore(tmp_path / "ops.db")
+    try:  # both opened before either released: one history, advanced by each in turn
+        a = first.release_optstream(frame.iloc[:48], **KW)
+        b = second.release_optstream(frame, **KW)
+        pd.testing.assert_frame_equal(b.iloc[:48], a)
+    finally:
+        first.close()
+        second.close()
