@@ -331,10 +331,16 @@ def release(
       dpstream release laplace loads.csv --epsilon 0.5 --alpha 50 --ledger budget.db \\
           --budget-epsilon 1 --out first.csv       # creates the ledger, spends 0.5 of 1
       dpstream release dft loads.csv --epsilon 0.5 --alpha 50 --ledger budget.db --out b.csv
+      dpstream release optstream day.csv --epsilon 1 --alpha 50 --dataset meters \
+          --store ops.db --out r.csv    # the data set's budget, whatever file or store
 
     With --ledger, every release is charged to the file before any noise is drawn and
     refused (before any work) once the file's total would be exceeded; the file is created
-    by the first run, with --budget-epsilon/--budget-delta and the run's privacy unit.
+    by the first run, with --budget-epsilon/--budget-delta and the run's privacy unit. A data
+    set has one budget: --dataset NAME keeps it in $DPSTREAM_HOME/ledgers/NAME.db, and a
+    release of a known data set (same streams and hierarchy) charges its ledger by default;
+    a store always does ('dpstream ledger show'). --out, --store and --ledger never name an
+    input file.
     """
     method = method.lower()
     command = f"dpstream release {method}"
