@@ -126,3 +126,19 @@ def test_unmeasured_sampler_audit_passes_at_epsilon():
 def test_unmeasured_sampler_audit_fails_when_delta_l_is_one_value():
     result = audit(sampler(ALPHA / (SW - SK)), FLAT, KINKED, n=NS, seed=53)
     assert not result.passes(EPS), result
+
+
+def test_a_bad_observed_mask_is_refused_before_any_draw():
+    from mechanisms import ParameterError
+
+    class NoDraws:
+        def random_raw(self, *a, **k):
+            raise AssertionError("drew")
+
+        def spawn(self, n):
+            raise AssertionError("spawned")
+
+    x = np.broadcast_to(np.nan_to_num(BASE), (1, 1, W))
+    for bad in (OBSERVED, OBSERVED[None, None, :].astype(int)):
+        with pytest.raises(ParameterError, match="'observed' parameter"):
+            optstream_estimates(x, epsilon=EPS, k=K, alpha=ALPHA, seed=NoDraws(), observed=bad)
