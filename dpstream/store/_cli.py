@@ -139,7 +139,10 @@ def release_with_store(
     ledger = _dataset_ledger(ledger_args, options, ids, hierarchy)
     dataset, new_dataset = ledger_args[3], bool(ledger_args[4])
     try:
-        store_cm = ReleaseStore(store_path, ledger=ledger, dataset=dataset, new_dataset=new_dataset)
+        store_cm = ReleaseStore(
+            store_path, ledger=ledger, dataset=dataset, new_dataset=new_dataset,
+            _terms={"dataset": "--dataset", "ledger": "--ledger", "new_dataset": "--new-dataset"},
+        )  # fmt: skip
     except BaseException:
         if ledger is not None:
             ledger.close()

@@ -166,6 +166,7 @@ class ReleaseStore:
         ledger: object = None,
         dataset: str | None = None,
         new_dataset: bool = False,
+        _terms: dict | None = None,
     ) -> None:
         file = Path(path)
         if file.exists() and file.is_dir():
@@ -184,6 +185,11 @@ class ReleaseStore:
         self._dataset_ledger = ledger
         self._dataset = dataset
         self._new_dataset = bool(new_dataset)
+        self._terms = _terms or {
+            "dataset": "dataset=",
+            "ledger": "ledger=",
+            "new_dataset": "new_dataset=True",
+        }
         self.readonly = bool(readonly)
         if not file.exists():
             if self.readonly:
@@ -481,11 +487,7 @@ class ReleaseStore:
                 new_dataset=self._new_dataset,
                 seeded=bool(cfg.get("seeded")),
                 owner="ReleaseStore",
-                terms={
-                    "dataset": "dataset=",
-                    "ledger": "ledger=",
-                    "new_dataset": "new_dataset=True",
-                },
+                terms=self._terms,
             )
         if dataset is None:
             return
