@@ -505,7 +505,7 @@ def run_target(name: str, target: Target, args, equivalents: dict[str, str]) -> 
     }
 
 
-def rescore(path: Path, names: list[str], out: str | None) -> int:
+def rescore(path: Path, names: list[str], out: str | None, markdown: bool = False) -> int:
     """Survivors of a saved run that are now declared equivalent become ``equivalent``."""
     declared = read_equivalents()
     results = json.loads(path.read_text(encoding="utf-8"))
@@ -522,7 +522,15 @@ def rescore(path: Path, names: list[str], out: str | None) -> int:
         r["equivalents"] += [{"id": s["id"], "reason": eq[s["id"]]} for s in now]
         live = r["tried"] - r["equivalent"] - r["errors"]
         r["kill_rate"] = (r["killed"] + r["timed_out"]) / live if live else None
-        _print(r)
+        if markdown:
+            rate = "n/a" if r["kill_rate"] is None else f"{r['kill_rate']:.0%}"
+            print(
+                f"| {r['target']} | `{r['path']}` | {r['tried']} | {r['killed']} | "
+                f"{r['survived']} | {r['timed_out']} | {r['equivalent']} | {r['errors']} | "
+                f"{rate} | {r['seed']} |"
+            )
+        else:
+            _print(r)
     if out:
         Path(out).write_text(json.dumps(results, indent=1), encoding="utf-8")
     return 0
@@ -557,9 +565,10 @@ def main(argv: list[str] | None = None) -> int:
         metavar="JSON",
         help="re-read a results file with the current equivalents file (no run) and print it",
     )
+    parser.add_argument("--markdown", action="store_true", help="with --rescore: a table")
     args = parser.parse_args(argv)
     if args.rescore:
-        return rescore(Path(args.rescore), args.targets, args.json)
+        return rescore(Path(args.rescore), args.targets, args.json, args.markdown)
     names = list(TARGETS) if "all" in args.targets else args.targets
     unknown = [n for n in names if n not in TARGETS]
     if unknown or args.sample < 1:
