@@ -95,6 +95,7 @@ TARGETS: dict[str, Target] = {
         (
             "tests/dpstream/test_ledger.py",
             "tests/dpstream/test_ledger_forced_race.py",
+            "tests/dpstream/test_ledger_rules.py",
         ),
     ),
     "store_table": Target(
@@ -552,6 +553,10 @@ def _print(result: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
+    # a killed run (SIGTERM) still removes its copy of the tree (the finally blocks run)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("targets", nargs="+", help=f"{', '.join(TARGETS)}, or all")
     parser.add_argument("--sample", type=int, default=40, help="mutants per target (default 40)")
