@@ -433,34 +433,41 @@ class ReleaseStore:
         self._check_config(config)
         stored = self.config
         if stored is None:
+            fresh = json.loads(json.dumps(config))
+            if self._ledger is None and not self.readonly:
+                # the data set's ledger first: a release it refuses fixes nothing in the store
+                self._ledger = self._make_ledger(fresh)
             with transaction(self._con, self._what):
                 self._con.execute(
                     "INSERT INTO meta VALUES ('config', ?)", (json.dumps(config, sort_keys=True),)
                 )
-            return json.loads(json.dumps(config))
+            return fresh
         return stored
 
     @property
     def ledger(self) -> StoreLedger | None:
         """The store's accountant (None before its first release)."""
-        cfg = self.config
-        if cfg is None:
-            return None
         if self._ledger is None:
-            from mechanisms import WAlphaIndistinguishability, WEvent
-
-            w = int(cfg["w"])
-            unit = (
-                WEvent(w=w)
-                if cfg["alpha"] is None
-                else WAlphaIndistinguishability(w=w, alpha=float(cfg["alpha"]))
-            )
-            total = Budget(cfg["epsilon"], cfg.get("delta") or 0.0)
-            ledger = StoreLedger(self._con, total, unit=unit, name=self.path.name)
-            if not self.readonly:
-                self._attach_dataset(ledger, cfg, total, unit)
-            self._ledger = ledger
+            cfg = self.config
+            if cfg is None:
+                return None
+            self._ledger = self._make_ledger(cfg)
         return self._ledger
+
+    def _make_ledger(self, cfg: dict) -> StoreLedger:
+        from mechanisms import WAlphaIndistinguishability, WEvent
+
+        w = int(cfg["w"])
+        unit = (
+            WEvent(w=w)
+            if cfg["alpha"] is None
+            else WAlphaIndistinguishability(w=w, alpha=float(cfg["alpha"]))
+        )
+        total = Budget(cfg["epsilon"], cfg.get("delta") or 0.0)
+        ledger = StoreLedger(self._con, total, unit=unit, name=self.path.name)
+        if not self.readonly:
+            self._attach_dataset(ledger, cfg, total, unit)
+        return ledger
 
     def _attach_dataset(self, ledger: StoreLedger, cfg: dict, total: Budget, unit) -> None:
         """Find (or create) the data set's ledger and attach it (issue 24 §2; module notes of
