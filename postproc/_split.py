@@ -138,6 +138,7 @@ class SubtreeSolver:
     def descend(self, z_root: np.ndarray, add: bool) -> None:
         """The down pass from the root's values ``z_root`` (w,): set (or add to) ``x``."""
         dx = self.factor.down(self._up, np.asarray(z_root)[None])[:, 0, :]
+        self._up = None  # (L, w) numbers: not kept between rounds
         self.x = self.x + dx if add else dx
 
     def gradient(self, offset: np.ndarray) -> float:

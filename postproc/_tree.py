@@ -243,10 +243,6 @@ class TreeFactor:
         self.leaf = LeafInverse(ft, leaf_w, self.free)  # the leaves are the last rows
         if layout.n_int == 0:
             return
-        wi = weights[layout.int_rows]
-        a_t = features_dense
-        # M_a = A_T^T diag(W[a]) A_T of every internal node (I, w, w)
-        self.m_int = np.einsum("pt,ip,pu->itu", a_t, wi, a_t, optimize=True)
         self.s_leaf = np.zeros((layout.n_int, w, w))  # leaf children's part of S_a
         self._leaf_sums(np.arange(layout.n_int), None)
         self.s_inv = np.zeros((layout.n_int, w, w))
@@ -280,7 +276,14 @@ class TreeFactor:
             sup = leaf_support[j] | ((ci @ self.support.astype(np.float64)) > 0)
             self.support[j] = sup
             self.s_inv[j] = _masked_inverse(s, sup)
-            self.p_int[j] = _masked_inverse(self.m_int[j] + self.s_inv[j], sup)
+            self.p_int[j] = _masked_inverse(self._normal(j) + self.s_inv[j], sup)
+
+    def _normal(self, j: np.ndarray) -> np.ndarray:
+        """``M_a = A_T^T diag(W[a]) A_T`` of the internal nodes ``j`` (len(j), w, w), formed
+        when needed (not kept: I w² numbers)."""
+        wi = self.weights[self.layout.int_rows[j]]
+        a_t = self.a_t_dense
+        return np.einsum("pt,ip,pu->itu", a_t, wi, a_t, optimize=True)
 
     def copy(self) -> TreeFactor:
         """An independent copy (the arrays :meth:`update` writes into are copied)."""
