@@ -177,13 +177,19 @@ class SQLiteLedger(BudgetLedger):
     Parameters
     ----------
     path : str or pathlib.Path
-        The ledger file. Created on first use (then ``total`` is required).
+        The ledger file. Created (atomically) only where no file exists, then ``total`` is
+        required; an existing empty or table-less file is refused (module notes).
     total : mechanisms.Budget, optional
         The whole budget. Required to create the file; when reopening, omit it or give the
         stored one (anything else is a :class:`~mechanisms.ParameterError`).
     unit : mechanisms.PrivacyUnit, optional
         The privacy unit every charge must be made under (stored on creation; reopening
         with another unit is refused). None at creation: any unit is accepted.
+    dataset, fingerprint : str, optional
+        The data set this ledger accounts for and the fingerprint of its streams (recorded at
+        creation; :mod:`dpstream._dataset`).
+    readonly : bool, default False
+        Open with a ``mode=ro`` URI (``dpstream ledger show``): nothing can be charged.
 
     Raises
     ------
