@@ -133,11 +133,32 @@ def model_prefix(m: int, *, bound: float, mean: float) -> np.ndarray:
 def _noise_quantiles(noise: str, beta_lt: float = 0.0) -> np.ndarray:
     """Quantiles of Z given Z > G⁻¹(β_lt) (the event τ' + S·Z ≥ x̂_λp of Eq. 11)."""
     u = beta_lt + (1.0 - beta_lt) * (np.arange(_QUADRATURE) + 0.5) / _QUADRATURE
+    return _quantile(noise, u)
+
+
+def _quantile(noise: str, u: np.ndarray) -> np.ndarray:
     if noise == "laplace":
         return np.where(u < 0.5, np.log(2.0 * u), -np.log(2.0 * (1.0 - u)))
     from scipy import special
 
     return special.ndtri(u)
+
+
+#: Share of τ's law, at its low end, that ``condition=False`` leaves out (module notes).
+TAIL_FLOOR = 1e-3
+
+
+def _full_law() -> tuple[np.ndarray, np.ndarray]:
+    """(u, weight) of a quadrature over τ's law but its lowest ``TAIL_FLOOR``: the
+    ``_QUADRATURE`` midpoints of [0, 1] with the two end bins split geometrically from
+    ``TAIL_FLOOR`` (the low tail of τ, where a threshold near 0 clips everything, is rare and
+    decisive for the mean square); the weights sum to 1."""
+    step = 1.0 / _QUADRATURE
+    low = np.geomspace(TAIL_FLOOR, step, 21)[:-1]
+    edges = np.concatenate((low, np.arange(1, _QUADRATURE) * step))
+    edges = np.unique(np.concatenate((edges, 1.0 - edges[::-1])))
+    weight = np.diff(edges)
+    return 0.5 * (edges[1:] + edges[:-1]), weight / weight.sum()
 
 
 def pak_mean_square_error(
@@ -155,14 +176,17 @@ def pak_mean_square_error(
     counter: str,
     loss: object,
     noise: str = "laplace",
+    condition: bool = True,
 ) -> np.ndarray:
     """E[(ĉ(σ, n) − c(σ, n))²] of Mechanism 1 for each r (Eq. 16 in mean square, module notes).
 
     ``prefix`` (the m values the threshold reads: the model prefix for a public choice, the
     data for an analysis), ``loss(τ)`` → (mean, variance) of the clipping loss Σᵢ(σ(i) − τ)⁺
     over the n values for an array of τ. ``r`` may be an array (one result per r). The
-    expectation is over τ's law on Eq. 16's event τ ≥ r·x̂_λp (probability 1 − β_lt). Reads
-    ``prefix``: private when it is the data.
+    expectation is over τ's law on Eq. 16's event τ ≥ r·x̂_λp (probability 1 − β_lt), or with
+    ``condition=False`` over its law but the lowest ``TAIL_FLOOR`` = 10⁻³ (the realised mean
+    square: the rare τ near 0 that clips everything included down to that probability;
+    :func:`planner.plan_pak_mse`). Reads ``prefix``: private when it is the data.
     """
     m = int(np.asarray(prefix).size)
     cal = pak_threshold_calibration(
@@ -171,11 +195,16 @@ def pak_mean_square_error(
     )  # fmt: skip
     v = counter_end_variance(counter, n - m, epsilon=epsilon, bound=1.0, delta=delta)
     rs = np.atleast_1d(np.asarray(r, dtype=np.float64))[:, None]
-    z = _noise_quantiles(noise, beta_lt)  # on Eq. 16's event: the threshold is ≥ x̂_λp
+    if condition:
+        z = _noise_quantiles(noise, beta_lt)  # on Eq. 16's event: the threshold is ≥ x̂_λp
+        weight = np.full(z.size, 1.0 / z.size)
+    else:
+        u, weight = _full_law()
+        z = _quantile(noise, u)
     tau = np.clip(rs * (cal.tau_prime + cal.scale * z)[None, :], 0, bound)
     eps2 = (1.0 - eps1_share) * epsilon
     mean, var = loss(tau)
-    return np.mean(2.0 * (tau / eps2) ** 2 + tau**2 * v + mean**2 + var, axis=1)
+    return (2.0 * (tau / eps2) ** 2 + tau**2 * v + mean**2 + var) @ weight
 
 
 def _model_loss(n: int, mean: float):

@@ -6,9 +6,15 @@ a root mean square) over releases, and the two sides of the decision must be pre
 same footing. :func:`plan_pak_mse` predicts, for the prefix actually at hand,
 
 * with the threshold: E[(ĉ(σ, n) − c(σ, n))²] of Mechanism 1 by
-  :func:`planner.pak_mean_square_error` (the released τ integrated over its law on Eq. 16's
-  event; the Laplace release of c(σ, m) at ε₂; the suffix counter's exact variance at step
-  n − m, :func:`mechanisms.counter_end_variance`; the clipping loss Σᵢ(σ(i) − τ)⁺ over the n
+  :func:`planner.pak_mean_square_error` (the released τ integrated over its law,
+  ``condition=False``: the rare τ near 0 that clips every value is what a realised mean
+  square sees — on the retail invoices one run in a hundred at ε₁/ε = 0.3 had τ ≈ 0 and an
+  error 30 times the others' RMSE — so the plan pays for it instead of leaving it to β_lt as
+  Eq. 16 does; only the lowest 10⁻³ of τ's law is left out: events that rare are not what a
+  realised RMSE over a few hundred releases measures, and at 10⁻¹² they would put the
+  household minutes' prediction 1.7x above its realised error; the Laplace release of
+  c(σ, m) at ε₂; the suffix counter's exact variance at step n − m,
+  :func:`mechanisms.counter_end_variance`; the clipping loss Σᵢ(σ(i) − τ)⁺ over the n
   values with the prefix's empirical distribution standing for the stream: mean n·E(X − τ)⁺,
   variance n·Var (X − τ)⁺), with λ, p and β_lt from :func:`plan_pak`'s Eq. 16 optimum (Eq. 5's
   guarantee on the quantile kept) and r, ε₁/ε on the grid of :func:`planner.pak_defaults`;
@@ -198,7 +204,7 @@ def plan_pak_mse(
                 mse = pak_mean_square_error(
                     values, n=n, bound=bound, epsilon=epsilon, delta=delta, r=R_GRID,
                     eps1_share=float(share), lam=lam, p=p, beta_lt=beta_lt, counter=name,
-                    loss=loss, noise=noise,
+                    loss=loss, noise=noise, condition=False,
                 )  # fmt: skip
             except ParameterError:  # κ ≤ 0 at this ε₁ (Eq. 11)
                 continue

@@ -9,7 +9,9 @@ times with the plan and with Table I's parameters ([PAK19] §VI-B: r = 1.5, λ =
 square error of ĉ(σ, n). ε = 1, δ = 2⁻²⁰, β = 0.02, p_max = 0.005; m = min(50,000, n/5).
 
 Run: ``python scripts/planner_counters.py [--runs 100]``; writes
-``docs/results/planner_counters.csv`` and ``.md``. Seeded runs: an experiment, not a release.
+``docs/results/planner_counters.csv`` and ``.md``. ``--streams 0 --stem A`` runs some streams
+only (to run them as separate processes), ``--merge A B`` joins their tables into ``--stem``.
+Seeded runs: an experiment, not a release.
 """
 
 from __future__ import annotations
@@ -70,10 +72,24 @@ def _rmse(x, bound, m, params, runs, seed) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--streams", nargs="*", type=int, default=None,
+                        help="indices of the streams to run (default all)")  # fmt: skip
+    parser.add_argument("--stem", default="planner_counters")
+    parser.add_argument("--merge", nargs="*", default=None,
+                        help="CSV stems to merge into --stem's table (no runs)")  # fmt: skip
     args = parser.parse_args()
     start = time.perf_counter()
+    if args.merge:
+        frame = pd.concat([pd.read_csv(OUT / f"{s}.csv") for s in args.merge], ignore_index=True)
+        order = {name: i for i, name in enumerate(streams())}
+        frame = frame.sort_values("stream", key=lambda c: c.map(order), kind="stable")
+        frame.to_csv(OUT / f"{args.stem}.csv", index=False)
+        (OUT / f"{args.stem}.md").write_text(_markdown(frame, args.runs, math.nan))
+        return
     rows = []
     for s, (name, (x, bound)) in enumerate(streams().items()):
+        if args.streams is not None and s not in args.streams:
+            continue
         m = min(50_000, x.size // 5)
         for c, counter in enumerate(COUNTERS):
             plan = plan_pak_mse(x[:m], n=x.size, bound=bound, epsilon=EPS, delta=DELTA,
@@ -86,13 +102,13 @@ def main() -> None:
                 "threshold": plan.use_threshold, "r": plan.r, "eps1_share": plan.eps1_share,
                 "predicted_rmse": plan.rmse, "realised_rmse": real,
                 "realised_over_predicted": real / plan.rmse, "table_i_realised_rmse": table,
-                "plan_over_table_i": real / table,
+                "plan_over_table_i": real / table, "runs": args.runs,
             })  # fmt: skip
             print(rows[-1], f"{time.perf_counter() - start:.0f}s", flush=True)
             frame = pd.DataFrame(rows)
             OUT.mkdir(parents=True, exist_ok=True)
-            frame.to_csv(OUT / "planner_counters.csv", index=False)
-            (OUT / "planner_counters.md").write_text(
+            frame.to_csv(OUT / f"{args.stem}.csv", index=False)
+            (OUT / f"{args.stem}.md").write_text(
                 _markdown(frame, args.runs, time.perf_counter() - start)
             )
 
@@ -101,7 +117,9 @@ def _markdown(frame: pd.DataFrame, runs: int, seconds: float) -> str:
     lines = [
         "# PAK planned by predicted mean square error, every counter (issue 23 item 1)",
         "",
-        f"`python scripts/planner_counters.py --runs {runs}` ({seconds / 60:.0f} min). ε = 1, "
+        f"`python scripts/planner_counters.py --runs {runs}`"
+        + (f" ({seconds / 60:.0f} min)" if math.isfinite(seconds) else "")
+        + ". ε = 1, "
         "δ = 2⁻²⁰, β = 0.02, p_max = 0.005, m = min(50,000, n/5). Per stream and counter: "
         "`plan_pak_mse` on the first m values (threshold or the plain counter, r and ε₁/ε by "
         "predicted mean square error), its predicted RMSE of ĉ(σ, n), the realised RMSE over "
