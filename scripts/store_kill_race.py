@@ -66,13 +66,15 @@ def _env(home: Path) -> dict:
 
 def _counts(store: Path, home: Path) -> tuple[list[int], list[int], list[int]]:
     con = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)
-    periods = [r[0] for r in con.execute("SELECT ordinal FROM periods")]
-    charges = [r[0] for r in con.execute("SELECT period FROM charges")]
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+    periods = [r[0] for r in con.execute("SELECT ordinal FROM periods")] if tables else []
+    charges = [r[0] for r in con.execute("SELECT period FROM charges")] if tables else []
     con.close()
-    (book,) = (home / "ledgers").glob("*.db")
-    con = sqlite3.connect(book)  # read-write: rolls back a killed writer's hot journal
-    ds = [r[0] for r in con.execute("SELECT period FROM charges")]
-    con.close()
+    ds = []
+    for book in (home / "ledgers").glob("*.db"):  # none yet if killed before its creation
+        con = sqlite3.connect(book)  # read-write: rolls back a killed writer's hot journal
+        ds += [r[0] for r in con.execute("SELECT period FROM charges")]
+        con.close()
     return periods, charges, ds
 
 
