@@ -1,4 +1,5 @@
-"""``dpstream forecast``: day-ahead forecasts from released streams, scored on the truth."""
+"""``dpstream forecast``: the steps after the end of a release (issue 28), or day-ahead
+forecasts of each day of a release scored on the truth (``--truth``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from ._checks import cli_terms, option_float, option_int, option_probability
 from ._progress import progress_bar
 
 __all__ = ["forecast"]
+
+_FUTURE_OPTIONS = ("horizon", "level", "model", "noise_variance", "exog", "future_exog")
 
 _TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 _OWNER = "dpstream forecast"
@@ -88,7 +91,20 @@ def _derived_record(input_path: str) -> dict:
 
 
 @click.command(name="forecast")
-@click.argument("input_path", metavar="RELEASED", type=click.Path(dir_okay=False))
+@click.argument("input_path", metavar="RELEASED", required=False, type=click.Path(dir_okay=False))
+@click.option(
+    "--store",
+    "store_path",
+    type=click.Path(dir_okay=False),
+    help="Forecast the steps after the last period of this release store (instead of RELEASED).",
+)
+@click.option(
+    "--exog",
+    "exog_path",
+    type=click.Path(dir_okay=False),
+    help="Regressors (CSV/Parquet, a time column and one column per regressor, e.g. temperature, "
+    "working day) over the history AND the --horizon steps after it.",
+)
 @click.option(
     "--truth",
     "truth_path",
@@ -100,23 +116,38 @@ def _derived_record(input_path: str) -> dict:
     "--model",
     default="auto",
     show_default=True,
-    help="Forecaster: arma, sarima, holt-winters, profile (mean of the last 7 days), or auto "
-    "(chosen per day by a backtest inside the training window).",
+    help="Forecaster. Past the end: harmonic (daily + weekly Fourier regression), "
+    "log-harmonic, mstl, sarimax, holt-winters, profile, weekly-profile or auto. With --truth: "
+    "arma, sarima, holt-winters, profile or auto (chosen per day by a backtest inside the "
+    "training window).",
 )
 @click.option(
     "--order", nargs=2, type=int, default=(1, 1), show_default=True, help="ARMA orders p q."
 )
 @click.option(
-    "--train", type=int, default=1344, show_default=True, help="Training steps per origin."
+    "--train",
+    type=int,
+    help="Training steps per origin of the day-by-day forecasts (default 1344; selects them).",
 )
 @click.option("--horizon", type=int, default=48, show_default=True, help="Steps forecast.")
-@click.option("--days", type=int, help="Number of forecast origins (default: all).")
+@click.option(
+    "--days",
+    type=int,
+    help="Number of origins of the day-by-day forecasts (default: all; selects them).",
+)
 @click.option(
     "--noise-variance",
     type=float,
     help="Known noise variance of the release: fit ARMA + noise (intervals for the truth).",
 )
-@click.option("--level", type=float, default=0.95, show_default=True, help="Interval coverage.")
+@click.option(
+    "--level",
+    "levels",
+    type=float,
+    multiple=True,
+    help="Interval coverage, repeatable (--level 0.8 --level 0.95; the default). With --truth: "
+    "one level (default 0.95).",
+)
 @click.option(
     "--vs-real",
     is_flag=True,
@@ -136,25 +167,33 @@ def _derived_record(input_path: str) -> dict:
     help="Errors file (one row per series and origin); default: --out with '_errors' added.",
 )
 def forecast(
-    input_path: str,
+    input_path: str | None,
+    store_path: str | None,
+    exog_path: str | None,
     truth_path: str | None,
     columns: tuple[str, ...],
     model: str,
     order: tuple[int, int],
-    train: int,
+    train: int | None,
     horizon: int,
     days: int | None,
     noise_variance: float | None,
-    level: float,
+    levels: tuple[float, ...],
     vs_real: bool,
     time_column: str | None,
     out_path: str,
     errors_out: str | None,
 ) -> None:
-    """Forecast each day of RELEASED, with a model trained on the previous four weeks.
+    """Forecast the --horizon steps after the end of RELEASED (or of --store), with intervals.
 
-    RELEASED is a CSV or Parquet table (a time column, one column per stream), e.g. the output
-    of `dpstream release`. At every day boundary with --train steps before it, the --model is
+    RELEASED is a CSV or Parquet table, wide (a time column, one column per stream, e.g. the
+    output of `dpstream release`) or long (unique_id, ds, y). Without --truth, every stream is
+    forecast past its last time stamp (daily and weekly seasons; intervals from a backtest
+    inside the history, for the true values when --noise-variance is given) and --out gets the
+    long table unique_id, ds, mean, lo-80, hi-80, lo-95, hi-95 (statsforecast's names).
+
+    With --truth (or --days or --train), each day of RELEASED is forecast instead: at every day
+    boundary with --train steps before it, the --model is
     fitted to those steps and forecasts --horizon steps (OptStream §6.1.3 uses --model arma,
     an ARMA(p, q) with a constant; auto picks arma, sarima, holt-winters or profile per day by
     their errors on the last 7 days of the training window).
@@ -163,14 +202,40 @@ def forecast(
 
     \b
     Examples:
-      dpstream forecast released.csv --out forecasts.csv
-      dpstream forecast released.csv --model arma --order 1 1 --out arma.csv
+      dpstream forecast released.csv --horizon 48 --out tomorrow.csv
+      dpstream forecast --store ops.db --level 0.8 --level 0.95 --out tomorrow.parquet
+      dpstream forecast released.csv --exog weather.csv --out tomorrow.csv
+      dpstream forecast released.csv --truth real.csv --model arma --order 1 1 --out arma.csv
       dpstream forecast released.csv --truth real.csv --column rural --out fc.csv
       dpstream forecast released.parquet --truth real.csv --vs-real --days 7 --out fc.parquet
       dpstream forecast laplace.csv --truth real.csv --noise-variance 460814 --out fc.csv
     """
 
     out_file = _check_table_path(out_path, "--out")
+    if (input_path is None) == (store_path is None):
+        raise ParameterError(
+            f"{_OWNER} needs exactly one source: RELEASED (a file) or --store. Got "
+            f"{'both' if input_path else 'neither'}."
+        )
+    for value in levels:
+        option_probability(value, "--level", _OWNER)
+    if truth_path is None and days is None and train is None:
+        _future(input_path, store_path, exog_path, columns, model, horizon, noise_variance,
+                levels or (0.8, 0.95), time_column, out_file)  # fmt: skip
+        return
+    if store_path is not None or exog_path is not None:
+        raise ParameterError(
+            f"The '--store' and '--exog' options of {_OWNER} forecast past the end of a "
+            "release; they do not go with --truth, --days or --train (the day-by-day "
+            "forecasts). Drop those, or pass RELEASED."
+        )
+    train = 1344 if train is None else train
+    if len(levels) > 1:
+        raise ParameterError(
+            f"The '--level' option of {_OWNER} takes one level with --truth (the evaluation "
+            f"scores one interval). Got {len(levels)}."
+        )
+    level = levels[0] if levels else 0.95
     err_file = None
     if truth_path is not None:
         default = out_file.with_name(f"{out_file.stem}_errors{out_file.suffix}")
@@ -273,3 +338,109 @@ def _run_forecasts(
             ratio = error_ratio(rel, mine[mine["data"] == "real"])
             line += f", {ratio:.3g} x the error of forecasts from the real data"
         click.echo(line)
+
+
+def _future(
+    input_path, store_path, exog_path, columns, model, horizon, noise_variance, levels,
+    time_column, out_file,
+) -> None:  # fmt: skip
+    """Forecast the ``horizon`` steps after the end of RELEASED or of ``--store``."""
+    from forecasting import FORECAST_MODELS
+
+    if model not in FORECAST_MODELS:
+        raise ParameterError(
+            f"The '--model' option of {_OWNER} must be one of {list(FORECAST_MODELS)} without "
+            f"--truth. Got {model!r}."
+        )
+    option_int(horizon, "--horizon", _OWNER)
+    option_float(noise_variance, "--noise-variance", _OWNER, allow_zero=True)
+    check_writable(out_file, "--out", _OWNER)
+    inputs = [p for p in (input_path, store_path, exog_path) if p is not None]
+    for path in inputs:
+        if not Path(path).is_file():
+            option = "RELEASED" if path == input_path else (
+                "--store" if path == store_path else "--exog")  # fmt: skip
+            raise ParameterError(f"The {option} argument of {_OWNER}: no file {path!r}.")
+    if input_path is not None:
+        _check_table_path(input_path, "RELEASED")
+    if exog_path is not None:
+        _check_table_path(exog_path, "--exog")
+    from dpstream._files import refuse_inputs
+
+    refuse_inputs([("--out", out_file), ("--out", privacy_sidecar(out_file))], inputs, _OWNER)
+    if store_path is not None:
+        from dpstream.store import ReleaseStore
+
+        with ReleaseStore(store_path, readonly=True) as store:
+            frame = store.read()
+            record = store.privacy_record()
+        if frame.empty:
+            raise ParameterError(
+                f"The '--store' option of {_OWNER} names a store with no released period yet."
+            )
+        record = {
+            "release": True,
+            "derived_from": Path(store_path).name,
+            "records": [] if record is None else [record.to_dict()],
+            "note": "Forecasts from the store's releases only: post-processing, no further "
+            "privacy loss.",
+        }
+    else:
+        frame = _read_table(input_path, time_column)
+        record = _derived_record(input_path)
+    if frame.index.name == "ds" and {"unique_id", "y"} <= {str(c) for c in frame.columns}:
+        frame = frame.reset_index()  # a long table read with ds as its time column
+    long = {"unique_id", "ds", "y"} <= {str(c) for c in frame.columns}
+    if long:
+        frame = frame.copy()
+        frame.columns = [str(c) for c in frame.columns]
+        if columns:
+            frame = frame[frame["unique_id"].astype(str).isin(columns)]
+    else:
+        names = _columns(frame, columns, "RELEASED" if input_path else "--store")
+        frame = frame[names]
+    exog = future = None
+    if exog_path is not None:
+        exog, future = _split_exog(exog_path, frame, long, horizon, time_column)
+    from forecasting import forecast as forecast_future
+
+    with cli_terms(_OWNER, {"history": "RELEASED"}, _FUTURE_OPTIONS):
+        fc = forecast_future(
+            frame, horizon, model=model, level=levels, exog=exog, future_exog=future,
+            noise_variance=noise_variance,
+        )  # fmt: skip
+    table = fc.to_frame()
+    from dpstream.commands._accounting import write_output_pair
+
+    write_output_pair(out_file, lambda tmp: _write(table, tmp), record)
+    first, last = table["ds"].min(), table["ds"].max()
+    click.echo(
+        f"Wrote {horizon} steps ahead ({first} to {last}) of {table['unique_id'].nunique()} "
+        f"series to {out_file} (levels {', '.join(f'{v:g}' for v in fc.levels)}; intervals for "
+        f"{'the true values' if fc.target == 'truth' else 'the released values'})."
+    )
+
+
+def _split_exog(path, frame, long, horizon, time_column):
+    """(regressors over the history, regressors over the horizon) from the --exog table."""
+    table = _read_table(path, time_column)
+    stamps = pd.Index(sorted(frame["ds"].unique())) if long else frame.index
+    table = table.apply(pd.to_numeric, errors="coerce")
+    try:
+        index = pd.DatetimeIndex(table.index) if isinstance(stamps, pd.DatetimeIndex) else (
+            table.index)  # fmt: skip
+        table.index = index
+        past = table.loc[stamps]
+        after = table.loc[table.index > stamps[-1]].iloc[:horizon]
+    except (KeyError, TypeError, ValueError):
+        raise ParameterError(
+            f"The '--exog' option of {_OWNER} must give the regressors at every time stamp of "
+            f"the history and at the {horizon} steps after it (a time column, one column per "
+            "regressor). Some stamps are missing."
+        ) from None
+    if len(after) < horizon:
+        raise ParameterError(
+            f"The '--exog' option of {_OWNER} must cover the {horizon} steps after the end of "
+            f"the history (the forecast needs the future regressors). Got {len(after)}."
+        )
+    return past, after
