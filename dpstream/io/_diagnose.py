@@ -161,6 +161,10 @@ def _parse_stamps(raw: pd.Series, ids: pd.Series | None, timezone: str | None, o
     return "datetime", stamps.to_numpy(dtype="datetime64[ns]").astype(np.int64)
 
 
+def _sunday(t: int) -> bool:
+    return pd.Timestamp(t).day_of_week == 6
+
+
 def _label(kind: str, t: int) -> str:
     return str(pd.Timestamp(t)) if kind == "datetime" else str(t)
 
@@ -205,7 +209,12 @@ def _grid(kind: str, t: np.ndarray, ids: np.ndarray, owner: str, timezone: str |
         # A whole hour absent for every series on one day only: local time, spring forward?
         absent = np.setdiff1d(uniq[0] + step * np.arange(n, dtype=np.int64), uniq)
         hour = 3_600_000_000_000
-        if absent.size and absent.size * step == hour and (absent[-1] - absent[0]) < hour:
+        if (
+            absent.size
+            and absent.size * step == hour
+            and (absent[-1] - absent[0]) < hour
+            and _sunday(int(absent[0]))  # DST changes (EU, North America) fall on Sundays
+        ):
             raise DomainError(
                 f"The time stamps {_subject(owner)} skip one hour for every series at "
                 f"{_label(kind, int(absent[0]))}: local time on a daylight-saving day? Pass "
@@ -247,7 +256,7 @@ def _assemble(
         hint = (
             " Every series repeats this stamp: local time on a daylight-saving day? Pass "
             "--timezone ZONE to read local times (released on a UTC grid)."
-            if everyone and kind == "datetime" and timezone is None and n_ids > 1
+            if everyone and kind == "datetime" and timezone is None and _sunday(stamp)
             else ""
         )
         raise DomainError(

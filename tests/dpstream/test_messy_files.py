@@ -378,3 +378,12 @@ def test_a_late_reading_is_refused_and_the_released_period_stands(tmp_path, caps
         assert con.execute("SELECT COUNT(*) FROM charges").fetchone()[0] == charges
     assert run("again.csv", "--missing", "zero") == 0  # the same gap: returned as stored
     assert "returned 3 from the store" in capsys.readouterr().out
+
+
+def test_an_hour_missing_on_a_weekday_is_a_missing_reading_not_a_dst_hint():
+    from dpstream.io import diagnose_long
+
+    idx = pd.date_range("2016-03-22", periods=96, freq="30min")  # a Tuesday
+    long = pd.DataFrame({"unique_id": "a", "ds": idx, "y": 1.0}).drop(index=[20, 21])
+    with pytest.raises(DomainError, match="missing reading: first series 'a' at 2016-03-22 10:00"):
+        diagnose_long(long)
