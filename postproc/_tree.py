@@ -234,7 +234,7 @@ class TreeFactor:
     ) -> None:
         self.layout, self.ft = layout, ft
         self.weights = weights
-        self.a_t_dense = features_dense = ft.a_t.toarray()
+        self.a_t_dense = ft.a_t.toarray()
         self.free = free.copy()
         w = ft.w
         rows = layout.leaf_rows
