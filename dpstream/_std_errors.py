@@ -364,14 +364,15 @@ def _cross_covariance(measured, plans, priors) -> np.ndarray | None:
     same positions every day, the forecast (a profile of earlier measurements) shares the
     measurements' interpolation error, so ``C > 0`` and combining the two cancels less than
     independent errors would. ``C = (Σ (v + τ²) − Σ d²) / (2·count)`` per node, from published
-    values only (a one-step-ahead backtest), at least 0.
+    values only (a one-step-ahead backtest), in [0, √(E[interpolation error²]·τ²)] (the noise
+    is independent of the forecast).
     """
     from dpstream.pipelines._period_steps import _UNMEASURED
 
     if not measured:
         return None
     n = measured[0].values.shape[0]
-    num, count = np.zeros(n), np.zeros(n)
+    num, count, interp, tau2 = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     for m, plan, prior in zip(measured, plans, priors, strict=True):
         if prior is None:
             continue
@@ -381,10 +382,16 @@ def _cross_covariance(measured, plans, priors) -> np.ndarray | None:
         d2 = (m.values - prior.mean[:, :r]) ** 2
         ok = np.isfinite(v) & np.isfinite(pv) & np.isfinite(d2) & (v < _UNMEASURED)
         num += np.where(ok, v + pv - d2, 0.0).sum(axis=1)
+        interp += np.where(ok, np.maximum(v - m.noise, 0.0), 0.0).sum(axis=1)
+        tau2 += np.where(ok, pv, 0.0).sum(axis=1)
         count += ok.sum(axis=1)
     if not count.any():
         return None
-    return np.maximum(np.where(count > 0, num / np.maximum(count, 1) / 2.0, 0.0), 0.0)
+    per = np.maximum(count, 1)
+    c = np.maximum(np.where(count > 0, num / per / 2.0, 0.0), 0.0)
+    # only the interpolation error is shared with the forecast (the noise is independent of
+    # it): Cauchy-Schwarz bounds C by √(E[interpolation error²]·τ²)
+    return np.minimum(c, np.sqrt(interp / per * tau2 / per))
 
 
 def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndarray, str]:
