@@ -61,7 +61,9 @@ def run(command: str, cwd: Path) -> tuple[str, float]:
     seconds = time.monotonic() - start
     if done.returncode != 0:
         raise SystemExit(f"{command!r} failed ({done.returncode}): {done.stderr.strip()}")
-    text = "\n".join(part.rstrip() for part in (done.stdout, done.stderr) if part.strip())
+    text = done.stdout.rstrip()
+    if done.stderr.strip():  # captured apart: the progress lines came while the job ran
+        text += ("\n" if text else "") + "# stderr:\n" + done.stderr.rstrip()
     return f"$ {command}\n{text}\n# {seconds:.1f} s wall clock (load average {_load()})\n", seconds
 
 
