@@ -171,6 +171,14 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
     "leaves; the missingness pattern is taken as public, see docs/privacy.md).",
 )
 @click.option(
+    "--correct",
+    "correct",
+    metavar="PERIOD",
+    help="Publish a correction of the period starting at PERIOD (its first time stamp): a new "
+    "release of INPUT's rows of that period only, charged again to the data set's budget "
+    "(without --store; a stored period stands).",
+)
+@click.option(
     "--timezone",
     help="IANA time zone INPUT's naive time stamps were written in (e.g. Europe/Paris); the "
     "release is on a UTC grid. Default: stamps are UTC.",
@@ -274,6 +282,7 @@ def release(
     theta: float | None,
     time_column: str | None,
     missing: str,
+    correct: str | None,
     timezone: str | None,
     time_lag: int | None,
     epsilon_threshold: float | None,
@@ -318,6 +327,8 @@ def release(
       dpstream release dft loads.parquet --epsilon 0.1 --alpha 50 --k 10 --out dft.parquet
       dpstream release optstream meters.csv --epsilon 1 --alpha 50 --k 10 \\
           --missing unmeasured --timezone Europe/Paris --out os.csv   # gaps, local times
+      dpstream release optstream fixed.csv --epsilon 1 --alpha 50 --ledger budget.db \\
+          --correct 2016-10-29 --out correction.csv   # a new, charged release of that day
       dpstream release pegasus loads.csv --epsilon 1 --alpha 50 --out pegasus.csv
       dpstream release optstream loads.csv --epsilon 1 --alpha 50 --hierarchy tree.json \\
           --out os.csv
@@ -358,6 +369,12 @@ def release(
         ledger_path=ledger_path,
     )  # fmt: skip
     ledger_args = (ledger_path, budget_epsilon, budget_delta, dataset, new_dataset)
+    if correct is not None and (store_path is not None or method in _STREAM_METHODS):
+        raise ParameterError(
+            f"The '--correct' option of {command} publishes a correction beside the store (a "
+            "stored period stands, never silently re-released): drop --store. It applies to "
+            "optstream, laplace, dft and pegasus."
+        )
     if method in _STREAM_METHODS:
         if hierarchy_path is not None:
             raise ParameterError(
@@ -485,6 +502,8 @@ def release(
         input_path, time_column=time_column, missing=missing, timezone=timezone, owner=command
     )
     frame = readings.frame
+    if correct is not None:  # issue 25 §3: a correction is a new, charged release
+        frame = _period_rows(frame, correct, w, command)
     _check_frame(frame, command, w=w, hierarchy=hierarchy, bound=bound, missing=missing)
     from dpstream._ledger import calibrated
 
@@ -504,6 +523,9 @@ def release(
         if ledger is not None:
             ledger.close()
     record = period_record(result)
+    if correct is not None:
+        params = {**(record.get("parameters") or {}), "correction_of": str(frame.index[0])}
+        record["parameters"] = params
     side = write_output_pair(out_path, lambda tmp: _write_output(result, tmp), record)
     if std_errors:
         errors_file = write_std_errors(result, out_path, hierarchy=hierarchy, command=command)
@@ -517,6 +539,26 @@ def release(
     )
     if std_errors:
         click.echo(f"Standard errors: {errors_file}.")
+
+
+def _period_rows(frame, correct: str, w: int, command: str):
+    """INPUT's w rows of the period starting at ``--correct PERIOD``."""
+    try:
+        if isinstance(frame.index, pd.DatetimeIndex):
+            start = pd.Timestamp(correct)
+            if start.tzinfo is not None:
+                start = start.tz_convert("UTC").tz_localize(None)
+        else:
+            start = int(correct)
+    except (ValueError, TypeError):
+        start = None
+    pos = frame.index.get_indexer([start])[0] if start is not None else -1
+    if pos < 0 or pos % w or pos + w > len(frame):  # periods count from INPUT's first step
+        raise ParameterError(
+            f"The '--correct' option of {command} must be the first time stamp of a whole "
+            f"period of INPUT (w = {w} steps from it). Got {correct!r} instead."
+        )
+    return frame.iloc[pos : pos + w]
 
 
 def _check_frame(frame, command, *, w, hierarchy, bound, missing) -> None:

@@ -387,3 +387,33 @@ def test_an_hour_missing_on_a_weekday_is_a_missing_reading_not_a_dst_hint():
     long = pd.DataFrame({"unique_id": "a", "ds": idx, "y": 1.0}).drop(index=[20, 21])
     with pytest.raises(DomainError, match="missing reading: first series 'a' at 2016-03-22 10:00"):
         diagnose_long(long)
+
+
+def test_a_correction_is_a_new_charged_release_of_the_period(tmp_path, capsys):
+    """--correct PERIOD: INPUT's rows of that period, released again beside the store and
+    charged again to the data set's ledger (refused once its budget is spent)."""
+    (tmp_path / "reg.json").write_text(json.dumps(regional_hierarchy()))
+    _gap(clean()).to_csv(tmp_path / "gap.csv", index=False)
+    clean().to_csv(tmp_path / "fixed.csv", index=False)
+    common = ["--epsilon", "1", "--alpha", "50", "--k", "10"]
+    common += ["--hierarchy", str(tmp_path / "reg.json"), "--ledger", str(tmp_path / "b.db")]
+    store = ["--store", str(tmp_path / "ops.db"), "--missing", "zero", "--budget-epsilon", "2"]
+
+    def run(name, out, *extra):
+        args = ["release", "optstream", str(tmp_path / name), *common, *extra]
+        return main([*args, "--out", str(tmp_path / out)])
+
+    assert run("gap.csv", "daily.csv", *store) == 0
+    assert run("fixed.csv", "c.csv", "--correct", "2016-10-29 00:30") == 2  # not a period start
+    assert "'--correct'" in capsys.readouterr().err
+    assert run("fixed.csv", "c.csv", "--correct", "2016-10-29", *store[:2]) == 2  # not --store
+    assert "'--correct'" in capsys.readouterr().err
+    assert run("fixed.csv", "c.csv", "--correct", "2016-10-29") == 0
+    out = pd.read_csv(tmp_path / "c.csv", index_col=0, parse_dates=True)
+    assert out.index[0] == pd.Timestamp("2016-10-29") and len(out) == 48
+    assert np.isfinite(out.loc["2016-10-29 05:00", "urban"])
+    record = json.loads((tmp_path / "c.csv.privacy.json").read_text())
+    assert record["parameters"]["correction_of"] == "2016-10-29 00:00:00"
+    capsys.readouterr()
+    assert run("fixed.csv", "c2.csv", "--correct", "2016-10-29") == 2  # the budget is spent
+    assert "left" in capsys.readouterr().err and not (tmp_path / "c2.csv").exists()
