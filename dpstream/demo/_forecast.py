@@ -127,6 +127,9 @@ def run_forecast_stage(
         )
     table = pd.DataFrame(rows)
     _plot(config, truth, series, forecasts, table)
+    # Issue 28: tomorrow, after the last released day, with 80 % and 95 % bands.
+    ahead = forecasting.forecast(series["OptStream (planned k)"], 48, level=(0.8, 0.95))
+    tomorrow = ahead.to_frame().drop(columns="unique_id").rename(columns={"ds": "time"})
     best = table.set_index("method")
     section = ReportSection(
         key="forecast",
@@ -148,7 +151,16 @@ def run_forecast_stage(
             "models follow the daily cycle, so a more accurate release now shows up as a better "
             "forecast ('models chosen' counts the days each model was picked).",
         ),
-        tables=(ReportTable(name="forecast_errors", caption="Forecast errors", frame=table),),
+        tables=(
+            ReportTable(name="forecast_errors", caption="Forecast errors", frame=table),
+            ReportTable(
+                name="forecast_tomorrow",
+                caption="Tomorrow: the national load forecast for the 48 half-hours after the "
+                "last released day, from the OptStream release only (forecasting.forecast, "
+                "daily and weekly seasons), with 80% and 95% bands (kW)",
+                frame=tomorrow,
+            ),
+        ),
         charts=(
             ReportChart(
                 name="forecast_day",
