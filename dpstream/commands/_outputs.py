@@ -16,7 +16,7 @@ import pandas as pd
 
 from ._checks import cli_terms
 
-__all__ = ["period_record", "std_error_path", "write_std_errors"]
+__all__ = ["period_record", "std_error_path", "store_period_records", "write_std_errors"]
 
 
 def period_record(result: pd.DataFrame | pd.Series) -> dict:
@@ -39,6 +39,26 @@ def period_record(result: pd.DataFrame | pd.Series) -> dict:
             for p in plans
         ]
     return record
+
+
+def store_period_records(table: pd.DataFrame, sampler: str = "equal") -> list[dict]:
+    """The ``"periods"`` of a store's record: ``ReleaseStore.periods()`` rows, the same keys as
+    :func:`period_record`; ``sampler`` is the record's (equally spaced for k auto)."""
+    out = []
+    for row in table.to_dict("records"):
+        shares = row.get("shares")
+        out.append(
+            {
+                "period": int(row["ordinal"]),
+                "start": str(row.get("start")),
+                "k": None if row.get("k") is None else int(row["k"]),
+                "sampler": sampler,
+                "noise": row.get("noise"),
+                "shares": None if shares is None else [float(x) for x in shares],
+                "budget": None if row.get("budget") is None else float(row["budget"]),
+            }
+        )
+    return out
 
 
 def std_error_path(out: str | Path) -> Path:

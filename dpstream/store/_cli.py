@@ -18,6 +18,7 @@ from mechanisms import ParameterError
 
 from ..commands._accounting import open_ledger, write_output_pair
 from ..commands._checks import cli_terms
+from ..commands._outputs import store_period_records
 from ..commands._progress import progress_bar
 from ..engine import ENGINES
 from ..io import read_hierarchy, wide_to_long, write_table
@@ -177,6 +178,13 @@ def release_with_store(
         doc = record.to_dict()
         if missing != "error":  # the policy for missing readings (issue 25)
             doc["parameters"] = {**(doc.get("parameters") or {}), "missing": missing}
+        table = store.periods()  # the record lists every period of OUT (issue 30)
+        if lazy:
+            table = table[table["ordinal"].isin([int(o) for o in ordinals])]
+        else:
+            table = table[table["start"].isin({str(t) for t in result.index[::w]})]
+        sampler = (doc.get("parameters") or {}).get("sampling") or "equal"
+        doc["periods"] = store_period_records(table, sampler)
         if lazy:  # streamed from the store, one period at a time
 
             def write_out(tmp: Path) -> None:

@@ -144,6 +144,12 @@ def test_the_record_of_k_auto_lists_every_period(regional, tmp_path):
         assert 1 <= p["k"] <= W and p["sampler"] == "equal" and p["noise"] == "laplace"
         assert len(p["shares"]) == 2 and abs(sum(p["shares"]) - 1) < 1e-9 and p["budget"] > 0
     assert periods[0]["start"].startswith("2016-01-01")
+    # the same list in a store's record, for the periods of OUT
+    stored = tmp_path / "s.csv"
+    assert _optstream(path, hier, stored, "--store", str(tmp_path / "s.db")) == 0
+    record = json.loads((tmp_path / "s.csv.privacy.json").read_text())
+    assert [p["period"] for p in record["periods"]] == [0, 1, 2]
+    assert all(p["sampler"] == "equal" and p["k"] >= 1 for p in record["periods"])
 
 
 def test_release_std_errors_beside_a_wide_file(regional, tmp_path, capsys):
