@@ -76,7 +76,8 @@ def check_late_readings(
                 f"period starting {grid.label(ordinal)}, which the store released without it. "
                 "The released period stands (a period is released once): drop the reading to "
                 "release the other periods. A correction is a new release of that period, "
-                "charged again to its data set's budget."
+                f"charged again to its data set's budget: --correct {grid.label(ordinal)!r} "
+                "without --store."
             )
 
 
