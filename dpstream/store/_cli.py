@@ -182,7 +182,10 @@ def release_with_store(
         if lazy:
             table = table[table["ordinal"].isin([int(o) for o in ordinals])]
         else:
-            table = table[table["start"].isin({str(t) for t in result.index[::w]})]
+            starts = result.index[::w]
+            if getattr(starts, "tz", None) is not None:  # the store's grid is naive UTC
+                starts = starts.tz_convert("UTC").tz_localize(None)
+            table = table[table["start"].isin({str(t) for t in starts})]
         sampler = (doc.get("parameters") or {}).get("sampling") or "equal"
         doc["periods"] = store_period_records(table, sampler)
         if lazy:  # streamed from the store, one period at a time
