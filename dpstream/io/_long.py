@@ -126,10 +126,12 @@ def check_long(frame: pd.DataFrame, owner: str) -> pd.DataFrame:
             f"convention); {missing} are missing. Columns: {[str(c) for c in frame.columns][:10]}."
         )
     y = pd.to_numeric(frame[Y], errors="coerce")
-    bad = int(y.isna().sum() - frame[Y].isna().sum())
-    if bad:
+    text = y.isna().to_numpy() & frame[Y].notna().to_numpy()
+    if text.any():  # the first, never how many (a count of private entries)
+        i = int(np.argmax(text))
         raise DomainError(
-            f"The 'y' column of {owner} must hold numbers only; {bad} entries are not numeric."
+            f"The 'y' column of {owner} must hold numbers only; the entry of series "
+            f"{str(frame[ID].iloc[i])!r} at {frame[DS].iloc[i]} is not numeric."
         )
     return pd.DataFrame(
         {ID: frame[ID].astype(str), DS: _stamps(frame[DS], owner), Y: y.astype(np.float64)}

@@ -70,7 +70,7 @@ def test_long_errors_are_typed_and_name_the_first_pair(wide):
     assert "ragged: series 'b' has no row at 2016-01-01 00:00:00 " in str(two.value)  # no count
     with pytest.raises(DomainError, match="'y'"):
         long_to_wide(long.drop(columns="y"))
-    with pytest.raises(DomainError, match="not numeric"):
+    with pytest.raises(DomainError, match="series 'b' at 2016-01-01 00:00:00 is not numeric"):
         long_to_wide(long.assign(y=["x"] + [1.0] * (len(long) - 1)))
 
 
