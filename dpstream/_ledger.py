@@ -222,6 +222,7 @@ class SQLiteLedger(BudgetLedger):
         "_con",
         "_global",
         "_global_dlt",
+        "_pending_meta",
         "_period",
         "meta",
         "path",
@@ -321,6 +322,7 @@ class SQLiteLedger(BudgetLedger):
         self._period: int | None = None
         if not hasattr(self, "meta"):
             self.meta = {}
+        self._pending_meta = None
         BudgetLedger.__init__(self, total, unit=unit)
 
     # -- file layout --
@@ -455,6 +457,7 @@ class SQLiteLedger(BudgetLedger):
             self._reload(self._rows())
             self._check_now(charge.budget, charge.label, None, period)
             self._insert(con, period, label, charge.budget, store)
+            self._write_pending(con)
 
     def _insert(self, con, period, label, budget, store) -> None:
         con.execute(
@@ -608,6 +611,7 @@ class SQLiteLedger(BudgetLedger):
         self._check_now(budget, label, None, period)
         if not dry:
             self._insert(con, period, label, budget, store)
+            self._write_pending(con)
         return True
 
     def advance_store(self, store: str, current: str | None, pending: str | None, new: str) -> None:
@@ -640,16 +644,22 @@ class SQLiteLedger(BudgetLedger):
     def adopt(self, fingerprint: str, dataset: str | None) -> None:
         """Record the data set's fingerprint (and name) in a ledger that has none yet -- one
         made by ``dpstream ledger init`` or before issue 24 -- on its first release with
-        known streams (:mod:`dpstream._dataset`). A recorded fingerprint is never changed."""
+        known streams (:mod:`dpstream._dataset`). Written with the next charge, in its
+        transaction (a release refused before its charge changes no file). A recorded
+        fingerprint is never changed."""
         if self.fingerprint:
             return
-        with transaction(self._con, self._what()) as con:
-            con.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
-            if dataset and not self.dataset:
-                con.execute("INSERT OR REPLACE INTO meta VALUES ('dataset', ?)", (dataset,))
-        self.meta["fingerprint"] = fingerprint
+        pending = {"fingerprint": fingerprint}
         if dataset and not self.dataset:
-            self.meta["dataset"] = dataset
+            pending["dataset"] = dataset
+        self._pending_meta = pending
+        self.meta.update(pending)
+
+    def _write_pending(self, con) -> None:
+        pending = getattr(self, "_pending_meta", None)
+        if pending:
+            con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(pending.items()))
+            self._pending_meta = None
 
     def _where(self) -> str:
         name = f" of data set {self.dataset!r}" if self.dataset else ""
