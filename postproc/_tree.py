@@ -169,7 +169,8 @@ class LeafInverse:
         self.ft = ft
         self.wl = wl
         n = wl.shape[0]
-        self.gam = [np.empty((n, ft.w)) for _ in range(ft.p)]
+        # γ⁰..γ^{p-2}: apply() and rank_one() never read the last feature's γ^{p-1}
+        self.gam = [np.empty((n, ft.w)) for _ in range(max(ft.p - 1, 1))]
         self.beta = [np.empty((n, m)) for m in ft.sizes[1:]]
         self.set_rows(slice(None), free)
 
@@ -185,8 +186,9 @@ class LeafInverse:
             denom = 1.0 + v * big_k
             self.beta[k - 1][rows] = v / denom  # β_s
             kap = big_k / denom  # κ_s
-            gam = gam / (denom @ ft.step_part[k].T)  # γ^k
-            self.gam[k][rows] = gam
+            if k < len(self.gam):
+                gam = gam / (denom @ ft.step_part[k].T)  # γ^k
+                self.gam[k][rows] = gam
 
     def apply(self, r: np.ndarray) -> np.ndarray:
         """``M_l^{-1} r_l`` for every leaf; ``r`` is (L, R, w)."""

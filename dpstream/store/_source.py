@@ -202,6 +202,8 @@ class ParquetLeaves:
             )
         out = np.empty(len(names) * self.w)
         out[cell] = y
+        del table, where, stamps, y, cell, counts
+        pa.default_memory_pool().release_unused()  # the read's buffers back to the OS
         if not np.isfinite(out).all():
             raise DomainError(
                 f"The INPUT of {self.owner} must hold finite numbers only (no missing reading, "
