@@ -258,13 +258,13 @@ def test_a_read_only_store_returns_its_periods_and_refuses_new_ones(tmp_path, ca
     assert "periods:" in shown and "configuration:" in shown
     # bad stores: one line each, status 2, nothing created
     (tmp_path / "junk.db").write_bytes(b"not a database at all" * 100)
-    for name in ("junk.db", "missing.db"):
-        run = subprocess.run(
-            [sys.executable, "-m", "dpstream.store", str(tmp_path / name)],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
-        assert len(run.stderr.strip().splitlines()) == 1
+    from dpstream.store.__main__ import main as store_main
+
+    capsys.readouterr()
+    for name in ("junk.db", "missing.db"):  # python -m dpstream.store: no traceback
+        assert store_main([str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "missing.db").exists()
 
 
