@@ -17,7 +17,8 @@ same footing. :func:`plan_pak_mse` predicts, for the prefix actually at hand,
   :func:`mechanisms.counter_end_variance`; the clipping loss Σᵢ(σ(i) − τ)⁺ over the n
   values with the prefix's empirical distribution standing for the stream: mean n·E(X − τ)⁺,
   variance n·Var (X − τ)⁺), with λ, p and β_lt from :func:`plan_pak`'s Eq. 16 optimum (Eq. 5's
-  guarantee on the quantile kept) and r, ε₁/ε on the grid of :func:`planner.pak_defaults`;
+  guarantee on the quantile kept) or Table I's (λ = 0.85, p = 0.005, β_lt = 0.004), and r,
+  ε₁/ε on the grid of :func:`planner.pak_defaults` (Table I's r = 1.5, ε₁/ε = 0.85 on it);
 * without it: the counter's exact variance at step n with bound B (no clipping, no prefix
   release): the plain release's mean square error *exactly*;
 
@@ -37,7 +38,7 @@ import numpy as np
 
 from mechanisms import ParameterError, counter_end_variance
 
-from ._pak_defaults import R_GRID, SHARE_GRID, pak_mean_square_error
+from ._pak_defaults import PAPER_DEFAULTS, R_GRID, SHARE_GRID, pak_mean_square_error
 from ._pak_plan import ANALYSIS_NOTE, PakPlan, plan_pak
 
 __all__ = ["PakMsePlan", "empirical_loss", "plan_pak_mse"]
@@ -196,21 +197,27 @@ def plan_pak_mse(
     best = (math.inf, 1.0, 0.0)
     terms = eq16.terms
     lam = p = beta_lt = math.nan
+    # (λ, p, β_lt) from Eq. 16's optimum, and Table I's (so that the plan, under its own
+    # model, is never worse than Table I's setting with the same counter)
+    settings = [(PAPER_DEFAULTS["lam"], min(PAPER_DEFAULTS["p"], p_max),
+                 min(PAPER_DEFAULTS["beta_lt"], 0.2 * beta))]  # fmt: skip
     if terms is not None:
-        lam, p, beta_lt = terms.lam, terms.p, terms.beta_shares["lt"] * beta
-        loss = empirical_loss(values, n)
+        settings.insert(0, (terms.lam, terms.p, terms.beta_shares["lt"] * beta))
+    loss = empirical_loss(values, n)
+    for lam_, p_, beta_lt_ in settings if m * p_max >= 2.0 else []:
         for share in SHARE_GRID:
             try:
                 mse = pak_mean_square_error(
                     values, n=n, bound=bound, epsilon=epsilon, delta=delta, r=R_GRID,
-                    eps1_share=float(share), lam=lam, p=p, beta_lt=beta_lt, counter=name,
+                    eps1_share=float(share), lam=lam_, p=p_, beta_lt=beta_lt_, counter=name,
                     loss=loss, noise=noise, condition=False,
                 )  # fmt: skip
-            except ParameterError:  # κ ≤ 0 at this ε₁ (Eq. 11)
+            except ParameterError:  # κ ≤ 0 at this ε₁ (Eq. 11), or no admissible rank
                 continue
             i = int(np.argmin(mse))
             if mse[i] < best[0]:
                 best = (float(mse[i]), float(R_GRID[i]), float(share))
+                lam, p, beta_lt = lam_, p_, beta_lt_
     use = best[0] < plain
     common = dict(
         counter=name, threshold_rmse=math.sqrt(best[0]), plain_rmse=math.sqrt(plain),
