@@ -101,6 +101,22 @@ def _fix_missing(command: str) -> str:
     )
 
 
+def _check_timezone(timezone: str | None, owner: str) -> str | None:
+    """An IANA zone name, checked before anything is read."""
+    if timezone is None:
+        return None
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(str(timezone))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ParameterError(
+            f"{_opt('timezone', owner)} must name an IANA time zone (e.g. Europe/Paris). Got "
+            f"{timezone!r} instead."
+        ) from None
+    return str(timezone)
+
+
 def _check_policy(missing: str, owner: str) -> str:
     if missing not in MISSING_POLICIES:
         raise ParameterError(
@@ -338,6 +354,7 @@ def diagnose_long(
         An unknown policy, missing columns.
     """
     missing = _check_policy(missing, owner)
+    timezone = _check_timezone(timezone, owner)
     if frame.index.name is not None:
         frame = frame.reset_index()
     absent = [c for c in (ID, DS, Y) if c not in frame.columns]
@@ -369,6 +386,7 @@ def diagnose_wide(
     and errors as :func:`diagnose_long`.
     """
     missing = _check_policy(missing, owner)
+    timezone = _check_timezone(timezone, owner)
     if not isinstance(frame, pd.DataFrame):
         raise DomainError(
             f"{_input(owner)} must be a pandas DataFrame. Got {type(frame).__name__}."
@@ -449,6 +467,7 @@ def read_readings(
     from ._long import is_long, read_table
 
     missing = _check_policy(missing, owner)
+    timezone = _check_timezone(timezone, owner)
     if table is None and isinstance(source, str | Path):
         table = _only_table(Path(source), owner)
     try:

@@ -134,6 +134,11 @@ def _pipeline_cases(method: str) -> list[tuple[list[str], str]]:
         (with_("--hierarchy", "tree_unknown.json"), "'--hierarchy'"),
         (with_("--hierarchy", "tree_cycle.json"), "'--hierarchy'"),
         (with_("--time-column", "nope"), "'--time-column'"),
+        (with_("--timezone", "Mars/Olympus"), "'--timezone'"),
+        (with_("--missing", "maybe"), "'--missing'"),
+        (with_("--correct", "yesterday"), "'--correct'"),
+        (with_("--correct", "2016-01-01 00:30"), "'--correct'"),  # not a period's first step
+        (with_("--correct", "2016-01-01", "--store", "s.db"), "'--correct'"),
         (with_("--frobnicate", "1"), "--frobnicate"),
         (with_("--ledger", "budget.db", "--budget-epsilon", "1"), "'--ledger'"),  # other total
         (["missing.csv", "--epsilon", "1", *alpha, "--out", "o.csv"], "INPUT"),
@@ -152,9 +157,12 @@ def _pipeline_cases(method: str) -> list[tuple[list[str], str]]:
             (with_(drop=("--alpha",)), "'--alpha'"),
             (with_("--alpha", "none", "--bound", "10"), "'--alpha'"),
             (with_("--k", "60", "--w", "50"), "'--k'"),
+            (with_("--missing", "unmeasured"), "'--missing'"),  # k auto
+            (with_("--missing", "unmeasured", "--k", "10", "--store", "s.db"), "'--missing'"),
         ]
     else:
         cases += [
+            (with_("--missing", "unmeasured"), "'--missing'"),  # OptStream's policy only
             (with_("--alpha", "none"), "'--bound'"),
             (with_("--alpha", "none", "--bound", "0"), "'--bound'"),
             (with_("--alpha", "none", "--bound", "5"), "INPUT"),  # values above the bound
