@@ -294,6 +294,10 @@ def plan_pak(
     *Privacy*: none. Optimising on the data is an analysis tool ([PAK19] §VI-B): publishing
     the plan, or running Mechanism 1 with it, leaks information about the prefix beyond
     (ε, δ). For a private choice use :func:`time_lag_heuristic` and the §VI-B defaults.
+
+    See also :func:`planner.plan_pak_mse`: the same parameters, and the choice between the
+    threshold and the plain counter, by predicted *mean square* error (what realised errors
+    measure; issue 23), checked against simulation for every counter.
     """
     owner = "plan_pak"
     n, bound, epsilon, delta, beta, p_max = _check_public(
