@@ -72,3 +72,38 @@ def test_the_straddling_window_decides_by_hand():
     budget = window_budget((np.array([6, 8]), 0.4), np.array([0, 8]), 1.0)
     assert budget == pytest.approx(0.4, rel=1e-11)
     assert budget < 0.4
+
+
+def _worst_window_costs(prev_pos, costs, pos, budget, r) -> Fraction:
+    """As :func:`_worst_window` with one cost per earlier sample."""
+    k = len(pos)
+    worst = Fraction(0)
+    for s in range(0, r + 1):
+        spent = sum(
+            (Fraction(c) for j, c in zip(prev_pos, costs, strict=True) if j >= s), Fraction(0)
+        )
+        head = sum(1 for j in pos if j < s)
+        worst = max(worst, spent + (Fraction(budget) / k * head if k else 0))
+    return worst
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_unsorted_lists_and_one_cost_per_earlier_sample(seed):
+    """Positions in any order, as lists, and costs per sample (samples of several earlier
+    periods): the same rule, the costs following their positions through the sort."""
+    rng = np.random.default_rng(100 + seed)  # test oracle inputs
+    for _ in range(40):
+        r = int(rng.integers(3, 25))
+        prev = rng.choice(r, int(rng.integers(1, r + 1)), replace=False)  # unsorted
+        costs = rng.uniform(0.0, 1.0, prev.size)
+        costs *= rng.uniform(0.2, 0.9) / costs.sum()  # the earlier samples alone fit the total
+        pos = rng.choice(r, int(rng.integers(1, r + 1)), replace=False)
+        total = 1.0
+        budget = window_budget((prev.tolist(), costs.tolist()), pos.tolist(), total)
+        assert budget == window_budget((prev, costs), pos, total)
+        assert _worst_window_costs(prev, costs, pos, budget, r) <= Fraction(total)
+        if 0 < budget < total * (1 - 1e-11):
+            assert _worst_window_costs(prev, costs, pos, budget * (1 + 1e-9), r) > Fraction(total)
+        shuffled = rng.permutation(prev.size)
+        scalar = window_budget((prev[shuffled].tolist(), 0.1), pos[::-1].tolist(), total)
+        assert scalar == window_budget((np.sort(prev), 0.1), np.sort(pos), total)
