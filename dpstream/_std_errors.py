@@ -219,7 +219,7 @@ def _shared_correlation(var: np.ndarray, matrix: np.ndarray, leaves: np.ndarray)
 
 
 def _dense_period(
-    v, noise, pv, matrix, leaves, rho_prior: float | None = None, cross=None
+    v, noise, pv, matrix, leaves, rho_prior: float | None = None, cross=None, prior_scale=None
 ) -> np.ndarray:
     """(N, r) error variance of Algorithm 4's linear estimate with errors shared between levels.
 
@@ -258,7 +258,8 @@ def _dense_period(
         rho = None
         if rho_prior is not None and not finite[0].all():  # the root has no prior
             rho = np.full(r, rho_prior)
-        cov_p = shared(np.where(finite, pv, 0.0), rho)
+        true_pv = pv if prior_scale is None else pv * prior_scale[:, None]
+        cov_p = shared(np.where(finite, true_pv, 0.0), rho)
         middle += qt.T[:, :, None] * cov_p * qt.T[:, None, :]
         if cross is not None:  # Cov(measurement error, prior error), additive over the tree
             # between leaves with the interpolation error's correlation (both share it)
@@ -357,22 +358,31 @@ def _prior_correlation(measured, priors, leaves: np.ndarray) -> float | None:
     return float(np.clip(cross[off].sum() / denom, 0.0, 1.0))
 
 
-def _cross_covariance(measured, plans, priors) -> np.ndarray | None:
-    """(N,) covariance of a node's measurement error and its prior's error, from residuals.
+#: Bounds of the residual check's factor on the prior's variance (few residuals: a guard).
+PRIOR_SCALE_BOUNDS = (0.25, 4.0)
 
-    The residual ``d = x̃ − f`` has variance ``v + τ² − 2C``: with equally spaced samples at the
-    same positions every day, the forecast (a profile of earlier measurements) shares the
-    measurements' interpolation error, so ``C > 0`` and combining the two cancels less than
-    independent errors would. ``C = (Σ (v + τ²) − Σ d²) / (2·count)`` per node, from published
-    values only (a one-step-ahead backtest), in [0, √(E[interpolation error²]·τ²)] (the noise
-    is independent of the forecast).
+
+def _residual_check(measured, plans, priors) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per node: a factor on the prior's stated variance τ², and the covariance C of the
+    measurement's and the prior's errors, both from the published forecast residuals.
+
+    The residual ``d = x̃ − f`` (measurement minus the prior's forecast) of a period with a prior
+    is published-values-only (a one-step-ahead backtest). At a **sampled** step the measurement
+    is the value plus noise of known variance, independent of the forecast, so
+    ``E[d²] = noise + τ²``: the factor ``s = Σ (d² − noise) / Σ τ²`` checks the prior's τ² there.
+    Between samples ``E[d²] = v + s·τ² − 2C``: with equally spaced samples at the same positions
+    every day, the forecast (a profile of earlier measurements) shares the measurements'
+    interpolation error, so ``C > 0`` and combining the two cancels less than independent errors
+    would; ``C = Σ (v + s·τ² − d²) / (2·count)``, in [0, √(E[interpolation error²]·s·τ²)] (only
+    the interpolation error can be shared). None without a period with a prior.
     """
     from dpstream.pipelines._period_steps import _UNMEASURED
 
     if not measured:
         return None
     n = measured[0].values.shape[0]
-    num, count, interp, tau2 = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    zeros = [np.zeros(n) for _ in range(8)]
+    s_num, s_den, s_cnt, u_v, u_tau, u_d2, u_int, u_cnt = zeros
     for m, plan, prior in zip(measured, plans, priors, strict=True):
         if prior is None:
             continue
@@ -381,17 +391,25 @@ def _cross_covariance(measured, plans, priors) -> np.ndarray | None:
         pv = np.array(prior.variance[:, :r], dtype=np.float64)
         d2 = (m.values - prior.mean[:, :r]) ** 2
         ok = np.isfinite(v) & np.isfinite(pv) & np.isfinite(d2) & (v < _UNMEASURED)
-        num += np.where(ok, v + pv - d2, 0.0).sum(axis=1)
-        interp += np.where(ok, np.maximum(v - m.noise, 0.0), 0.0).sum(axis=1)
-        tau2 += np.where(ok, pv, 0.0).sum(axis=1)
-        count += ok.sum(axis=1)
-    if not count.any():
+        at = ok & m.sampled
+        s_num += np.where(at, d2 - m.noise, 0.0).sum(axis=1)
+        s_den += np.where(at, pv, 0.0).sum(axis=1)
+        s_cnt += at.sum(axis=1)
+        between = ok & ~m.sampled
+        u_v += np.where(between, v, 0.0).sum(axis=1)
+        u_tau += np.where(between, pv, 0.0).sum(axis=1)
+        u_d2 += np.where(between, d2, 0.0).sum(axis=1)
+        u_int += np.where(between, np.maximum(v - m.noise, 0.0), 0.0).sum(axis=1)
+        u_cnt += between.sum(axis=1)
+    if not (s_cnt.any() or u_cnt.any()):
         return None
-    per = np.maximum(count, 1)
-    c = np.maximum(np.where(count > 0, num / per / 2.0, 0.0), 0.0)
-    # only the interpolation error is shared with the forecast (the noise is independent of
-    # it): Cauchy-Schwarz bounds C by √(E[interpolation error²]·τ²)
-    return np.minimum(c, np.sqrt(interp / per * tau2 / per))
+    scale = np.ones(n)
+    has = (s_cnt > 0) & (s_den > 0)
+    scale[has] = np.clip(s_num[has] / s_den[has], *PRIOR_SCALE_BOUNDS)
+    per = np.maximum(u_cnt, 1)
+    c = np.maximum((u_v + scale * u_tau - u_d2) / per / 2.0, 0.0)
+    c = np.where(u_cnt > 0, np.minimum(c, np.sqrt(u_int / per * scale * u_tau / per)), 0.0)
+    return scale, c
 
 
 def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndarray, str]:
@@ -418,7 +436,8 @@ def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndar
         matrix = np.asarray(tree.matrix, dtype=np.float64)
         leaves = np.array([tree.index(leaf) for leaf in tree.leaves])
         rho_prior = _prior_correlation(measured, priors, leaves)
-    cross = _cross_covariance(measured, plans, priors)
+    check = _residual_check(measured, plans, priors)
+    prior_scale, cross = (None, None) if check is None else check
     out = np.empty_like(x)
     rng = np.random.default_rng(seed)  # simulation only: publishes nothing private
     w = cfg.w
@@ -431,12 +450,15 @@ def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndar
             v = v + blind[i]
         if dense:
             noise = as_measurement(meas[lo : lo + r].T, plan, cfg).noise
-            se = np.sqrt(_dense_period(v, noise, pv, matrix, leaves, rho_prior, cross))
+            se = np.sqrt(
+                _dense_period(v, noise, pv, matrix, leaves, rho_prior, cross, prior_scale)
+            )
         elif tree is None and pv is not None and cross is not None:
             # independent columns: x̂ = (c/v + f/τ²) / (1/v + 1/τ²) per value, with Cov(c, f)
             wc, wf = 1.0 / v, np.where(np.isfinite(pv), 1.0 / pv, 0.0)
             cov = np.where(np.isfinite(pv), cross[:, None], 0.0)
-            se = np.sqrt((wc + wf + 2.0 * wc * wf * cov) / (wc + wf) ** 2)
+            scaled = wf * prior_scale[:, None]  # wf² · (s·τ²)
+            se = np.sqrt((wc + scaled + 2.0 * wc * wf * cov) / (wc + wf) ** 2)
         else:
             combined = v if pv is None else 1.0 / (1.0 / v + 1.0 / pv)
             se = np.sqrt(tree_posterior_variance(combined, parent))
