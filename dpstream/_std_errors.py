@@ -44,8 +44,10 @@ correlation between leaves: inferred from the root's own variance (interpolation
 the root), or, where the root has no prior of its own, from the published forecast residuals
 ``x̃ − f`` of the leaves. With equally spaced samples at the same positions every day the
 forecast (a profile of earlier measurements) shares the measurement's interpolation error: the
-covariance of the two, ``C = (v + τ² − E[(x̃ − f)²]) / 2`` per node (a one-step-ahead backtest of
-published values), enters the covariance too. Periods planned blind (the first, without
+covariance of the two, ``C = (v + τ² − E[(x̃ − f)²]) / 2`` per node between samples, enters the
+covariance too, and the prior's stated τ² is checked against the residuals at the sampled steps
+(where the measurement is the value plus noise of known variance): a one-step-ahead backtest
+of published values (:func:`_residual_check`). Periods planned blind (the first, without
 history) get their interpolation error from the variogram of the other periods' measurements.
 
 What the figure includes: the noise, the interpolation error (as the planner predicts it), the
