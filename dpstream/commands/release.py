@@ -168,7 +168,8 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
     show_default=True,
     help="A missing reading (no row, or an empty value): refuse, count it as 0, or leave it "
     "unmeasured (optstream with an int --k: released as empty, aggregates over the observed "
-    "leaves; the missingness pattern is taken as public, see docs/privacy.md).",
+    "leaves; the missingness pattern is taken as public, see docs/privacy.md). With --store: "
+    "CSV or SQLite INPUT.",
 )
 @click.option(
     "--correct",
@@ -447,10 +448,10 @@ def release(
             f"The '--lock-timeout' option of {command} must be a number of seconds in [0, inf). "
             f"Got {lock_timeout!r} instead."
         )
-    if missing == "unmeasured" and (method != "optstream" or k == "auto" or store_path):
+    if missing == "unmeasured" and (method != "optstream" or k == "auto"):
         raise ParameterError(
             f"The '--missing' option of {command} is 'unmeasured', which needs optstream with "
-            "an int --k and no --store. Pass --k 10 (and drop --store), or --missing zero."
+            "an int --k. Pass --k 10, or --missing zero."
         )
     if std_errors and (method != "optstream" or k != "auto" or store_path is not None):
         raise ParameterError(

@@ -170,8 +170,16 @@ class PeriodSpec:
     """Weights of Algorithm 4 line 2 (see :func:`release_optstream`)."""
     shares: tuple[float, ...] | None = None
     """Relative budget (s, p, o), or None for the default split."""
+    missing: str = "error"
+    """``"unmeasured"``: a NaN in a period's values is a missing reading (the public mask of
+    ``missing="unmeasured"``, :func:`release_block`); otherwise values are complete."""
 
     def __post_init__(self) -> None:
+        if self.missing not in ("error", "zero", "unmeasured"):
+            raise ParameterError(
+                "The 'missing' parameter of PeriodSpec must be one of ('error', 'zero', "
+                f"'unmeasured'). Got {self.missing!r} instead."
+            )
         if self.features.w != self.w:
             raise ParameterError(
                 f"The 'features' parameter of PeriodSpec must partition w = {self.w} steps. "
@@ -206,9 +214,16 @@ def release_block(
 
     The tail is released as a shorter period with the full period's calibration (features:
     singletons + the whole tail, even for r = 1), the rule of ``dpstream.pipelines``.
-    ``observed``: the public masks (full, tail) of ``missing="unmeasured"``, or None.
+    ``observed``: the public masks (full, tail) of ``missing="unmeasured"``, or None (then,
+    with ``spec.missing == "unmeasured"``, the NaN in the values mark the missing readings).
+    Missing readings come back as NaN.
     """
     n_nodes = len(spec.nodes)
+    if observed is None and spec.missing == "unmeasured":
+        observed = (
+            ~np.isnan(full),
+            None if tail is None or not np.asarray(tail).size else ~np.isnan(tail),
+        )
     obs_full, obs_tail = (None, None) if observed is None else observed
     out_full = np.empty((0, n_nodes, spec.w))
     if full.shape[0]:
@@ -226,7 +241,16 @@ def release_block(
             observed=None if obs_tail is None else obs_tail[None],
             **spec._common(),
         )[0]
-    return np.maximum(from_periods(out_full, out_tail), 0.0)
+    out = np.maximum(from_periods(out_full, out_tail), 0.0)
+    if observed is not None:  # nothing is published for a missing reading
+        gaps = []
+        if full.shape[0]:
+            gaps.append(from_periods(np.asarray(~obs_full, dtype=np.float64)))
+        if obs_tail is not None:
+            gaps.append(np.asarray(~obs_tail, dtype=np.float64).T)
+        if gaps:
+            out[np.concatenate(gaps) > 0] = np.nan
+    return out
 
 
 def release_period(spec: PeriodSpec, values: np.ndarray, bits) -> np.ndarray:

@@ -116,6 +116,12 @@ def release_with_store(
             f"The '--scheduler' option of {_OWNER} needs --engine dask. Got --engine {engine}."
         )
     lazy = Path(input_path).suffix.lower() in (".parquet", ".pq")
+    if lazy and missing != "error":
+        raise ParameterError(
+            f"The '--missing' option of {_OWNER} applies to a CSV or SQLite INPUT with --store "
+            "(a Parquet INPUT is read period by period and must be complete). Convert it, or "
+            "drop --missing."
+        )
     w = options["w"]
     if "cut" in options and not (lazy and options.get("k") != "auto"):
         raise ParameterError(
@@ -163,7 +169,8 @@ def release_with_store(
                 )
             else:
                 common.pop("cut", None)
-                result = store.release_optstream(frame, progress=bar.update, **common)
+                policy = {} if missing == "error" else {"missing": missing}
+                result = store.release_optstream(frame, progress=bar.update, **policy, **common)
         if not lazy and not store.readonly:  # remember what was missing (issue 25 §3)
             from ._late import record_missing_readings
 

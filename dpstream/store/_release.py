@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from mechanisms import Budget, ParameterError
@@ -49,6 +50,7 @@ def release_to_store(
     n_workers: int = 2,
     lock_timeout: float = 0.0,
     progress=None,
+    missing: str = "error",
 ) -> pd.DataFrame:
     """Release ``frame``'s periods that ``store`` lacks with OptStream; return all of them.
 
@@ -92,6 +94,10 @@ def release_to_store(
         One column per node, aligned to ``frame``'s index: stored periods exactly as stored,
         new ones as just released and committed.
 
+    missing : {"error", "zero", "unmeasured"}, default "error"
+        As :func:`dpstream.release_optstream` (``"unmeasured"``: an int k; the stored period
+        holds NaN at the missing readings, aggregates over the observed leaves).
+
     Notes
     -----
     Order of work: everything is validated (parameters, frame, hierarchy, configuration,
@@ -122,13 +128,24 @@ def release_to_store(
               "prior": prior},
         lock_timeout=lock_timeout,
     )  # fmt: skip
-    sf = prepare_frame(frame, owner=_OWNER, hierarchy=hierarchy, bound=bound)
+    if missing not in ("error", "zero", "unmeasured") or (
+        missing == "unmeasured" and (p["auto"] is not None or weights == "paper")
+    ):
+        raise ParameterError(
+            f"The 'missing' parameter of {_OWNER} must be 'error', 'zero' or (with an int k "
+            f"and weights other than 'paper') 'unmeasured'. Got {missing!r} instead."
+        )
+    p["missing"] = missing
+    sf = prepare_frame(frame, owner=_OWNER, hierarchy=hierarchy, bound=bound, missing=missing)
     from ._auto import prepare_history
 
     p["history"] = prepare_history(history, p, sf, hierarchy=hierarchy, owner=_OWNER)
     grid = Grid.from_index(sf.index, p["w"], _OWNER)
     _, t = Grid.stamps(sf.index)
-    periods = to_periods(sf.values, p["w"]).full  # (P, N, w): whole periods (grid checked)
+    values = sf.values
+    if sf.observed is not None:  # unmeasured: NaN marks the missing readings (PeriodSpec)
+        values = np.where(sf.observed, values, np.nan)
+    periods = to_periods(values, p["w"]).full  # (P, N, w): whole periods (grid checked)
     ordinals = release_new_periods(
         store,
         p,
@@ -296,6 +313,7 @@ def _release_new(
         features=p["features"],
         weights=p["weights"],
         shares=p["shares"],
+        missing=p.get("missing", "error"),
     )
     plan.update(sampling=p["sampling"], theta=p["theta"], weights=p["weights"], levels=h)
     label = f"release_optstream: {h} level(s), epsilon/{h} each"

@@ -158,7 +158,7 @@ def _pipeline_cases(method: str) -> list[tuple[list[str], str]]:
             (with_("--alpha", "none", "--bound", "10"), "'--alpha'"),
             (with_("--k", "60", "--w", "50"), "'--k'"),
             (with_("--missing", "unmeasured"), "'--missing'"),  # k auto
-            (with_("--missing", "unmeasured", "--k", "10", "--store", "s.db"), "'--missing'"),
+            (with_("--missing", "unmeasured", "--k", "auto", "--store", "s.db"), "'--missing'"),
         ]
     else:
         cases += [

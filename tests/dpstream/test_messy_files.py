@@ -247,16 +247,56 @@ def test_missing_policies_release_the_gap(files, capsys, policy):
         (files / f).unlink(missing_ok=True)
 
 
-def test_unmeasured_needs_an_int_k_and_no_store(files, capsys):
+def test_unmeasured_needs_an_int_k_and_a_csv_with_the_store(files, capsys):
     before = _snapshot(files)
     path = _file(files, "missing pair")
     args = _release(files, path, "--missing", "unmeasured")
     args[args.index("--k") + 1] = "auto"
     assert main(args) == 2
     assert "'--missing'" in capsys.readouterr().err
-    assert main(_release(files, path, "--missing", "unmeasured", store=True)) == 2
+    _gap(clean()).to_parquet(files / "gap.parquet", index=False)
+    before = _snapshot(files)
+    pq = _release(files, str(files / "gap.parquet"), "--missing", "unmeasured", store=True)
+    assert main(pq) == 2
     assert "'--missing'" in capsys.readouterr().err
     assert _snapshot(files) == before
+    (files / "gap.parquet").unlink()
+
+
+def test_unmeasured_into_the_store_then_the_late_reading(tmp_path, capsys):
+    (tmp_path / "reg.json").write_text(json.dumps(regional_hierarchy()))
+    _gap(clean()).to_csv(tmp_path / "gap.csv", index=False)
+    clean().to_csv(tmp_path / "late.csv", index=False)
+    args = [
+        "--epsilon",
+        "1",
+        "--alpha",
+        "50",
+        "--k",
+        "10",
+        "--hierarchy",
+        str(tmp_path / "reg.json"),
+    ]
+    args += ["--store", str(tmp_path / "ops.db"), "--seed", "2"]
+    gap = ["release", "optstream", str(tmp_path / "gap.csv"), *args, "--missing", "unmeasured"]
+    assert main([*gap, "--out", str(tmp_path / "a.csv")]) == 0
+    out = pd.read_csv(tmp_path / "a.wide.csv", index_col=0)  # the wide twin of a long OUT
+    assert out.isna().sum().to_dict() == {"national": 0, **{r: int(r == "urban") for r in REGIONS}}
+    leaves = out.drop(columns="national").fillna(0.0).sum(axis=1)
+    np.testing.assert_allclose(out["national"], leaves, rtol=1e-6, atol=1e-6)
+    record = json.loads((tmp_path / "a.csv.privacy.json").read_text())
+    assert record["parameters"]["missing"] == "unmeasured"
+    capsys.readouterr()
+    late = [
+        "release",
+        "optstream",
+        str(tmp_path / "late.csv"),
+        *args,
+        "--out",
+        str(tmp_path / "b.csv"),
+    ]
+    assert main(late) == 2
+    assert "late reading: series 'urban' at 2016-10-29 05:00:00" in capsys.readouterr().err
 
 
 # -- the pass itself: formats, layouts, integer stamps, the spring hour ------------------------
