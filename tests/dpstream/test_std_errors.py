@@ -177,3 +177,31 @@ def test_without_a_hierarchy_and_for_a_series(regional):
     se_one = dpstream.std_errors(one)
     assert isinstance(se_one, pd.Series) == isinstance(one, pd.Series)
     assert np.isfinite(np.asarray(se_one)).all()
+
+
+def test_residual_check_recovers_the_prior_scale_and_the_shared_error():
+    """Synthetic published residuals with a known truth: the prior's τ² stated half its true
+    value, and a forecast that shares part of the interpolation error between samples."""
+    from types import SimpleNamespace
+
+    from dpstream._std_errors import _residual_check
+
+    rng = np.random.default_rng(7)  # a simulation: nothing is released
+    n, r, periods = 2, 8, 600
+    sampled = np.zeros((n, r), dtype=bool)
+    sampled[:, [0, 4]] = True
+    noise, interp, gamma, extra = 4.0, 9.0, 0.5, 6.0
+    tau2_true = gamma**2 * interp + extra  # forecast error: γ·(interpolation error) + its own
+    measured, plans, priors = [], [], []
+    for _ in range(periods):
+        b = np.where(sampled, 0.0, rng.normal(0, np.sqrt(interp), (n, r)))
+        m = rng.normal(0, np.sqrt(noise), (n, r)) + b  # truth 0: residuals only
+        f = gamma * np.where(sampled, rng.normal(0, np.sqrt(interp), (n, r)), b)
+        f = f + rng.normal(0, np.sqrt(extra), (n, r))
+        v = np.where(sampled, noise, noise + interp)
+        measured.append(SimpleNamespace(values=m, noise=np.full((n, r), noise), sampled=sampled))
+        plans.append(SimpleNamespace(variances=v))
+        priors.append(SimpleNamespace(mean=f, variance=np.full((n, r), tau2_true / 2)))
+    scale, cross = _residual_check(measured, plans, priors)
+    assert np.allclose(scale, 2.0, rtol=0.1)
+    assert np.allclose(cross, gamma * interp, rtol=0.2)
