@@ -161,6 +161,9 @@ def release_to_store(
     out = store.read(ordinals)
     out.index = sf.index.copy()
     out.attrs["privacy"] = store.privacy_record().to_dict()
+    if missing != "error":  # this call's policy for missing readings (issue 25)
+        params = {**(out.attrs["privacy"].get("parameters") or {}), "missing": missing}
+        out.attrs["privacy"]["parameters"] = params
     return out
 
 
