@@ -105,6 +105,7 @@ _SCHEMA = (
     CHARGES_TABLE,
 )
 _PREFIX = "period "
+_NO_PERIOD = "(no period) "
 
 
 @contextmanager
@@ -159,8 +160,12 @@ def calibrated(value: float | str | Fraction) -> float:
 
 
 def _label(period: int | None, label: str) -> str:
-    """A charge's in-memory label: the period (if any) rides in front of it."""
-    return label if period is None else f"{_PREFIX}{int(period)}: {label}"
+    """A charge's in-memory label: the period (if any) rides in front of it. A label of a
+    charge tied to no period that reads like one ("period 0: ...") is marked, so it is never
+    taken for a period charge (it would then count in one period instead of every one)."""
+    if period is None:
+        return _NO_PERIOD + label if _period_of(label) is not None else label
+    return f"{_PREFIX}{int(period)}: {label}"
 
 
 def _period_of(label: str) -> int | None:

@@ -92,3 +92,23 @@ def test_a_refused_charge_releases_the_write_lock(tmp_path):
             other.execute("BEGIN IMMEDIATE")  # raises 'database is locked' if it were held
             other.execute("ROLLBACK")
             other.close()
+
+
+@pytest.mark.parametrize(
+    "label", ["period 0: a query over everything", "period 7: x", "period 5 release", "a: b"]
+)
+def test_a_charge_tied_to_no_period_counts_in_every_period_whatever_its_label(tmp_path, label):
+    """A label that reads like a period ("period 0: ...") must not turn a charge tied to no
+    period into a charge of that period (it counted in period 0 only: 0.75 + 0.75 of 1.0 was
+    then accepted in period 1)."""
+    path = tmp_path / "l.db"
+    with SQLiteLedger(path, total=TOTAL) as ledger:
+        ledger.charge(Budget(0.75), label)
+        assert ledger.spent(1) == ledger.spent(0) == 0.75
+        with pytest.raises(BudgetExceededError):
+            ledger.charge(Budget(0.75), "day 1", period=1)
+        assert label in ledger.charges[0].label
+    with SQLiteLedger(path) as again:  # read back from the file: still tied to no period
+        assert again.spent(1) == 0.75
+        with pytest.raises(BudgetExceededError):
+            again.charge(Budget(0.75), "day 3", period=3)
