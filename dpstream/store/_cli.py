@@ -170,7 +170,8 @@ def release_with_store(
             else:
                 common.pop("cut", None)
                 policy = {} if missing == "error" else {"missing": missing}
-                result = store.release_optstream(frame, progress=bar.update, **policy, **common)
+                given = frame if observed is None else frame.where(observed)  # the gaps as NaN
+                result = store.release_optstream(given, progress=bar.update, **policy, **common)
         if not lazy and not store.readonly:  # remember what was missing (issue 25 §3)
             from ._late import record_missing_readings
 

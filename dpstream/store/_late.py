@@ -51,6 +51,7 @@ def check_late_readings(
     frame: pd.DataFrame,
     observed: np.ndarray | None,
     owner: str,
+    subject: str = "INPUT",
 ) -> None:
     """Refuse ``frame`` if it holds a reading the store lacked when it released its period.
 
@@ -72,8 +73,8 @@ def check_late_readings(
         if present:
             at = pd.Timestamp(stamp) if grid.kind == "datetime" else stamp
             raise DomainError(
-                f"INPUT of {owner} has a late reading: series {series!r} at {at} belongs to the "
-                f"period starting {grid.label(ordinal)}, which the store released without it. "
+                f"{subject} of {owner} has a late reading: series {series!r} at {at} belongs to "
+                f"the period starting {grid.label(ordinal)}, which the store released without it. "
                 "The released period stands (a period is released once): drop the reading to "
                 "release the other periods. A correction is a new release of that period, "
                 f"charged again to its data set's budget: --correct {grid.label(ordinal)!r} "

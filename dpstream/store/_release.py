@@ -13,6 +13,7 @@ from ..engine._run import PeriodTask, map_periods, run_period
 from ..pipelines._frames import prepare_frame, to_periods
 from ..pipelines._period import PeriodSpec
 from ._grid import Grid
+from ._late import check_late_readings, record_missing_readings
 from ._params import _OWNER, _config, _params
 
 __all__ = ["release_to_store"]
@@ -146,6 +147,12 @@ def release_to_store(
     if sf.observed is not None:  # unmeasured: NaN marks the missing readings (PeriodSpec)
         values = np.where(sf.observed, values, np.nan)
     periods = to_periods(values, p["w"]).full  # (P, N, w): whole periods (grid checked)
+    raw = frame.to_frame() if isinstance(frame, pd.Series) else frame
+    seen = None if sf.observed is None and not raw.isna().to_numpy().any() else raw.notna()
+    seen = None if seen is None else seen.to_numpy()
+    before = store.ordinals()
+    # A reading the store released its period without is refused (issue 25 §3, _late).
+    check_late_readings(store._con, store.config, before, raw, seen, _OWNER, "The 'frame'")
     ordinals = release_new_periods(
         store,
         p,
@@ -158,6 +165,9 @@ def release_to_store(
         scheduler=scheduler,
         progress=progress,
     )
+    if not store.readonly:
+        new = store.ordinals() - before
+        record_missing_readings(store._con, store.config, new, raw, seen)
     out = store.read(ordinals)
     out.index = sf.index.copy()
     out.attrs["privacy"] = store.privacy_record().to_dict()

@@ -457,3 +457,19 @@ def test_a_correction_is_a_new_charged_release_of_the_period(tmp_path, capsys):
     capsys.readouterr()
     assert run("fixed.csv", "c2.csv", "--correct", "2016-10-29") == 2  # the budget is spent
     assert "left" in capsys.readouterr().err and not (tmp_path / "c2.csv").exists()
+
+
+def test_python_store_refuses_a_late_reading(tmp_path):
+    from dpstream import ReleaseStore
+
+    wide = load_regional().loc[DAYS[0] : DAYS[1], REGIONS]
+    gap = wide.copy()
+    gap.loc["2016-10-29 05:00", "urban"] = np.nan
+    kw = {"epsilon": 1.0, "alpha": 50.0, "k": 10, "hierarchy": regional_hierarchy(), "seed": 4}
+    with ReleaseStore(tmp_path / "s.db") as store:
+        first = store.release_optstream(gap, missing="zero", **kw)
+        assert first.attrs["privacy"]["parameters"]["missing"] == "zero"
+        with pytest.raises(DomainError, match="late reading: series 'urban' at 2016-10-29 05:00"):
+            store.release_optstream(wide, **kw)
+        again = store.release_optstream(gap, missing="zero", **kw)  # the same gap: as stored
+    pd.testing.assert_frame_equal(again, first, check_freq=False)
