@@ -112,3 +112,18 @@ def test_a_charge_tied_to_no_period_counts_in_every_period_whatever_its_label(tm
         assert again.spent(1) == 0.75
         with pytest.raises(BudgetExceededError):
             again.charge(Budget(0.75), "day 3", period=3)
+
+
+def test_refresh_reads_other_connections_charges_and_close_closes(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "l.db"
+    with SQLiteLedger(path, total=TOTAL) as a, SQLiteLedger(path) as b:
+        b.charge(Budget(0.25, 0.5e-6), "by b", period=2)
+        b.charge(Budget(0.25), "by b, no period")
+        assert a.spent() == 0.0  # a's balance is as of its last read
+        a.refresh()
+        assert a.spent(2) == 0.5 and a.spent(0) == 0.25 and a.spent_delta(2) == 0.5e-6
+        assert [c.label for c in a.charges] == ["period 2: by b", "by b, no period"]
+    with pytest.raises(sqlite3.ProgrammingError):  # closed on leaving the block
+        a._con.execute("SELECT 1")
