@@ -104,7 +104,7 @@ def test_parquet_input_read_lazily_equals_the_in_memory_release(tmp_path, fmt, e
     else:
         wide_to_long(frame).to_parquet(path, index=False)
     with ReleaseStore(tmp_path / "ref.db") as ref:
-        want = ref.release_optstream(frame, alpha=1.0, epsilon=1.0, hierarchy=H, seed=5)
+        want = ref.release_optstream(frame, alpha=1.0, epsilon=1.0, k=10, hierarchy=H, seed=5)
     with ReleaseStore(tmp_path / "lazy.db") as store:
         ordinals = release_parquet_to_store(
             store,
