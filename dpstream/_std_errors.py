@@ -27,6 +27,10 @@ computed in O(nodes) per step by the two passes of a Kalman smoother on a tree:
 
 (the child's error splits into a part ``(u_c/U_p)·E`` along the siblings' sum error ``E`` and an
 orthogonal rest of variance ``u_c − u_c²/U_p``; the parent's final error replaces ``E``).
+These passes treat the errors as independent between nodes; trees of at most
+:data:`DENSE_LEAVES` leaves (and single streams) use the covariance with shared errors below,
+larger trees the passes, which then understate an aggregate's error where its leaves' errors
+are correlated (stated in ``attrs["method"]``).
 
 Where non-negativity binds (a released value is 0) Algorithm 4 is not linear: the errors of
 every period holding a 0 are estimated by a **parametric bootstrap from the known noise**: the
