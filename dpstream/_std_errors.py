@@ -203,9 +203,10 @@ def _bootstrap(x_hat, v, pv, tree, n_boot: int, rng: np.random.Generator) -> np.
     return np.sqrt(np.mean((out - x_hat[None]) ** 2, axis=0))
 
 
-#: Largest number of leaves for the dense per-step covariance (shared errors between levels);
-#: larger trees use the independent-errors tree passes (:func:`tree_posterior_variance`).
-DENSE_LEAVES = 400
+#: Largest number of leaves for the dense per-step covariance (shared errors between levels;
+#: O(w·nodes³) per period, as the planner's cross-level combination): larger trees use the
+#: independent-errors tree passes (:func:`tree_posterior_variance`).
+DENSE_LEAVES = 64
 
 
 def _shared_correlation(var: np.ndarray, matrix: np.ndarray, leaves: np.ndarray) -> np.ndarray:
