@@ -622,7 +622,7 @@ class ReleaseStore:
                     int(data.shape[1]),
                     json.dumps(plan, sort_keys=True),
                     int(seeded),
-                    data.tobytes(),
+                    memoryview(data.reshape(-1)),  # no bytes copy (388 MB at 1M meters)
                     measured,
                 ),
             )
