@@ -406,3 +406,44 @@ def test_two_jobs_opened_together_release_in_turn_not_as_copies(tmp_path):
     finally:
         first.close()
         second.close()
+
+
+def test_full_read_only_corrupt_and_busy_are_four_different_one_line_errors(tmp_path):
+    from dpstream._files import CorruptFileError, FileBusyError, classify_sqlite
+
+    db = tmp_path / "x.db"
+    con = sqlite3.connect(db, isolation_level=None)
+    con.execute("CREATE TABLE t (v BLOB)")
+    raised = {}
+    con.execute(f"PRAGMA max_page_count = {con.execute('PRAGMA page_count').fetchone()[0]}")
+    try:
+        con.execute("INSERT INTO t VALUES (zeroblob(100000))")
+    except sqlite3.Error as exc:
+        raised["full"] = classify_sqlite(exc, "The store 'x.db'")
+    ro = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        ro.execute("INSERT INTO t VALUES (1)")
+    except sqlite3.Error as exc:
+        raised["read-only"] = classify_sqlite(exc, "The store 'x.db'")
+    (tmp_path / "junk.db").write_bytes(b"junk" * 1000)
+    try:
+        sqlite3.connect(tmp_path / "junk.db").execute("SELECT * FROM sqlite_master")
+    except sqlite3.Error as exc:
+        raised["corrupt"] = classify_sqlite(exc, "The store 'junk.db'")
+    con.execute("BEGIN EXCLUSIVE")
+    other = sqlite3.connect(db, timeout=0, isolation_level=None)
+    try:
+        other.execute("BEGIN EXCLUSIVE")
+    except sqlite3.Error as exc:
+        raised["busy"] = classify_sqlite(exc, "The store 'x.db'")
+    con.execute("ROLLBACK")
+    kinds = {k: type(v) for k, v in raised.items()}
+    assert kinds == {
+        "full": DiskFullError,
+        "read-only": ReadOnlyError,
+        "corrupt": CorruptFileError,
+        "busy": FileBusyError,
+    }
+    texts = [str(v) for v in raised.values()]
+    assert len(set(texts)) == 4 and all("\n" not in t for t in texts)
+    assert "full" in str(raised["full"]) and "busy" not in str(raised["full"])
