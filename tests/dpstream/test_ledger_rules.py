@@ -127,3 +127,45 @@ def test_refresh_reads_other_connections_charges_and_close_closes(tmp_path):
         assert [c.label for c in a.charges] == ["period 2: by b", "by b, no period"]
     with pytest.raises(sqlite3.ProgrammingError):  # closed on leaving the block
         a._con.execute("SELECT 1")
+
+
+# -- budgets as users write them (issue 31 §5), pinned for the mutation target "ledger" --
+
+
+def test_decimal_totals_and_charges():
+    import math
+    from fractions import Fraction
+
+    from dpstream._ledger import calibrated, charged_decimal, total_decimal
+
+    assert total_decimal(0.3) == Fraction(3, 10) and total_decimal(1e-6) == Fraction(1, 10**6)
+    for text in ("0.1", "0.3", "1e-6", "2.5"):
+        c = calibrated(text)
+        assert Fraction(c) <= Fraction(text) < Fraction(math.nextafter(c, math.inf))
+        assert charged_decimal(c) == Fraction(text)  # charged the decimal written, no more
+    assert calibrated(0.5) == 0.5 and calibrated(Fraction(1, 4)) == 0.25  # exact: unchanged
+    assert charged_decimal(0.0) == 0
+    value = 0.1  # the double above 1/10
+    assert Fraction(value) <= charged_decimal(value) < Fraction(math.nextafter(value, math.inf))
+    assert charged_decimal(0.1) == Fraction("0.10000000000000001")  # never below the double
+
+
+def test_three_calibrated_tenths_fit_three_tenths_and_three_doubles_do_not(tmp_path):
+    from dpstream._ledger import calibrated
+
+    with SQLiteLedger(tmp_path / "a.db", total=Budget(0.3)) as ledger:
+        for _ in range(3):
+            ledger.charge(Budget(calibrated("0.1")), "a tenth")
+    with SQLiteLedger(tmp_path / "b.db", total=Budget(0.3)) as ledger:
+        ledger.charge(Budget(0.1), "a double")
+        ledger.charge(Budget(0.1), "a double")
+        with pytest.raises(BudgetExceededError):
+            ledger.charge(Budget(0.1), "a double")
+
+
+def test_period_names_are_ordinals_or_utc_dates():
+    from dpstream._ledger import _period_name
+
+    assert _period_name(5) == "5" and _period_name(-3) == "-3"
+    assert _period_name(10**15 - 1) == str(10**15 - 1)
+    assert _period_name(1451606400 * 10**9) == "2016-01-01 00:00:00"  # ns since the epoch
