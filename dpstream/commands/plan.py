@@ -276,9 +276,10 @@ def _check_curve(curve: str | None, cmd: str) -> None:
 def _percent(record: dict) -> dict:
     """MAPE values of a plan's record as percentages (the CLI's unit for --target-mape)."""
     out = dict(record)
-    for key in ("target", "predicted_mape"):
-        if record.get("metric") == "mape" and out.get(key) is not None:
-            out[key] = 100.0 * out[key]
+    if out.get("predicted_mape") is not None:
+        out["predicted_mape"] = 100.0 * out["predicted_mape"]
+    if record.get("metric") == "mape" and out.get("target") is not None:
+        out["target"] = 100.0 * out["target"]
     out["errors"] = {
         lvl: {m: (100.0 * v if m == "mape" else v) for m, v in errs.items()}
         for lvl, errs in record["errors"].items()

@@ -63,6 +63,8 @@ def test_optstream_unreachable_exits_2_after_the_answer(capsys, files):
                                              "2", "--json"))  # fmt: skip
     record = json.loads(out)
     assert code == 2 and record["reachable"] is False and record["epsilon"] == 2.0
+    assert record["predicted_mape"] == pytest.approx(record["errors"]["leaves"]["mape"])
+    assert record["predicted_mae"] == pytest.approx(record["errors"]["leaves"]["mae"])
     assert "not reachable" in err and "--epsilon-max" in err
 
 
