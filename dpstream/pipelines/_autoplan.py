@@ -42,7 +42,7 @@ from mechanisms import (
     bit_source,
 )
 from mechanisms.core._validation import check_positive, check_probability
-from mechanisms.wevent._gaussian import zcdp_to_dp
+from mechanisms.wevent._gaussian import dp_to_zcdp, zcdp_to_dp
 from planner._stream_plan import TARGETS, PeriodPlan, within_budget
 from planner._stream_planner import LOOKBACK, PRIOR_DAYS, StreamPlanner, carried_previous
 from postproc import profile_prior
@@ -258,6 +258,15 @@ def _carried(history: object, hist_index, index, cfg: AutoConfig):
                 f"The 'noise' parameter of {owner} is {cfg.noise!r} (delta={cfg.delta}), but "
                 f"the earlier release passed as 'history' ended with {carried[2]!r} noise: a "
                 "window straddling both would mix currencies. Use its noise (and delta)."
+            )
+        total = cfg.epsilon if carried[2] == "laplace" else dp_to_zcdp(cfg.epsilon, cfg.delta)
+        spent = float(carried[1][carried[0] >= 1].sum())  # the most any window s >= 1 holds
+        if spent >= total:
+            raise ParameterError(
+                f"The 'epsilon' parameter of {owner} is {cfg.epsilon}, but the earlier release "
+                "passed as 'history' spent at least that much in the windows reaching into this "
+                "call's first period (its last w steps). Give an epsilon above it, or leave w "
+                "steps between the two releases."
             )
     return carried
 

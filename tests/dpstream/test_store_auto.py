@@ -146,3 +146,41 @@ def test_auto_on_dask_equals_auto_here(tmp_path):
         got = dask.release_optstream(frame, engine="dask", n_workers=1, **KW)
         assert len(dask.ledger.charges) == 3
     pd.testing.assert_frame_equal(got, want)
+
+
+def test_the_store_continues_an_earlier_release_within_the_window(tmp_path):
+    """history= of an earlier k="auto" release (issue 24.1): its last plan bounds the store's
+    first period, so no window of w steps straddling the two costs more than ε; without the
+    carried plan one does."""
+    import dpstream
+    from mechanisms.optstream._sampling import sample_equal
+
+    frame = loads(5)
+    earlier = dpstream.release_optstream(
+        frame.iloc[: 48 * 3], epsilon=5.0, alpha=1.0, hierarchy=H, seed=3
+    )
+    worst = {}
+    for carry in (True, False):
+        history = earlier.copy()
+        if not carry:
+            history.attrs.clear()  # today's behaviour: the earlier plans unread
+        with ReleaseStore(tmp_path / f"{carry}.db") as store:
+            store.release_optstream(
+                frame.iloc[48 * 3 :], history=history, **{**KW, "epsilon": 5.0, "alpha": 1.0}
+            )
+            plans = store.periods().sort_values("ordinal")[["k", "budget"]].to_dict("records")
+        costs = np.concatenate(
+            [np.where(np.isin(np.arange(48), sample_equal(48, p["k"])), p["budget"] / p["k"], 0.0)
+             for p in earlier.attrs["plan"] + plans]
+        )  # fmt: skip
+        worst[carry] = max(costs[s : s + 48].sum() for s in range(costs.size - 47))
+    # carried: k stays 16; without it k 16 -> 12 at the full ε, a straddling window 5.31
+    assert worst[True] <= 5.0 * (1 + 1e-9) < worst[False]
+
+
+def test_store_history_needs_auto_and_is_checked_before_any_charge(tmp_path):
+    frame = loads(2)
+    with ReleaseStore(tmp_path / "s.db") as store:
+        with pytest.raises(ParameterError, match="'history'.*k='auto'"):
+            store.release_optstream(frame.iloc[48:], history=frame.iloc[:48], **{**KW, "k": 10})
+        assert store.config is None
