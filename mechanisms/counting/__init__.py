@@ -40,6 +40,12 @@ from ._tree import (
     dyadic_cover,
     tree_range_variance,
 )
+from ._unbounded import (
+    UnboundedKaryCounter,
+    UnboundedKaryRelease,
+    unbounded_kary_release,
+    unbounded_kary_variance,
+)
 
 __all__ = [
     "COUNTERS",
@@ -68,4 +74,8 @@ __all__ = [
     "dyadic_cover",
     "laplace_prefix_sums",
     "tree_range_variance",
+    "UnboundedKaryCounter",
+    "UnboundedKaryRelease",
+    "unbounded_kary_release",
+    "unbounded_kary_variance",
 ]

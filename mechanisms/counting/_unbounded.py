@@ -1,0 +1,328 @@
+"""A pure-ε continual counter for a stream without a known end: k-ary epochs, one tree each.
+
+[CSS11] Chan, Shi and Song, "Private and continual release of statistics", ACM TISSEC 14(3),
+2011, §4 (the hybrid mechanism: completed epochs plus a tree inside the current one); [APT24]
+the k-ary tree with negative digits (:mod:`._kary`).
+
+Construction (a variant of [CSS11] §4, our derivation)
+------------------------------------------------------
+The stream is cut into epochs j = 0, 1, 2, ... of public lengths n_j = kʲ (k odd, the
+``fanout``): epoch j holds the steps S_j < t ≤ S_j + n_j, S_j = (kʲ − 1)/(k − 1). Epoch j
+runs its own k-ary tree with negative digits sized for n_j steps (:class:`KaryTreeCounter`,
+L_j = j + 1 levels, every block with Laplace noise of scale (L_j·B + γ_j)/ε on its lattice
+γ_j), at the **full** ε. The release at t in epoch j, in-epoch position p = t − S_j, is
+
+    c̃(t) = Σ_{i<j} õ_i(n_i) + õ_j(p),
+
+with õ_i(n_i) the last output of epoch i's tree (its noisy total, released when the epoch
+closed) and õ_j(p) the current tree's output.
+
+* **Privacy.** Epochs hold disjoint steps, so an event-level neighbour (one step moved in
+  [0, B]) changes the data of one epoch's tree only; each tree is ε-DP (the block sums of
+  :mod:`._kary`, Laplace mechanism with Δ₁ = L_j·B), and the trees' noises are independent:
+  parallel composition gives ε-DP for the release of all trees' blocks, of every epoch that
+  ever starts. Every c̃(t) is a ±1 sum of released blocks (post-processing); it reads steps
+  ≤ t only (as in :mod:`._kary`, blocks of the current tree ending after t contribute their
+  noise only). Unlike [CSS11] §4 the epoch totals need no budget of their own: a closed
+  epoch's total is its tree's own output at n_j, whose kʲ leaf is one block (kʲ has one
+  balanced digit), so its variance is that of a single block.
+* **Variance (exact).** With v_j = 2((L_j·B + γ_j)/ε)² the variance of one block of epoch j
+  (:attr:`LaplaceNoise.variance`) and |d_h(p)| the balanced base-k digits of p,
+
+      Var c̃(t) = Σ_{i<j} v_i + v_j·Σ_h |d_h(p)|,
+
+  (the trees' noises are independent, and õ_i(n_i) is one block). No n appears anywhere: the
+  counter runs for ever, epoch after epoch.
+* **Cost against a counter sized for t.** The current tree has j + 1 levels, as many as the
+  best k-ary tree sized for t ≈ kʲ·k/(k − 1) steps would need, and the closed totals add
+  Σ_{i<j} 2(i + 1)²(B/ε)² ≈ (2/3)·j³(B/ε)², against the sized tree's worst step
+  ≈ (k − 1)·(j + 1)³(B/ε)²: a relative surplus of about 2/(3(k − 1)), 7% at k = 11
+  (``bench/bench_unbounded.py``, ``docs/results/counting_unbounded.md`` for the measured
+  ratios; the default k = 11 minimises the largest ratio over t = 2¹⁰ … 2²⁴ among odd
+  k ∈ [5, 15]).
+
+Draws: epoch j's tree draws from the j-th child of the bit source, spawned one at a time as
+the epochs start, so the streaming :class:`UnboundedKaryCounter` and the batch
+:func:`unbounded_kary_release` release identical values with one seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from numbers import Integral
+
+import numpy as np
+
+from ..core._budget import Budget
+from ..core._errors import ParameterError
+from ..core._random import BitSource, bit_source
+from ..core._units import EventLevel, PrivacyGuarantee
+from ..core._validation import check_positive, check_stream
+from ._kary import KaryTreeCounter, _digits, _kary_release, kary_levels, kary_noise
+
+__all__ = [
+    "UnboundedKaryCounter",
+    "UnboundedKaryRelease",
+    "unbounded_kary_release",
+    "unbounded_kary_variance",
+]
+
+_PROOF = (
+    "[CSS11] §4 epochs (lengths kʲ), each a k-ary tree with negative digits at the full ε "
+    "([APT24], Laplace mechanism with Δ₁ = L_j·B) on disjoint steps: parallel composition; "
+    "prefix sums are ±1 post-processing of the released blocks"
+)
+#: Default fanout (module notes: the smallest largest ratio to a sized tree, t = 2¹⁰ … 2²⁴).
+DEFAULT_FANOUT = 11
+
+
+def _check_fanout(fanout: object, owner: str) -> int:
+    if (
+        isinstance(fanout, bool)
+        or not isinstance(fanout, Integral)
+        or fanout < 3
+        or fanout % 2 == 0
+    ):
+        raise ParameterError(
+            f"The 'fanout' parameter of {owner} must be an odd integer >= 3 (balanced digits). "
+            f"Got {fanout!r} instead."
+        )
+    return int(fanout)
+
+
+def _epoch_start(j: int, k: int) -> int:
+    """S_j = (kʲ − 1)/(k − 1): the steps before epoch j."""
+    return (k**j - 1) // (k - 1)
+
+
+def _epoch_of(t: np.ndarray, k: int) -> np.ndarray:
+    """The epoch j of each step t ≥ 1 (S_j < t ≤ S_{j+1}), by exact integer search."""
+    t = np.asarray(t, dtype=np.int64)
+    j = np.zeros(t.shape, dtype=np.int64)
+    j_max = 0
+    while _epoch_start(j_max + 1, k) < int(t.max(initial=1)):
+        j_max += 1
+    for e in range(1, j_max + 1):
+        j[t > _epoch_start(e, k)] = e
+    return j
+
+
+def _block_variance(j: int, k: int, epsilon: float, bound: float) -> float:
+    """v_j: the variance of one block of epoch j's tree (kʲ steps)."""
+    return kary_noise(k**j, epsilon=epsilon, bound=bound, fanout=k).variance
+
+
+def unbounded_kary_variance(
+    steps: object, *, epsilon: float, bound: float, fanout: int = DEFAULT_FANOUT
+) -> np.ndarray:
+    """Exact noise variance of c̃(t) for each step t ≥ 1 in ``steps`` (module notes).
+
+    Var c̃(t) = Σ_{i<j} v_i + v_j·Σ_h |d_h(t − S_j)|: public inputs only, no stream length.
+    """
+    owner = "unbounded_kary_variance"
+    eps = check_positive(epsilon, "epsilon", owner)
+    bnd = check_positive(bound, "bound", owner)
+    k = _check_fanout(fanout, owner)
+    t = np.asarray(steps)
+    if t.dtype.kind not in "iu" or t.ndim > 1 or (t.size and int(t.min()) < 1):
+        raise ParameterError(
+            f"The 'steps' parameter of {owner} must be integers >= 1 (1-based steps). Got an "
+            f"array of dtype {t.dtype} instead."
+        )
+    t = t.astype(np.int64).ravel()
+    out = np.zeros(t.size, dtype=np.float64)
+    if t.size == 0:
+        return out
+    ep = _epoch_of(t, k)
+    closed = 0.0
+    for j in range(int(ep.max()) + 1):
+        v = _block_variance(j, k, eps, bnd)
+        mask = ep == j
+        if np.any(mask):
+            pos = t[mask] - _epoch_start(j, k)
+            units = np.abs(_digits(pos, k, kary_levels(k**j, k))).sum(axis=0)
+            out[mask] = closed + v * units
+        closed += v  # the epoch's total: one block (module notes)
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnboundedKaryRelease:
+    """Prefix sums of the first t steps of an open stream (module notes)."""
+
+    prefix_sums: np.ndarray
+    """c̃(1..t) (index t − 1): identical to what :class:`UnboundedKaryCounter` pushes out."""
+    fanout: int
+    """k (odd): epoch j holds kʲ steps."""
+    epsilon: float
+    """Privacy loss ε of the whole (unbounded) stream."""
+    bound: float
+    """Public bound B."""
+    guarantee: PrivacyGuarantee
+    """Event-level ε-DP."""
+    n: int = field(init=False)
+    """Steps released so far."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n", int(self.prefix_sums.size))
+        self.prefix_sums.setflags(write=False)
+
+    @property
+    def variance(self) -> np.ndarray:
+        """Exact noise variance of every released prefix sum."""
+        out = unbounded_kary_variance(
+            np.arange(1, self.n + 1), epsilon=self.epsilon, bound=self.bound, fanout=self.fanout
+        )
+        out.setflags(write=False)
+        return out
+
+
+def _guarantee(epsilon: float) -> PrivacyGuarantee:
+    return PrivacyGuarantee(unit=EventLevel(), budget=Budget(epsilon), proof=_PROOF)
+
+
+def _unbounded_release(
+    values: object,
+    *,
+    epsilon: float,
+    bound: float,
+    bits: BitSource,
+    fanout: int = DEFAULT_FANOUT,
+    owner: str = "unbounded_kary_release",
+) -> UnboundedKaryRelease:
+    """Validate everything, then release epoch after epoch with noise from ``bits``."""
+    eps = check_positive(epsilon, "epsilon", owner)
+    bnd = check_positive(bound, "bound", owner)
+    k = _check_fanout(fanout, owner)
+    vals = check_stream(values, "values", owner, bound=bnd)
+    out = np.empty(vals.size, dtype=np.float64)
+    closed, start, j = 0.0, 0, 0
+    while start < vals.size:
+        size = k**j
+        child = bits.spawn(1)[0]
+        part = vals[start : start + size]
+        if part.size == size:  # a closed epoch: the batch tree (same draws as the counter)
+            rel = _kary_release(part, epsilon=eps, bound=bnd, bits=child, fanout=k, owner=owner)
+            sums = np.asarray(rel.prefix_sums)
+        else:  # the open epoch: a tree sized for kʲ steps, fed the steps so far
+            tree = KaryTreeCounter(size, epsilon=eps, bound=bnd, fanout=k, seed=child)
+            sums = np.array([tree.push(float(x)) for x in part])
+        out[start : start + part.size] = closed + sums
+        closed += float(sums[-1])
+        start += size
+        j += 1
+    return UnboundedKaryRelease(
+        prefix_sums=out, fanout=k, epsilon=eps, bound=bnd, guarantee=_guarantee(eps)
+    )
+
+
+def unbounded_kary_release(
+    values: object,
+    *,
+    epsilon: float,
+    bound: float,
+    fanout: int = DEFAULT_FANOUT,
+    seed: object = None,
+) -> UnboundedKaryRelease:
+    """Release the prefix sums of the first steps of an open stream (pure ε, no n).
+
+    Parameters
+    ----------
+    values
+        The steps so far, every value in [0, ``bound``].
+    epsilon
+        Privacy loss ε of the whole stream, however long it runs.
+    bound
+        Public bound B.
+    fanout
+        k, odd ≥ 3: epoch j holds kʲ steps and runs a k-ary tree.
+    seed
+        ``None`` (secure source) or an int / bit source (tests, not for release).
+
+    Notes
+    -----
+    Var c̃(t) = Σ_{i<j} v_i + v_j·Σ_h |d_h(t − S_j)| (module notes).
+    *Privacy*: event-level ε-DP: [APT24] trees on the disjoint epochs of [CSS11] §4, parallel
+    composition; the prefix sums are post-processing.
+
+    Examples
+    --------
+    >>> rel = unbounded_kary_release([1.0, 0.0, 2.0, 1.0], epsilon=1.0, bound=2.0, fanout=3,
+    ...                              seed=7)
+    >>> counter = UnboundedKaryCounter(epsilon=1.0, bound=2.0, fanout=3, seed=7)
+    >>> [counter.push(x) for x in [1.0, 0.0, 2.0, 1.0]] == rel.prefix_sums.tolist()
+    True
+    """
+    return _unbounded_release(
+        values, epsilon=epsilon, bound=bound, bits=bit_source(seed), fanout=fanout
+    )
+
+
+class UnboundedKaryCounter:
+    """Streaming pure-ε counter with no stream length: ``push(x)`` returns c̃(t) (module notes).
+
+    State: the sum of the closed epochs' totals and the current epoch's
+    :class:`KaryTreeCounter` (O(k·log t) noises in use). Same draws as
+    :func:`unbounded_kary_release` with one seed.
+
+    Examples
+    --------
+    >>> counter = UnboundedKaryCounter(epsilon=1.0, bound=1.0, seed=3)
+    >>> _ = [counter.push(0.5) for _ in range(20)]
+    >>> counter.steps, counter.epoch
+    (20, 2)
+    """
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        bound: float,
+        fanout: int = DEFAULT_FANOUT,
+        seed: object = None,
+    ) -> None:
+        owner = "UnboundedKaryCounter"
+        self.epsilon = check_positive(epsilon, "epsilon", owner)
+        self.bound = check_positive(bound, "bound", owner)
+        self.fanout = _check_fanout(fanout, owner)
+        self.guarantee = _guarantee(self.epsilon)
+        self.steps = 0
+        self.epoch = -1
+        self._bits = bit_source(seed)
+        self._tree: KaryTreeCounter | None = None
+        self._closed = 0.0
+        self._last = 0.0
+
+    def push(self, x: float) -> float:
+        """Add the next value (in [0, B]) and return the noisy prefix sum c̃(t)."""
+        val = float(check_stream([x], "x", "UnboundedKaryCounter.push", bound=self.bound)[0])
+        if self._tree is None or self._tree.steps == self._tree.n:
+            if self._tree is not None:
+                self._closed += self._last  # the closed epoch's total (module notes)
+            self.epoch += 1
+            self._tree = KaryTreeCounter(
+                self.fanout**self.epoch,
+                epsilon=self.epsilon,
+                bound=self.bound,
+                fanout=self.fanout,
+                seed=self._bits.spawn(1)[0],
+            )
+        self._last = self._tree.push(val)
+        self.steps += 1
+        return self._closed + self._last
+
+    def variance(self, t: int | None = None) -> float:
+        """Exact noise variance of c̃(t) (default: the last step pushed; 0 before any)."""
+        t = self.steps if t is None else t
+        if isinstance(t, bool) or not isinstance(t, Integral) or t < 0:
+            raise ParameterError(
+                "The 't' parameter of UnboundedKaryCounter.variance must be an int >= 0. "
+                f"Got {t!r} instead."
+            )
+        if t == 0:
+            return 0.0
+        return float(
+            unbounded_kary_variance(
+                np.array([t]), epsilon=self.epsilon, bound=self.bound, fanout=self.fanout
+            )[0]
+        )
