@@ -274,3 +274,11 @@ def test_an_earlier_release_of_another_noise_is_refused_before_any_work():
         dpstream.release_optstream(df.iloc[96:], seed=2, history=sliced, noise="auto",
                                    delta=1e-6, **kw)  # fmt: skip
     assert PeriodPlan  # the public plan type stays importable from planner
+
+
+def test_a_call_whose_epsilon_the_earlier_release_already_spent_is_refused():
+    df = frame(8, 4)
+    kw = dict(alpha=1.0, hierarchy=tree(2, 4))
+    one = dpstream.release_optstream(df.iloc[:96], epsilon=20.0, seed=1, **kw)
+    with pytest.raises(ParameterError, match="'epsilon'.*earlier release"):
+        dpstream.release_optstream(df.iloc[96:], epsilon=1.0, seed=2, history=one, **kw)
