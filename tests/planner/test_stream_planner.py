@@ -104,12 +104,15 @@ def test_the_square_guard_can_fail(no_square):
         sparse.identity(BIG, format="csr").toarray()
 
 
-def test_a_flat_auto_release_never_builds_a_dense_square(no_square):
-    idx = pd.date_range("2016-03-01", periods=48 * 2, freq="30min")
+@pytest.mark.parametrize("hierarchy", [None, tree(30, BIG // 30)])
+def test_an_auto_release_never_builds_a_dense_square(no_square, hierarchy):
+    idx = pd.date_range("2016-03-01", periods=48 * 3, freq="30min")
     rng = np.random.default_rng(0)
-    df = pd.DataFrame(rng.uniform(10, 20, (idx.size, BIG)), index=idx)
-    out = dpstream.release_optstream(df, epsilon=1.0, alpha=5.0, seed=1)
-    assert out.shape == df.shape and len(out.attrs["plan"]) == 2
+    df = pd.DataFrame(
+        rng.uniform(10, 20, (idx.size, BIG)), index=idx, columns=[f"f{i}" for i in range(BIG)]
+    )
+    out = dpstream.release_optstream(df, epsilon=1.0, alpha=5.0, seed=1, hierarchy=hierarchy)
+    assert out.shape[0] == df.shape[0] and len(out.attrs["plan"]) == 3  # prior from day 3
 
 
 # -- state: running sums, plan/update ------------------------------------------------------------
