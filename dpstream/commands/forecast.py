@@ -12,7 +12,12 @@ import pandas as pd
 from dpstream.commands.release import _read_input
 from mechanisms import ParameterError
 
-from ._accounting import check_writable, privacy_sidecar, write_privacy
+from ._accounting import (
+    check_writable,
+    privacy_sidecar,
+    refuse_overwriting_inputs,
+    write_privacy,
+)
 from ._checks import cli_terms, option_float, option_int, option_probability
 from ._progress import progress_bar
 
@@ -247,6 +252,9 @@ def forecast(
     check_writable(out_file, "--out", _OWNER)
     if err_file is not None:
         check_writable(err_file, "--errors-out", _OWNER)
+    refuse_overwriting_inputs(  # the input is sacred (issue 31 §4)
+        _OWNER, [input_path, truth_path], out_file, extra=(("--errors-out", err_file),)
+    )
     for path, what in ((input_path, "RELEASED"), (truth_path, "--truth")):
         if path is not None and not Path(path).is_file():
             raise ParameterError(f"The {what} argument of {_OWNER}: no file {path!r}.")
@@ -355,6 +363,7 @@ def _future(
     option_int(horizon, "--horizon", _OWNER)
     option_float(noise_variance, "--noise-variance", _OWNER, allow_zero=True)
     check_writable(out_file, "--out", _OWNER)
+    refuse_overwriting_inputs(_OWNER, [input_path, store_path, exog_path], out_file)
     inputs = [p for p in (input_path, store_path, exog_path) if p is not None]
     for path in inputs:
         if not Path(path).is_file():

@@ -447,3 +447,14 @@ def test_full_read_only_corrupt_and_busy_are_four_different_one_line_errors(tmp_
     texts = [str(v) for v in raised.values()]
     assert len(set(texts)) == 4 and all("\n" not in t for t in texts)
     assert "full" in str(raised["full"]) and "busy" not in str(raised["full"])
+
+
+def test_forecast_outputs_naming_an_input_are_refused(files, capsys):
+    before = (files / "in.csv").read_bytes()
+    (files / "link.csv").symlink_to(files / "in.csv")
+    assert main(["forecast", "in.csv", "--out", "link.csv"]) == 2
+    assert "'--out' option" in capsys.readouterr().err
+    args = ["forecast", "in.csv", "--truth", "in.csv", "--days", "1", "--out", "f.csv"]
+    assert main([*args, "--errors-out", "in.csv"]) == 2
+    assert "'--errors-out' option" in capsys.readouterr().err
+    assert (files / "in.csv").read_bytes() == before and not (files / "f.csv").exists()
