@@ -74,10 +74,12 @@ def one(n_feeders: int, days: int, k: str, store: bool) -> dict:
 
         with tempfile.TemporaryDirectory() as tmp, ReleaseStore(Path(tmp) / "s.db") as s:
             out = s.release_optstream(frame, **kw)
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            plans = s.periods()[["k"]].to_dict("records")
     else:
         out = dpstream.release_optstream(frame, **kw)
-    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-    plans = out.attrs.get("plan") or []
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        plans = out.attrs.get("plan") or []
     return {
         "feeders": n_feeders,
         "nodes": int(out.shape[1]),
@@ -150,12 +152,13 @@ def main() -> None:
                 f"| {r['cpu_per_day']:.2f} | {ratio:.2f} | {r['peak_gb']:.2f} | "
                 f"{', '.join(map(str, r['ks']))} |"
             )
-    lines += [
-        "",
-        f"Growth exponent of CPU per day in nodes (log-log slope): fixed k {exponent(fixed):.2f}, "
-        f"default {exponent(auto):.2f}.",
-        "",
-    ]
+    lines.append("")
+    if len(fixed) > 1:
+        lines += [
+            f"Growth exponent of CPU per day in nodes (log-log slope): fixed k "
+            f"{exponent(fixed):.2f}, default {exponent(auto):.2f}.",
+            "",
+        ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines))
     print("\n".join(lines))
