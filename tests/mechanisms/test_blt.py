@@ -1,0 +1,128 @@
+"""BLT counters ([DMRST24]; ``mechanisms.counting._blt``): the factorisation, its variance, the
+streaming push, the shipped constants."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mechanisms import DomainError, ParameterError
+from mechanisms.counting import _blt
+from mechanisms.counting._blt import (
+    BLTCounter,
+    BLTStrategy,
+    blt_loss,
+    blt_release,
+    blt_strategy,
+    blt_variance,
+)
+from mechanisms.counting._factorisation import sqrt_coefficients, sqrt_factorisation_variance
+
+
+def _toeplitz(coef: np.ndarray) -> np.ndarray:
+    n = coef.size
+    i, j = np.indices((n, n))
+    return np.where(i >= j, coef[np.clip(i - j, 0, n - 1)], 0.0)
+
+
+def test_the_inverse_coefficients_invert_c():
+    strat = blt_strategy(200)
+    c = _toeplitz(strat.coefficients(200))
+    r = _toeplitz(strat.inverse_coefficients(200))
+    np.testing.assert_allclose(r @ c, np.eye(200), atol=1e-10)
+
+
+def test_the_coefficients_are_sums_of_powers():
+    strat = BLTStrategy(theta=(0.5, 0.9), omega=(0.3, 0.1))
+    c = strat.coefficients(6)
+    expected = [1.0] + [0.3 * 0.5 ** (j - 1) + 0.1 * 0.9 ** (j - 1) for j in range(1, 6)]
+    np.testing.assert_allclose(c, expected, rtol=1e-14)
+
+
+@pytest.mark.parametrize(
+    "k",
+    [4, 8, 10, 12, 14, 16, 18, 20]
+    + [pytest.param(k, marks=pytest.mark.slow) for k in (21, 22, 23, 24)],
+)
+def test_every_shipped_worst_step_strategy_is_within_1pct_of_the_square_root(k):
+    n = 1 << k
+    strat = blt_strategy(n)
+    c2 = np.cumsum(sqrt_coefficients(n) ** 2)
+    value = blt_loss(strat.theta, strat.omega, n)
+    assert value <= 1.01 * c2[-1] ** 2
+
+
+@pytest.mark.parametrize("k", [6, 10, 14, 20])
+def test_the_mean_strategies_beat_the_worst_step_ones_on_the_mean(k):
+    n = 1 << k
+    best_mean = blt_strategy(n, at="mean")
+    best_max = blt_strategy(n, at="max")
+    assert blt_loss(best_mean.theta, best_mean.omega, n, at="mean") <= blt_loss(
+        best_max.theta, best_max.omega, n, at="mean"
+    ) * (1 + 1e-9)
+
+
+def test_variance_near_the_square_root_at_epsilon_delta():
+    n = 1 << 14
+    sq = sqrt_factorisation_variance(n, epsilon=1.0, delta=1e-6, bound=1.0)
+    bl = blt_variance(n, epsilon=1.0, delta=1e-6, bound=1.0)
+    assert bl[-1] <= 1.01 * sq[-1]
+    assert np.all(np.diff(bl) >= 0)
+
+
+def test_calibration_keeps_sigma_in_the_sampler_range_and_pays_the_rounding():
+    for n in (1, 5, 1 << 12, 1 << 20):
+        strat = blt_strategy(n)
+        cal = _blt._calibrate(n, 1.0, 1e-6, 1.0, strat)
+        coef = strat.coefficients(n)
+        exact = cal.units_bound * math.sqrt(float(coef @ coef))
+        assert 2**24 <= cal.sigma_units < 2**25
+        assert exact + math.sqrt(n) <= cal.sensitivity_units <= exact * 1.01
+
+
+@pytest.mark.statistical
+def test_the_exact_variance_matches_1000_seeded_releases():
+    n = 1 << 12
+    x = np.random.default_rng(0).uniform(0.0, 1.0, n)
+    truth = np.cumsum(x)
+    err = np.stack(
+        [
+            blt_release(x, epsilon=1.0, delta=1e-6, bound=1.0, seed=s).prefix_sums - truth
+            for s in range(1000)
+        ]
+    )
+    var = blt_variance(n, epsilon=1.0, delta=1e-6, bound=1.0)
+    ratio = (err**2).mean(axis=0) / var
+    assert np.all(np.abs(ratio - 1.0) < 0.25)
+    assert abs(float(np.mean((err**2).mean(axis=0)) / var.mean()) - 1.0) < 0.08
+
+
+def test_streaming_draws_the_same_noise_as_the_batch():
+    x = np.random.default_rng(1).uniform(0.0, 3.0, 5000)  # crosses a block of 4096 draws
+    rel = blt_release(x, epsilon=0.5, delta=1e-8, bound=3.0, seed=5)
+    counter = BLTCounter(5000, epsilon=0.5, delta=1e-8, bound=3.0, seed=5)
+    sums = np.array([counter.push(v) for v in x])
+    # one lattice step per coordinate where the two roundings of y differ, carried by B
+    np.testing.assert_allclose(
+        sums, rel.prefix_sums, rtol=0, atol=1e-3 * math.sqrt(rel.variance[-1])
+    )
+    assert counter.variance() == pytest.approx(float(rel.variance[-1]), rel=1e-9)
+
+
+def test_bad_inputs_are_refused():
+    with pytest.raises(ParameterError, match="'delta'"):
+        blt_release([1.0], epsilon=1.0, delta=0.0, bound=1.0, seed=0)
+    with pytest.raises(DomainError, match="'values'"):
+        blt_release([2.0], epsilon=1.0, delta=1e-6, bound=1.0, seed=0)
+    with pytest.raises(ParameterError, match="'at'"):
+        blt_strategy(10, at="median")
+    with pytest.raises(ParameterError, match="'n'"):
+        blt_strategy(1 << 25)
+    with pytest.raises(ParameterError, match="theta"):
+        BLTStrategy(theta=(1.5,), omega=(0.1,))
+    counter = BLTCounter(1, epsilon=1.0, delta=1e-6, bound=1.0, seed=0)
+    counter.push(0.5)
+    with pytest.raises(ParameterError, match="sized for n=1"):
+        counter.push(0.5)
