@@ -6,11 +6,13 @@ the k-ary tree with negative digits (:mod:`._kary`).
 
 Construction (a variant of [CSS11] §4, our derivation)
 ------------------------------------------------------
-The stream is cut into epochs j = 0, 1, 2, ... of public lengths n_j = kʲ (k odd, the
-``fanout``): epoch j holds the steps S_j < t ≤ S_j + n_j, S_j = (kʲ − 1)/(k − 1). Epoch j
-runs its own k-ary tree with negative digits sized for n_j steps (:class:`KaryTreeCounter`,
-L_j = j + 1 levels, every block with Laplace noise of scale (L_j·B + γ_j)/ε on its lattice
-γ_j), at the **full** ε. The release at t in epoch j, in-epoch position p = t − S_j, is
+The stream is cut into epochs j = 0, 1, 2, ... of public lengths n_j = k_jᵐʲ (k_j odd, m_j ≥ 0):
+epoch j holds the steps S_j < t ≤ S_j + n_j, S_j = Σ_{i<j} n_i. Epoch j runs its own k_j-ary
+tree with negative digits sized for n_j steps (:class:`KaryTreeCounter`, L_j = m_j + 1 levels,
+every block with Laplace noise of scale (L_j·B + γ_j)/ε on its lattice γ_j), at the **full**
+ε. The epochs are either kʲ for one fanout k (``fanout=k``: (k_j, m_j) = (k, j)) or the
+shipped :data:`SCHEDULE` (the default), public constants fitted offline. The release at t in
+epoch j, in-epoch position p = t − S_j, is
 
     c̃(t) = Σ_{i<j} õ_i(n_i) + õ_j(p),
 
@@ -24,7 +26,7 @@ closed) and õ_j(p) the current tree's output.
   ever starts. Every c̃(t) is a ±1 sum of released blocks (post-processing); it reads steps
   ≤ t only (as in :mod:`._kary`, blocks of the current tree ending after t contribute their
   noise only). Unlike [CSS11] §4 the epoch totals need no budget of their own: a closed
-  epoch's total is its tree's own output at n_j, whose kʲ leaf is one block (kʲ has one
+  epoch's total is its tree's own output at n_j = k_jᵐʲ, one block of level m_j (one
   balanced digit), so its variance is that of a single block.
 * **Variance (exact).** With v_j = 2((L_j·B + γ_j)/ε)² the variance of one block of epoch j
   (:attr:`LaplaceNoise.variance`) and |d_h(p)| the balanced base-k digits of p,
@@ -33,13 +35,13 @@ closed) and õ_j(p) the current tree's output.
 
   (the trees' noises are independent, and õ_i(n_i) is one block). No n appears anywhere: the
   counter runs for ever, epoch after epoch.
-* **Cost against a counter sized for t.** The current tree has j + 1 levels, as many as the
-  best k-ary tree sized for t ≈ kʲ·k/(k − 1) steps would need, and the closed totals add
-  Σ_{i<j} 2(i + 1)²(B/ε)² ≈ (2/3)·j³(B/ε)², against the sized tree's worst step
-  ≈ (k − 1)·(j + 1)³(B/ε)²: a relative surplus of about 2/(3(k − 1)), 7% at k = 11
-  (``bench/bench_unbounded.py``, ``docs/results/counting_unbounded.md`` for the measured
-  ratios; the default k = 11 minimises the largest ratio over t = 2¹⁰ … 2²⁴ among odd
-  k ∈ [5, 15]).
+* **Cost against a counter sized for t.** With one fanout (epochs kʲ) the current tree has
+  j + 1 levels where the best tree sized for t may need one fewer (t early in a long epoch),
+  so the ratio to the sized tree's worst step reaches ≈ 1.6 – 2.2 at some t for every k
+  (``bench/bench_unbounded.py``). The shipped schedule mixes fanouts and exponents so that
+  every epoch's tree is about as deep as the sized tree at the steps it serves: its largest
+  ratio on 16 points per octave, t = 2⁶ … 2²⁴, is stated in
+  ``docs/results/counting_unbounded.md``. Beyond the table the last fanout continues.
 
 Draws: epoch j's tree draws from the j-th child of the bit source, spawned one at a time as
 the epochs start, so the streaming :class:`UnboundedKaryCounter` and the batch
@@ -58,7 +60,7 @@ from ..core._errors import ParameterError
 from ..core._random import BitSource, bit_source
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import check_positive, check_stream
-from ._kary import KaryTreeCounter, _digits, _kary_release, kary_levels, kary_noise
+from ._kary import KaryTreeCounter, _digits, _kary_release, kary_noise
 
 __all__ = [
     "UnboundedKaryCounter",
@@ -72,11 +74,42 @@ _PROOF = (
     "([APT24], Laplace mechanism with Δ₁ = L_j·B) on disjoint steps: parallel composition; "
     "prefix sums are ±1 post-processing of the released blocks"
 )
-#: Default fanout (module notes: the smallest largest ratio to a sized tree, t = 2¹⁰ … 2²⁴).
-DEFAULT_FANOUT = 11
+#: The shipped epochs (fanout k_j, exponent m_j: epoch j holds k_j^m_j steps), fitted offline
+#: by ``bench/bench_unbounded.py --fit`` (a greedy search over odd k ∈ [3, 21], largest ratio
+#: to the sized tree's worst step on 16 points per octave, t = 2⁶ … 2²⁴); after the table, the
+#: last fanout with the exponent growing by one per epoch. Public constants, no data.
+SCHEDULE: tuple[tuple[int, int], ...] = (
+    (7, 2),
+    (3, 3),
+    (5, 2),
+    (5, 2),
+    (7, 2),
+    (7, 2),
+    (11, 2),
+    (11, 2),
+    (13, 2),
+    (17, 2),
+    (7, 3),
+    (7, 3),
+    (21, 2),
+    (9, 3),
+    (13, 3),
+    (7, 4),
+    (15, 3),
+    (19, 3),
+    (21, 3),
+    (7, 5),
+    (13, 4),
+    (19, 4),
+    (13, 5),
+    (19, 5),
+    (17, 6),
+)
 
 
-def _check_fanout(fanout: object, owner: str) -> int:
+def _check_fanout(fanout: object, owner: str) -> int | None:
+    if fanout is None:
+        return None
     if (
         isinstance(fanout, bool)
         or not isinstance(fanout, Integral)
@@ -84,36 +117,35 @@ def _check_fanout(fanout: object, owner: str) -> int:
         or fanout % 2 == 0
     ):
         raise ParameterError(
-            f"The 'fanout' parameter of {owner} must be an odd integer >= 3 (balanced digits). "
-            f"Got {fanout!r} instead."
+            f"The 'fanout' parameter of {owner} must be None (the shipped epochs) or an odd "
+            f"integer >= 3 (balanced digits). Got {fanout!r} instead."
         )
     return int(fanout)
 
 
-def _epoch_start(j: int, k: int) -> int:
-    """S_j = (kʲ − 1)/(k − 1): the steps before epoch j."""
-    return (k**j - 1) // (k - 1)
+def _epoch(j: int, fanout: int | None) -> tuple[int, int]:
+    """(k_j, m_j) of epoch j: k_j^m_j steps, a k_j-ary tree of m_j + 1 levels."""
+    if fanout is not None:
+        return fanout, j
+    if j < len(SCHEDULE):
+        return SCHEDULE[j]
+    k, m = SCHEDULE[-1]
+    return k, m + j - len(SCHEDULE) + 1
 
 
-def _epoch_of(t: np.ndarray, k: int) -> np.ndarray:
-    """The epoch j of each step t ≥ 1 (S_j < t ≤ S_{j+1}), by exact integer search."""
-    t = np.asarray(t, dtype=np.int64)
-    j = np.zeros(t.shape, dtype=np.int64)
-    j_max = 0
-    while _epoch_start(j_max + 1, k) < int(t.max(initial=1)):
-        j_max += 1
-    for e in range(1, j_max + 1):
-        j[t > _epoch_start(e, k)] = e
-    return j
-
-
-def _block_variance(j: int, k: int, epsilon: float, bound: float) -> float:
-    """v_j: the variance of one block of epoch j's tree (kʲ steps)."""
-    return kary_noise(k**j, epsilon=epsilon, bound=bound, fanout=k).variance
+def _epochs(fanout: int | None, last: int) -> list[tuple[int, int, int]]:
+    """(start S_j, fanout k_j, exponent m_j) of every epoch holding a step ≤ ``last``."""
+    out, start, j = [], 0, 0
+    while start < last:
+        k, m = _epoch(j, fanout)
+        out.append((start, k, m))
+        start += k**m
+        j += 1
+    return out
 
 
 def unbounded_kary_variance(
-    steps: object, *, epsilon: float, bound: float, fanout: int = DEFAULT_FANOUT
+    steps: object, *, epsilon: float, bound: float, fanout: int | None = None
 ) -> np.ndarray:
     """Exact noise variance of c̃(t) for each step t ≥ 1 in ``steps`` (module notes).
 
@@ -122,7 +154,7 @@ def unbounded_kary_variance(
     owner = "unbounded_kary_variance"
     eps = check_positive(epsilon, "epsilon", owner)
     bnd = check_positive(bound, "bound", owner)
-    k = _check_fanout(fanout, owner)
+    fan = _check_fanout(fanout, owner)
     t = np.asarray(steps)
     if t.dtype.kind not in "iu" or t.ndim > 1 or (t.size and int(t.min()) < 1):
         raise ParameterError(
@@ -133,14 +165,13 @@ def unbounded_kary_variance(
     out = np.zeros(t.size, dtype=np.float64)
     if t.size == 0:
         return out
-    ep = _epoch_of(t, k)
     closed = 0.0
-    for j in range(int(ep.max()) + 1):
-        v = _block_variance(j, k, eps, bnd)
-        mask = ep == j
+    for start, k, m in _epochs(fan, int(t.max())):
+        size = k**m
+        v = kary_noise(size, epsilon=eps, bound=bnd, fanout=k).variance
+        mask = (t > start) & (t <= start + size)
         if np.any(mask):
-            pos = t[mask] - _epoch_start(j, k)
-            units = np.abs(_digits(pos, k, kary_levels(k**j, k))).sum(axis=0)
+            units = np.abs(_digits(t[mask] - start, k, m + 1)).sum(axis=0)
             out[mask] = closed + v * units
         closed += v  # the epoch's total: one block (module notes)
     return out
@@ -152,8 +183,8 @@ class UnboundedKaryRelease:
 
     prefix_sums: np.ndarray
     """c̃(1..t) (index t − 1): identical to what :class:`UnboundedKaryCounter` pushes out."""
-    fanout: int
-    """k (odd): epoch j holds kʲ steps."""
+    fanout: int | None
+    """None (the shipped epochs, :data:`SCHEDULE`) or k (odd): epoch j holds kʲ steps."""
     epsilon: float
     """Privacy loss ε of the whole (unbounded) stream."""
     bound: float
@@ -187,18 +218,18 @@ def _unbounded_release(
     epsilon: float,
     bound: float,
     bits: BitSource,
-    fanout: int = DEFAULT_FANOUT,
+    fanout: int | None = None,
     owner: str = "unbounded_kary_release",
 ) -> UnboundedKaryRelease:
     """Validate everything, then release epoch after epoch with noise from ``bits``."""
     eps = check_positive(epsilon, "epsilon", owner)
     bnd = check_positive(bound, "bound", owner)
-    k = _check_fanout(fanout, owner)
+    fan = _check_fanout(fanout, owner)
     vals = check_stream(values, "values", owner, bound=bnd)
     out = np.empty(vals.size, dtype=np.float64)
-    closed, start, j = 0.0, 0, 0
-    while start < vals.size:
-        size = k**j
+    closed = 0.0
+    for start, k, m in _epochs(fan, vals.size):
+        size = k**m
         child = bits.spawn(1)[0]
         part = vals[start : start + size]
         if part.size == size:  # a closed epoch: the batch tree (same draws as the counter)
@@ -209,10 +240,8 @@ def _unbounded_release(
             sums = np.array([tree.push(float(x)) for x in part])
         out[start : start + part.size] = closed + sums
         closed += float(sums[-1])
-        start += size
-        j += 1
     return UnboundedKaryRelease(
-        prefix_sums=out, fanout=k, epsilon=eps, bound=bnd, guarantee=_guarantee(eps)
+        prefix_sums=out, fanout=fan, epsilon=eps, bound=bnd, guarantee=_guarantee(eps)
     )
 
 
@@ -221,7 +250,7 @@ def unbounded_kary_release(
     *,
     epsilon: float,
     bound: float,
-    fanout: int = DEFAULT_FANOUT,
+    fanout: int | None = None,
     seed: object = None,
 ) -> UnboundedKaryRelease:
     """Release the prefix sums of the first steps of an open stream (pure ε, no n).
@@ -235,7 +264,8 @@ def unbounded_kary_release(
     bound
         Public bound B.
     fanout
-        k, odd ≥ 3: epoch j holds kʲ steps and runs a k-ary tree.
+        ``None`` (default): the shipped epochs (:data:`SCHEDULE`); or k, odd ≥ 3: epoch j
+        holds kʲ steps and runs a k-ary tree.
     seed
         ``None`` (secure source) or an int / bit source (tests, not for release).
 
@@ -267,10 +297,10 @@ class UnboundedKaryCounter:
 
     Examples
     --------
-    >>> counter = UnboundedKaryCounter(epsilon=1.0, bound=1.0, seed=3)
+    >>> counter = UnboundedKaryCounter(epsilon=1.0, bound=1.0, fanout=3, seed=3)
     >>> _ = [counter.push(0.5) for _ in range(20)]
-    >>> counter.steps, counter.epoch
-    (20, 2)
+    >>> counter.steps, counter.epoch  # epochs of 1, 3, 9, 27 steps
+    (20, 3)
     """
 
     def __init__(
@@ -278,7 +308,7 @@ class UnboundedKaryCounter:
         *,
         epsilon: float,
         bound: float,
-        fanout: int = DEFAULT_FANOUT,
+        fanout: int | None = None,
         seed: object = None,
     ) -> None:
         owner = "UnboundedKaryCounter"
@@ -300,11 +330,12 @@ class UnboundedKaryCounter:
             if self._tree is not None:
                 self._closed += self._last  # the closed epoch's total (module notes)
             self.epoch += 1
+            k, m = _epoch(self.epoch, self.fanout)
             self._tree = KaryTreeCounter(
-                self.fanout**self.epoch,
+                k**m,
                 epsilon=self.epsilon,
                 bound=self.bound,
-                fanout=self.fanout,
+                fanout=k,
                 seed=self._bits.spawn(1)[0],
             )
         self._last = self._tree.push(val)

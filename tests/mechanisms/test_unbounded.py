@@ -144,3 +144,27 @@ def test_release_carries_an_event_level_pure_epsilon_guarantee():
     assert rel.guarantee.budget.epsilon == 0.7 and rel.guarantee.budget.delta == 0.0
     assert rel.n == 5 and rel.variance.shape == (5,)
     assert not rel.prefix_sums.flags.writeable
+
+
+def test_default_epochs_streaming_equals_batch_across_boundaries():
+    from mechanisms.counting._unbounded import SCHEDULE
+
+    (k0, m0), (k1, m1) = SCHEDULE[0], SCHEDULE[1]
+    n = k0**m0 + k1**m1 + 5  # two closed epochs and part of the third
+    data = _stream(n, seed=8)
+    rel = unbounded_kary_release(data, epsilon=1.0, bound=1.0, seed=21)
+    counter = UnboundedKaryCounter(epsilon=1.0, bound=1.0, seed=21)
+    assert [counter.push(float(x)) for x in data] == rel.prefix_sums.tolist()
+    assert counter.epoch == 2
+
+
+def test_the_shipped_schedule_is_valid_and_continues_past_its_table():
+    from mechanisms.counting._unbounded import SCHEDULE, _epoch
+
+    assert all(k % 2 == 1 and k >= 3 and m >= 0 for k, m in SCHEDULE)
+    k, m = SCHEDULE[-1]
+    assert _epoch(len(SCHEDULE), None) == (k, m + 1)
+    assert _epoch(len(SCHEDULE) + 2, None) == (k, m + 3)
+    # far beyond the table the variance stays finite and increasing in the epoch
+    far = unbounded_kary_variance(np.array([2**40, 2**50]), epsilon=1.0, bound=1.0)
+    assert np.all(np.isfinite(far)) and far[1] > far[0]

@@ -1,0 +1,180 @@
+"""Benchmark of the open-stream counter (issue 27 item 5): variance at t without knowing n.
+
+For t = 2^10 … 2^24, and on 16 points per octave from 2^6: the exact variance of the
+counter (:class:`UnboundedKaryCounter`, k-ary epochs) at step t, against the *worst step*
+(over steps ≤ t) of the best pure-ε counter sized for t in advance (``kary_tree``, best fanout
+for t, exact digits), bound 1, ε = 1; the ratio (target ≤ 1.5). The same largest ratio for the
+epochs kʲ of one odd fanout k ∈ [5, 17]; ``--fit`` prints the shipped schedule (the greedy
+:func:`fit`, ``BENCH_TARGET`` = 1.4 by default). For the (ε, δ) = (1, 10⁻⁶)
+user, the square root sized for t (its worst step is its last) and the best *open-stream*
+Gaussian construction we can prove today: square-root counters restarted on epochs of 4ʲ
+steps (parallel composition), to show why none is shipped (``docs/privacy.md``, "Streams
+without a known end"). Exact variances only (no draws): the test suite checks them against
+seeded releases. Run: ``python bench/bench_unbounded.py``; ``BENCH_WRITE=1`` writes
+``docs/results/counting_unbounded.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from mechanisms.counting._factorisation import (
+    sqrt_coefficients,
+    sqrt_factorisation_noise,
+)
+from mechanisms.counting._kary import _digits, best_fanout, kary_levels, kary_noise
+from mechanisms.counting._unbounded import SCHEDULE, unbounded_kary_variance
+
+EPS, BOUND, DELTA = 1.0, 1.0, 1e-6
+CHUNK = 1 << 20
+
+
+def sized_worst(t: int) -> float:
+    """max over s ≤ t of the k-ary tree sized for t (best fanout), exact digits by chunks."""
+    k = best_fanout(t)
+    levels = kary_levels(t, k)
+    worst = 0
+    for a in range(1, t + 1, CHUNK):
+        s = np.arange(a, min(t, a + CHUNK - 1) + 1)
+        worst = max(worst, int(np.abs(_digits(s, k, levels)).sum(axis=0).max()))
+    return worst * kary_noise(t, epsilon=EPS, bound=BOUND, fanout=k).variance
+
+
+def dense_grid(top: int) -> np.ndarray:
+    """16 points per octave, t = 2⁶ … 2^top."""
+    return np.unique(np.round(2.0 ** (np.arange(6 * 16, top * 16 + 1) / 16)).astype(np.int64))
+
+
+def dense_worst(grid: np.ndarray) -> np.ndarray:
+    """The sized tree's worst step ≤ t at every t of ``grid``: one pass per (fanout, levels),
+    running maximum of the digit sums by chunks (exact)."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for t in grid.tolist():
+        k = best_fanout(t)
+        groups.setdefault((k, kary_levels(t, k)), []).append(t)
+    worst: dict[int, float] = {}
+    for (k, levels), ts in groups.items():
+        run, a, i = 0, 1, 0
+        while a <= ts[-1]:
+            s = np.arange(a, min(ts[-1], a + CHUNK - 1) + 1)
+            cm = np.maximum.accumulate(np.maximum(np.abs(_digits(s, k, levels)).sum(axis=0), run))
+            while i < len(ts) and ts[i] <= s[-1]:
+                v = kary_noise(ts[i], epsilon=EPS, bound=BOUND, fanout=k).variance
+                worst[ts[i]] = float(cm[ts[i] - a]) * v
+                i += 1
+            run, a = int(cm[-1]), int(s[-1]) + 1
+    return np.array([worst[t] for t in grid.tolist()])
+
+
+def fit(grid: np.ndarray, worst: np.ndarray, target: float) -> list[tuple[int, int]]:
+    """Greedy epochs (k, m): the longest epoch k^m (odd k ≤ 21, a quarter to 64 times the steps
+    so far) whose largest ratio to ``worst`` over its steps of ``grid`` is ≤ ``target``, else
+    the epoch of the smallest largest ratio; until the grid is covered."""
+    cands = sorted({(k**m, k, m) for k in range(3, 23, 2) for m in range(40) if k**m <= 2**40})
+    start, closed, out = 0, 0.0, []
+    while start < grid[-1]:
+        best = None
+        for size, k, m in cands:
+            if size < max(1, start // 4) or size > 64 * max(start, 1):
+                continue
+            v = kary_noise(size, epsilon=EPS, bound=BOUND, fanout=k).variance
+            mask = (grid > start) & (grid <= start + size)
+            r = 0.0
+            if mask.any():
+                units = np.abs(_digits(grid[mask] - start, k, m + 1)).sum(axis=0)
+                r = float(((closed + v * units) / worst[mask]).max())
+            key = (r > target, r if r > target else -size)
+            if best is None or key < best[0]:
+                best = (key, size, k, m, v)
+        _, size, k, m, v = best
+        out.append((k, m))
+        start += size
+        closed += v
+    return out
+
+
+def sqrt_sized(t: int) -> float:
+    noise = sqrt_factorisation_noise(t, epsilon=EPS, delta=DELTA, bound=BOUND)
+    c = sqrt_coefficients(t)
+    return float(c @ c) * noise.variance
+
+
+def sqrt_epochs(t: int, ratio: int = 4) -> float:
+    """Square-root counters on epochs of ratioʲ steps: closed totals + the open epoch at t."""
+    start, var, j = 0, 0.0, 0
+    while True:
+        size = ratio**j
+        noise = sqrt_factorisation_noise(size, epsilon=EPS, delta=DELTA, bound=BOUND)
+        c = sqrt_coefficients(min(size, t - start))
+        if t <= start + size:
+            return var + float(c @ c) * noise.variance
+        var += float(c @ c) * noise.variance
+        start += size
+        j += 1
+
+
+def main() -> None:
+    top = int(os.environ.get("BENCH_MAX_EXP", "24"))
+    grid = dense_grid(top)
+    worst_grid = dense_worst(grid)
+    if "--fit" in sys.argv:
+        target = float(os.environ.get("BENCH_TARGET", "1.4"))
+        sys.stdout.write(f"SCHEDULE = {tuple(fit(grid, worst_grid, target))!r}\n")
+        return
+    points = [2**e for e in range(10, top + 1)]
+    at = {t: i for i, t in enumerate(grid.tolist())}
+    ours = unbounded_kary_variance(np.array(points), epsilon=EPS, bound=BOUND)
+    lines = [
+        "# Counting on a stream without a known end (issue 27 item 5)",
+        "",
+        "Produced by `python bench/bench_unbounded.py` (`BENCH_WRITE=1`); exact variances of the",
+        "released prefix sum at step t, bound 1, one participation, no draws. Sized: the k-ary",
+        "tree with negative digits sized for t (best fanout for t), its worst step ≤ t.",
+        "",
+        f"## Pure ε = 1: `UnboundedKaryCounter` (shipped epochs, {len(SCHEDULE)} in the table)",
+        "",
+        "| t | unbounded at t | sized for t: worst step ≤ t | ratio |",
+        "|---|---|---|---|",
+    ]
+    for t, v in zip(points, ours, strict=True):
+        w = worst_grid[at[t]]
+        lines.append(f"| {t:,} | {v:,.0f} | {w:,.0f} | {v / w:.2f} |")
+    lines += [
+        "",
+        f"## Largest and mean ratio on {grid.size} points (16 per octave, t = 2⁶ … 2^{top})",
+        "",
+        "| epochs | largest ratio | at t | mean ratio |",
+        "|---|---|---|---|",
+    ]
+    for fan in [None, *range(5, 19, 2)]:
+        v = unbounded_kary_variance(grid, epsilon=EPS, bound=BOUND, fanout=fan)
+        r = v / worst_grid
+        i = int(np.argmax(r))
+        name = "shipped schedule" if fan is None else f"k^j, k = {fan}"
+        lines.append(f"| {name} | {r[i]:.2f} | {int(grid[i]):,} | {r.mean():.2f} |")
+    lines += [
+        "",
+        "## (ε, δ) = (1, 10⁻⁶): what an open Gaussian counter would have to beat",
+        "",
+        "| t | square root sized for t (worst = last) | sqrt restarted on 4ʲ epochs | ratio "
+        "| pure-ε unbounded (above) | ratio |",
+        "|---|---|---|---|---|---|",
+    ]
+    for i, t in enumerate(points):
+        s, e = sqrt_sized(t), sqrt_epochs(t)
+        lines.append(
+            f"| {t:,} | {s:,.0f} | {e:,.0f} | {e / s:.2f} | {ours[i]:,.0f} | {ours[i] / s:.2f} |"
+        )
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    if os.environ.get("BENCH_WRITE"):
+        out = Path(__file__).resolve().parents[1] / "docs" / "results" / "counting_unbounded.md"
+        out.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
