@@ -43,6 +43,7 @@ from ._tree import (
 from ._unbounded import (
     UnboundedKaryCounter,
     UnboundedKaryRelease,
+    unbounded_kary_range_variance,
     unbounded_kary_release,
     unbounded_kary_variance,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "tree_range_variance",
     "UnboundedKaryCounter",
     "UnboundedKaryRelease",
+    "unbounded_kary_range_variance",
     "unbounded_kary_release",
     "unbounded_kary_variance",
 ]

@@ -65,6 +65,7 @@ from ._kary import KaryTreeCounter, _digits, _kary_release, kary_noise
 __all__ = [
     "UnboundedKaryCounter",
     "UnboundedKaryRelease",
+    "unbounded_kary_range_variance",
     "unbounded_kary_release",
     "unbounded_kary_variance",
 ]
@@ -177,6 +178,50 @@ def unbounded_kary_variance(
     return out
 
 
+def _prefix_blocks(t: int, fanout: int | None) -> dict[tuple[int, int, int], int]:
+    """The signed blocks (epoch, level, index) → ±1 whose noisy sums make c̃(t) (t ≥ 0)."""
+    out: dict[tuple[int, int, int], int] = {}
+    for e, (start, k, m) in enumerate(_epochs(fanout, t)):
+        if t >= start + k**m:  # a closed epoch: its total, one block of level m
+            out[(e, m, 0)] = 1
+            continue
+        p = np.array([t - start], dtype=np.int64)
+        digits = _digits(p, k, m + 1)[:, 0]
+        pos = 0
+        for h in reversed(range(m + 1)):
+            d = int(digits[h])
+            j = pos // k**h
+            for b in range(j, j + d) if d > 0 else range(j + d, j):
+                out[(e, h, b)] = 1 if d > 0 else -1
+            pos += d * k**h
+    return out
+
+
+def unbounded_kary_range_variance(
+    first: int, last: int, *, epsilon: float, bound: float, fanout: int | None = None
+) -> float:
+    """Exact noise variance of c̃(last) − c̃(first − 1), the sum of steps first..last (1-based,
+    inclusive): blocks shared by both prefixes cancel, the others add v of their epoch."""
+    owner = "unbounded_kary_range_variance"
+    eps = check_positive(epsilon, "epsilon", owner)
+    bnd = check_positive(bound, "bound", owner)
+    fan = _check_fanout(fanout, owner)
+    ok = all(not isinstance(v, bool) and isinstance(v, Integral) for v in (first, last))
+    if not ok or not 1 <= first <= last:
+        raise ParameterError(
+            f"The 'first' and 'last' parameters of {owner} must be ints with 1 <= first <= "
+            f"last. Got {first!r} and {last!r} instead."
+        )
+    hi, lo = _prefix_blocks(int(last), fan), _prefix_blocks(int(first) - 1, fan)
+    var, epochs = 0.0, _epochs(fan, int(last))
+    for key in hi.keys() | lo.keys():
+        coef = hi.get(key, 0) - lo.get(key, 0)
+        if coef:
+            _, k, m = epochs[key[0]]
+            var += coef * coef * kary_noise(k**m, epsilon=eps, bound=bnd, fanout=k).variance
+    return var
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UnboundedKaryRelease:
     """Prefix sums of the first t steps of an open stream (module notes)."""
@@ -206,6 +251,12 @@ class UnboundedKaryRelease:
         )
         out.setflags(write=False)
         return out
+
+    def range_variance(self, i: int, j: int) -> float:
+        """Exact noise variance of the released sum of steps i..j (0-based, inclusive)."""
+        return unbounded_kary_range_variance(
+            i + 1, j + 1, epsilon=self.epsilon, bound=self.bound, fanout=self.fanout
+        )
 
 
 def _guarantee(epsilon: float) -> PrivacyGuarantee:

@@ -168,3 +168,29 @@ def test_the_shipped_schedule_is_valid_and_continues_past_its_table():
     # far beyond the table the variance stays finite and increasing in the epoch
     far = unbounded_kary_variance(np.array([2**40, 2**50]), epsilon=1.0, bound=1.0)
     assert np.all(np.isfinite(far)) and far[1] > far[0]
+
+
+def test_range_variance_exact_and_matches_seeded_releases():
+    from mechanisms.counting import unbounded_kary_range_variance as rv
+
+    var = unbounded_kary_variance(np.arange(1, 41), epsilon=1.0, bound=1.0, fanout=3)
+    assert [rv(1, t, epsilon=1.0, bound=1.0, fanout=3) for t in (1, 13, 40)] == [
+        var[0],
+        var[12],
+        var[39],
+    ]
+    v2 = kary_noise(9, epsilon=1.0, bound=1.0, fanout=3).variance
+    assert rv(5, 13, epsilon=1.0, bound=1.0, fanout=3) == v2  # epoch 2 whole: one block
+    data = _stream(30, seed=6)
+    runs = np.array(
+        [
+            unbounded_kary_release(data, epsilon=1.0, bound=1.0, fanout=3, seed=s).prefix_sums
+            for s in range(1500)
+        ]
+    )
+    rel = unbounded_kary_release(data, epsilon=1.0, bound=1.0, fanout=3, seed=0)
+    for i, j in [(3, 7), (4, 12), (10, 25), (13, 29)]:  # 0-based, inclusive
+        got = runs[:, j] - (runs[:, i - 1] if i else 0.0) - data[i : j + 1].sum()
+        assert np.mean(got**2) == pytest.approx(rel.range_variance(i, j), rel=0.25)
+    with pytest.raises(ParameterError, match="'first'"):
+        rv(3, 2, epsilon=1.0, bound=1.0)
