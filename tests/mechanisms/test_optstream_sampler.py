@@ -129,3 +129,21 @@ def test_l1_score_by_hand_with_an_observed_gate():
     assert l1_score(x, tp, 3, hide_end).tolist() == [0.0]
     # segment [1, 3]: line 4 -> 0 gives 2 at step 2, |2 - 0| = 2
     assert l1_score(x, np.array([1]), 3).tolist() == [2.0]
+
+
+def test_reconstruct_observed_holds_a_single_sample_exactly():
+    """A node whose only usable sample is step 0 holds it everywhere, exactly (weights 1); a
+    node with none gets 0 and infinite weight; a node observing both samples interpolates."""
+    from mechanisms.optstream._sampling import reconstruct_observed
+
+    mask = np.array([[True, False, False, True, False, False]])  # samples at steps 0 and 3
+    noisy = np.array([[[0.1, 7.0], [2.0, 5.0], [1.0, 4.0]]])  # (B, n, k): three nodes
+    observed = np.ones((1, 3, 6), dtype=bool)
+    observed[0, 0, 3] = False  # node 0 did not observe step 3: only its step-0 sample counts
+    observed[0, 2, [0, 3]] = False  # node 2 observed neither sampled step
+    est, wts = reconstruct_observed(mask, noisy, observed)
+    assert est[0, 0].tolist() == [0.1] * 6  # exactly: no (1 - λ)·v + λ·v rounding
+    assert wts[0, 0].tolist() == [1.0] * 6
+    np.testing.assert_allclose(est[0, 1], [2.0, 3.0, 4.0, 5.0, 5.0, 5.0], rtol=1e-15)
+    np.testing.assert_allclose(wts[0, 1], [1.0, 5 / 9, 5 / 9, 1.0, 1.0, 1.0], rtol=1e-15)
+    assert est[0, 2].tolist() == [0.0] * 6 and np.isinf(wts[0, 2]).all()
