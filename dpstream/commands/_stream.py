@@ -122,6 +122,11 @@ def release_stream(
     eps_t = option_float(options["epsilon_threshold"], "--epsilon-threshold", owner)
     delta = option_probability(options["delta"], "--delta", owner)
     option_int(options["fanout"], "--fanout", owner, minimum=2)
+    if options.get("counter") == "unbounded" and method != "bt":
+        raise ParameterError(
+            f"The '--counter' option of {owner} may be 'unbounded' for bt only. Got it for "
+            f"{method}: choose another counter."
+        )
     unit = LocalDP() if method == "topl" else EventLevel()
     budget = _budget(method, eps, eps_t, delta, options.get("counter", "auto"))
     ledger = open_ledger(*ledger_args, budget=budget, unit=unit, command=owner)
@@ -230,7 +235,10 @@ def _release_one(
         check_stream(x, "INPUT", owner, bound=bound)
         if ledger is not None:
             ledger.charge(budget, owner, unit=unit)
-        if counter == "binary_tree" or x.size < 2:  # the paper's BT
+        if counter == "unbounded":  # no n: an open stream's prefix never changes
+            rel = mechanisms.counting.unbounded_kary_release(x, epsilon=eps, bound=bound, seed=seed)
+            parameters["counter"] = meta["counter"] = "unbounded"
+        elif counter == "binary_tree" or x.size < 2:  # the paper's BT
             rel = mechanisms.binary_tree_release(x, epsilon=eps, bound=bound, seed=seed)
             parameters["counter"] = meta["counter"] = "binary_tree"
         else:  # a better counter over the whole stream: Mechanism 1 without threshold

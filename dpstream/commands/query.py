@@ -203,6 +203,12 @@ def range_std_errors(meta: dict, ranges: list[tuple[int, int]]) -> tuple[list[fl
     method = meta.get("method")
     lag = int(meta.get("time_lag", 0))
     try:
+        if method == "bt" and meta.get("counter") == "unbounded":  # exact, no n
+            from mechanisms.counting import unbounded_kary_range_variance as rv
+
+            eps, bnd = float(meta["epsilon"]), float(meta["bound"])
+            out = [math.sqrt(rv(i + 1, j + 1, epsilon=eps, bound=bnd)) for i, j in ranges]
+            return out, "noise of the counter (exact; values were in [0, --bound])"
         if method in ("pak", "bt"):
             oracle = _counter_oracle(meta)
             out = [math.sqrt(oracle.range_variance(i - lag, j - lag)) for i, j in ranges]

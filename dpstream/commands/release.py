@@ -201,11 +201,12 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
 )
 @click.option(
     "--counter",
-    type=click.Choice(("auto", *COUNTERS)),
+    type=click.Choice(("auto", *COUNTERS, "unbounded")),
     default="auto",
     show_default=True,
     help="pak/bt: continual counter of the released sums; auto = the smallest exact variance "
-    "for the budget (public), binary_tree = the paper's BT.",
+    "for the budget (public), binary_tree = the paper's BT; bt only: unbounded = no stream "
+    "length (an open stream: released sums never change when rows are appended).",
 )
 @click.option(
     "--parameters",

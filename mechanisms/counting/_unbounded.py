@@ -37,7 +37,7 @@ closed) and õ_j(p) the current tree's output.
   counter runs for ever, epoch after epoch.
 * **Cost against a counter sized for t.** With one fanout (epochs kʲ) the current tree has
   j + 1 levels where the best tree sized for t may need one fewer (t early in a long epoch),
-  so the ratio to the sized tree's worst step reaches ≈ 1.6 – 2.2 at some t for every k
+  so the ratio to the sized tree's worst step reaches 2.2 – 2.5 at some t for every k
   (``bench/bench_unbounded.py``). The shipped schedule mixes fanouts and exponents so that
   every epoch's tree is about as deep as the sized tree at the steps it serves: its largest
   ratio on 16 points per octave, t = 2⁶ … 2²⁴, is stated in

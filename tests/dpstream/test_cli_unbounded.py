@@ -1,0 +1,77 @@
+"""``dpstream release bt --counter unbounded``: a release of an open stream (issue 27 item 5).
+The prefix sums released for the rows so far never change when rows are appended."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from dpstream.cli import cli, main
+from dpstream.commands.query import read_release
+from mechanisms.counting import unbounded_kary_range_variance, unbounded_kary_release
+
+B = 20.0
+N = 900
+
+
+def _write(tmp_path, x, name):
+    stamps = pd.date_range("2007-01-01", periods=x.size, freq="min", name="time")
+    path = tmp_path / name
+    pd.DataFrame({"time": stamps, "kw": x}).to_csv(path, index=False)
+    return path
+
+
+def _run(args):
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+@pytest.fixture
+def x():
+    return np.round(np.random.default_rng(0).exponential(2.0, N).clip(0, B), 3)
+
+
+def _release(tmp_path, x, n, name):
+    path = _write(tmp_path, x[:n], f"{name}.csv")
+    out = tmp_path / f"{name}_out.csv"
+    args = ["release", "bt", str(path), "--bound", str(B), "--epsilon", "1", "--seed", "5"]
+    _run([*args, "--counter", "unbounded", "--out", str(out)])
+    return out
+
+
+def test_appending_rows_leaves_the_released_prefix_unchanged(tmp_path, x):
+    short = read_release(_release(tmp_path, x, 300, "short"))[0]["cumulative"].to_numpy()
+    long_out = _release(tmp_path, x, N, "long")
+    frame, meta = read_release(long_out)
+    whole = frame["cumulative"].to_numpy()
+    np.testing.assert_array_equal(whole[:300], short)
+    ref = unbounded_kary_release(x, epsilon=1.0, bound=B, seed=5)
+    np.testing.assert_allclose(whole, ref.prefix_sums, rtol=1e-12, atol=1e-9)
+    assert (
+        meta["counter"] == "unbounded" and meta["privacy"]["parameters"]["counter"] == "unbounded"
+    )
+    assert meta["epsilon"] == 1.0 and meta["delta"] == 0.0
+
+
+def test_query_gives_the_exact_standard_errors(tmp_path, x):
+    out = _release(tmp_path, x, N, "q")
+    args = ["query", str(out), "--range", "0", "899", "--range", "10", "500", "--json"]
+    answers = json.loads(_run(args).output.splitlines()[-1])["answers"]
+    for ans, (i, j) in zip(answers, [(0, 899), (10, 500)], strict=True):
+        exact = unbounded_kary_range_variance(i + 1, j + 1, epsilon=1.0, bound=B) ** 0.5
+        assert ans["std_error"] == pytest.approx(exact, rel=1e-12)
+
+
+def test_unbounded_is_refused_for_pak_before_anything(tmp_path, x, capsys):
+    path = _write(tmp_path, x, "p.csv")
+    out = tmp_path / "p_out.csv"
+    args = ["release", "pak", str(path), "--bound", str(B), "--epsilon", "1", "--delta", "1e-6"]
+    code = main([*args, "--time-lag", "100", "--counter", "unbounded", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "'--counter'" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
