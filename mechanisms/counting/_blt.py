@@ -36,11 +36,12 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
+from numbers import Real
 
 import numpy as np
 
 from ..core._budget import Budget
-from ..core._errors import ParameterError
+from ..core._errors import DomainError, ParameterError
 from ..core._noise import LATTICE_BITS, GaussianNoise, _analytic_gaussian_factor
 from ..core._random import BitSource, bit_source
 from ..core._samplers import discrete_gaussian
@@ -400,12 +401,12 @@ class BLTCounter:
         n, eps, dlt, bnd, strat = _check(n, epsilon, delta, bound, at, "BLTCounter")
         self.n, self.epsilon, self.delta, self.bound, self.strategy = n, eps, dlt, bnd, strat
         self._cal = _calibrate(n, eps, dlt, bnd, strat)
-        self._theta = np.array(strat.theta)
-        self._omega = np.array(strat.omega)
-        self._enc = np.zeros(strat.buffers)  # s: the encoder's buffers
-        self._dec = np.zeros(strat.buffers)  # the decoder's buffers (same Θ, module notes)
+        self._theta = list(strat.theta)
+        self._omega = list(strat.omega)
+        self._enc = [0.0] * strat.buffers  # s: the encoder's buffers
+        self._dec = [0.0] * strat.buffers  # the decoder's buffers (same Θ, module notes)
         self._bits = bit_source(seed)
-        self._block = np.empty(0)
+        self._block: list[float] = []
         self._sum = 0.0
         self._t = 0
 
@@ -417,22 +418,44 @@ class BLTCounter:
         )
 
     def push(self, x: float) -> float:
-        """Add step t's value (in [0, B]) and return the released prefix sum c̃(t)."""
-        if self._t >= self.n:
+        """Add step t's value and return the released prefix sum c̃(t).
+
+        ``x`` is clamped to [0, B] (as :meth:`BinaryTreeCounter.push`: an error that depends
+        on a private value would leak it); a non-number or NaN raises a typed error. O(d) in
+        plain floats: the encoder's and decoder's buffers (module notes).
+        """
+        kind = type(x)
+        if kind is not float and (kind is bool or kind is np.bool_ or not isinstance(x, Real)):
+            raise DomainError(
+                f"The 'x' argument of BLTCounter.push must be a real number. Got {kind.__name__}."
+            )
+        xf = float(x)
+        if math.isnan(xf):
+            raise DomainError(
+                "The 'x' argument of BLTCounter.push must be a number, not NaN (a NaN cannot be "
+                "clamped to the bound). Impute missing values before pushing."
+            )
+        t, cal = self._t, self._cal
+        if t >= self.n:
             raise ParameterError(
                 f"BLTCounter was sized for n={self.n} steps; every step has been pushed. Size a "
                 "new counter for the whole stream."
             )
-        val = check_stream([x], "x", "BLTCounter.push", bound=self.bound)[0]
-        t, cal = self._t, self._cal
-        u = min(max(round(val / cal.granularity), 0.0), cal.units_bound)
-        y = float(np.rint(u + self._omega @ self._enc))  # y_t = u_t + ω·s_t
-        self._enc = self._theta * self._enc + u  # s_{t+1} = Θ s_t + 1·u_t
+        u = min(max(round(min(max(xf, 0.0), self.bound) / cal.granularity), 0), cal.units_bound)
+        theta, omega, enc, dec = self._theta, self._omega, self._enc, self._dec
+        acc, back = float(u), 0.0
+        for i in range(len(enc)):  # y_t = u_t + ω·s_t, s_{t+1} = Θ s_t + 1·u_t; ω·q_t
+            w = omega[i]
+            acc += w * enc[i]
+            back += w * dec[i]
+            enc[i] = theta[i] * enc[i] + u
         if t % _BLOCK == 0:
-            self._block = discrete_gaussian(self._bits, min(_BLOCK, self.n - t), cal.sigma_units)
-        noisy = y + self._block[t % _BLOCK]
-        step = noisy - self._omega @ self._dec  # x̂_t = ŷ_t − ω·q_t (C⁻¹, module notes)
-        self._dec = self._theta * self._dec + step  # q_{t+1} = Θ q_t + 1·x̂_t
+            self._block = discrete_gaussian(
+                self._bits, min(_BLOCK, self.n - t), cal.sigma_units
+            ).tolist()
+        step = round(acc) + self._block[t % _BLOCK] - back  # x̂_t = ŷ_t − ω·q_t (C⁻¹)
+        for i in range(len(dec)):  # q_{t+1} = Θ q_t + 1·x̂_t
+            dec[i] = theta[i] * dec[i] + step
         self._sum += step
         self._t = t + 1
         return self._sum * cal.granularity

@@ -51,11 +51,12 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
+from numbers import Real
 
 import numpy as np
 
 from ..core._budget import Budget
-from ..core._errors import ParameterError
+from ..core._errors import DomainError, ParameterError
 from ..core._noise import LATTICE_BITS, GaussianNoise, _analytic_gaussian_factor
 from ..core._random import BitSource, bit_source
 from ..core._samplers import discrete_gaussian
@@ -344,14 +345,30 @@ class SqrtFactorisationCounter:
         return _guarantee(self.epsilon, self.delta)
 
     def push(self, x: float) -> float:
-        """Add step t's value (in [0, B]) and return the released prefix sum c̃(t)."""
+        """Add step t's value and return the released prefix sum c̃(t).
+
+        ``x`` is clamped to [0, B] (as :meth:`BinaryTreeCounter.push`: an error that depends
+        on a private value would leak it); a non-number or NaN raises a typed error.
+        """
+        kind = type(x)
+        if kind is not float and (kind is bool or kind is np.bool_ or not isinstance(x, Real)):
+            raise DomainError(
+                "The 'x' argument of SqrtFactorisationCounter.push must be a real number. Got "
+                f"{kind.__name__}."
+            )
+        val = float(x)
+        if math.isnan(val):
+            raise DomainError(
+                "The 'x' argument of SqrtFactorisationCounter.push must be a number, not NaN (a "
+                "NaN cannot be clamped to the bound). Impute missing values before pushing."
+            )
         if self._t >= self.n:
             raise ParameterError(
                 f"SqrtFactorisationCounter was sized for n={self.n} steps; every step has been "
                 "pushed. Size a new counter for the whole stream."
             )
-        val = check_stream([x], "x", "SqrtFactorisationCounter.push", bound=self.bound)[0]
         t, g = self._t, self._cal.granularity
+        val = min(max(val, 0.0), self.bound)
         self._units[t] = min(max(round(val / g), 0.0), self._cal.units_bound)
         if t % _BLOCK == 0:
             self._block = discrete_gaussian(

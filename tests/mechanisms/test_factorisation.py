@@ -115,3 +115,16 @@ def test_bad_inputs_are_refused_before_any_draw():
     counter.push(0.5)
     with pytest.raises(ParameterError, match="sized for n=1"):
         counter.push(0.5)
+
+
+def test_push_clamps_out_of_range_values_and_refuses_nan():
+    # a private value outside [0, B] is clamped, never an error (an error would reveal it)
+    for cls in (SqrtFactorisationCounter,):
+        a = cls(3, epsilon=1.0, delta=1e-6, bound=1.0, seed=4)
+        b = cls(3, epsilon=1.0, delta=1e-6, bound=1.0, seed=4)
+        assert a.push(5.0) == b.push(1.0)
+        assert a.push(-2.0) == b.push(0.0)
+        with pytest.raises(DomainError, match="NaN"):
+            a.push(float("nan"))
+        with pytest.raises(DomainError, match="real number"):
+            a.push("1")
