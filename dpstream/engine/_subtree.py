@@ -514,6 +514,11 @@ def release_split(
     *Privacy*: the release of :func:`measure_nodes` for every node (ε per window of w steps,
     [FV19] Theorem 13) followed by post-processing ([FV19] Theorem 3).
     """
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
+        raise ParameterError(
+            "The 'seed' parameter of a split release must be None or an int (each node "
+            f"group's stream is keyed from it). Got {type(seed).__name__} instead."
+        )
     c = choose_cut(hierarchy, n_workers if client is not None else 1, cut)
     if c == 0:
         raise ParameterError(
@@ -605,13 +610,26 @@ def _leaf_steps(hierarchy: Hierarchy, values: np.ndarray, rows: np.ndarray) -> n
 
 
 def split_applies(
-    hierarchy: Hierarchy | None, sampling: str, weights: str, cut: int | None, n_workers: int
+    hierarchy: Hierarchy | None,
+    sampling: str,
+    weights: str,
+    cut: int | None,
+    n_workers: int,
+    seed: object = None,
 ) -> bool:
     """Whether a store period can be split into subtrees: variance or noise weights and a
-    hierarchy with a level below the root whose nodes all have children."""
+    hierarchy with a level below the root whose nodes all have children. A bad ``cut``, or a
+    ``seed`` that is neither None nor an int, is refused here (before anything is stored)."""
     if hierarchy is None or sampling not in ("equal", "l1") or weights not in ("variance", "noise"):
         return False
-    return choose_cut(hierarchy, n_workers, cut) > 0
+    if choose_cut(hierarchy, n_workers, cut) == 0:
+        return False
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
+        raise ParameterError(
+            "The 'seed' parameter of a split release must be None or an int (each node "
+            f"group's stream is keyed from it). Got {type(seed).__name__} instead."
+        )
+    return True
 
 
 def release_periods_split(

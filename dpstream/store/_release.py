@@ -271,7 +271,7 @@ def _release_new(
     if (engine == "dask" or cut is not None) and leaves_of is not None and auto is None:
         from ..engine._subtree import split_applies
 
-        split = split_applies(tree, p["sampling"], p["weights"], cut, p["n_workers"])
+        split = split_applies(tree, p["sampling"], p["weights"], cut, p["n_workers"], p["seed"])
     if check is not None and new and not split:  # validation of data read in the workers
         for _ in map_periods(
             _call,

@@ -152,6 +152,8 @@ def test_choose_cut_and_bad_cuts():
         _spec(weights="paper")
     with pytest.raises(ParameterError, match="'sampling'"):
         _spec(sampling="svt")
+    with pytest.raises(ParameterError, match="'seed'"):
+        release_split(SPEC, H, Table({}), ordinal=0, seed=bit_source(1))
 
 
 def _parquet(path, days: int = 2, seed: int = 0) -> None:
