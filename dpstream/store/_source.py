@@ -286,6 +286,11 @@ def release_parquet_to_store(
               "prior": prior},
         lock_timeout=lock_timeout,
     )  # fmt: skip
+    if cut is not None and p["auto"] is not None:
+        raise ParameterError(
+            f"The 'cut' parameter of {_OWNER} splits periods released with an int k; "
+            "k='auto' periods are released whole. Pass an int k (or drop cut)."
+        )
     scan = scan_parquet(path, time_column, _OWNER) if scan is None else scan
     tree = resolve_hierarchy(hierarchy, scan.leaves, _OWNER)
     grid = Grid.from_index(scan.stamps, p["w"], _OWNER)

@@ -156,6 +156,23 @@ def test_choose_cut_and_bad_cuts():
         release_split(SPEC, H, Table({}), ordinal=0, seed=bit_source(1))
 
 
+def test_the_store_refuses_a_cut_it_cannot_honour(tmp_path):
+    path = tmp_path / "in.parquet"
+    _parquet(path, days=1)
+    with ReleaseStore(tmp_path / "s.db") as store:
+        with pytest.raises(ParameterError, match="'cut'"):
+            release_parquet_to_store(
+                store, path, epsilon=1.0, alpha=1.0, k="auto", hierarchy=CH, cut=1
+            )
+        with pytest.raises(ParameterError, match="'cut'"):
+            release_parquet_to_store(store, path, epsilon=1.0, alpha=1.0, k=10, hierarchy=CH, cut=3)
+        with pytest.raises(ParameterError, match="'seed'"):
+            release_parquet_to_store(
+                store, path, epsilon=1.0, alpha=1.0, k=10, hierarchy=CH, cut=1, seed=bit_source(2)
+            )
+        assert store.ordinals() == set() and store.config is None
+
+
 def _parquet(path, days: int = 2, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
     idx = pd.date_range("2024-01-01", periods=48 * days, freq="30min")
