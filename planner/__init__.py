@@ -10,6 +10,11 @@ OptStream ([FV19] §4, §6): the number of samples k predicted from history
 (:func:`plan_optstream`). ToPS ([ToPS21]): the predicted range-query error of a threshold and
 the leaf size (:func:`tops_range_error`, :func:`plan_tops`).
 
+Inverse planning (issue 23): the ε that meets an error target, per level, from each planner's
+forward prediction (:func:`plan_epsilon` over :func:`optstream_forward`, :func:`pak_forward`,
+:func:`tops_forward`); PAK by predicted mean square error under every counter
+(:func:`plan_pak_mse`).
+
 References: see :mod:`mechanisms` ([PAK19], [NRS07], [CSS11]).
 """
 
