@@ -205,8 +205,8 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
     default="auto",
     show_default=True,
     help="pak/bt: continual counter of the released sums; auto = the smallest exact variance "
-    "for the budget (public), binary_tree = the paper's BT; bt only: unbounded = no stream "
-    "length (an open stream: released sums never change when rows are appended).",
+    "for the budget (public), binary_tree = the paper's BT; bt only: unbounded = a counter "
+    "sized for no stream length (epochs of k-ary trees; each run is a new release, charged).",
 )
 @click.option(
     "--parameters",

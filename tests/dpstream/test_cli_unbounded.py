@@ -1,5 +1,6 @@
-"""``dpstream release bt --counter unbounded``: a release of an open stream (issue 27 item 5).
-The prefix sums released for the rows so far never change when rows are appended."""
+"""``dpstream release bt --counter unbounded``: a counter sized for no stream length (issue 27
+item 5). With one seed, the sums released for the first rows do not depend on the rows after
+them (each run is still a new release, charged again)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def _release(tmp_path, x, n, name):
     return out
 
 
-def test_appending_rows_leaves_the_released_prefix_unchanged(tmp_path, x):
+def test_with_one_seed_appended_rows_leave_the_released_prefix_unchanged(tmp_path, x):
     short = read_release(_release(tmp_path, x, 300, "short"))[0]["cumulative"].to_numpy()
     long_out = _release(tmp_path, x, N, "long")
     frame, meta = read_release(long_out)
