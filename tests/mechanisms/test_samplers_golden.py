@@ -126,3 +126,12 @@ def test_sizes_zero_and_one():
     assert discrete_gaussian(np.random.PCG64(1), 0, 2.0).shape == (0,)
     assert discrete_laplace(np.random.PCG64(1), 1, 2.0).shape == (1,)
     assert discrete_gaussian(np.random.PCG64(1), 1, 2.0).shape == (1,)
+
+
+def test_a_size_given_as_a_float_or_numpy_integer_is_a_count():
+    ref_l = discrete_laplace(np.random.PCG64(3), 5, 4.0)
+    ref_g = discrete_gaussian(np.random.PCG64(3), 5, 4.0)
+    for size in (5.0, np.int64(5)):
+        assert discrete_laplace(np.random.PCG64(3), size, 4.0).tolist() == ref_l.tolist()
+        assert discrete_gaussian(np.random.PCG64(3), size, 4.0).tolist() == ref_g.tolist()
+    assert _geometric(np.random.PCG64(3), 5.0, 4.0).shape == (5,)
