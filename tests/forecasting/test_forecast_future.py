@@ -49,7 +49,8 @@ def test_forecast_starts_after_the_end_of_a_half_hourly_series():
     assert (frame["mean"] < frame["hi-80"]).all() and (frame["hi-80"] < frame["hi-95"]).all()
     iv = fc.interval(0.9)
     assert list(iv.columns) == ["lower", "upper"] and (iv["lower"] < iv["upper"]).all()
-    assert "Forecast" in fc.summary() and "48" in fc.summary()
+    text = fc.summary()
+    assert "Forecast" in text and "48" in text and max(map(len, text.splitlines())) <= 64
 
 
 def test_weekly_season_is_learnt():
