@@ -51,12 +51,12 @@ the epochs start, so the streaming :class:`UnboundedKaryCounter` and the batch
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 
 from ..core._budget import Budget
-from ..core._errors import ParameterError
+from ..core._errors import DomainError, ParameterError
 from ..core._random import BitSource, bit_source
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import check_positive, check_stream
@@ -71,9 +71,9 @@ __all__ = [
 ]
 
 _PROOF = (
-    "[CSS11] §4 epochs (lengths kʲ), each a k-ary tree with negative digits at the full ε "
-    "([APT24], Laplace mechanism with Δ₁ = L_j·B) on disjoint steps: parallel composition; "
-    "prefix sums are ±1 post-processing of the released blocks"
+    "[CSS11] §4 epochs (public lengths k_j^m_j), each a k-ary tree with negative digits at "
+    "the full ε ([APT24], Laplace mechanism with Δ₁ = L_j·B) on disjoint steps: parallel "
+    "composition; prefix sums are ±1 post-processing of the released blocks"
 )
 #: The shipped epochs (fanout k_j, exponent m_j: epoch j holds k_j^m_j steps), fitted offline
 #: by ``bench/bench_unbounded.py --fit`` (a greedy search over odd k ∈ [3, 21], largest ratio
@@ -376,7 +376,18 @@ class UnboundedKaryCounter:
 
     def push(self, x: float) -> float:
         """Add the next value (in [0, B]) and return the noisy prefix sum c̃(t)."""
-        val = float(check_stream([x], "x", "UnboundedKaryCounter.push", bound=self.bound)[0])
+        kind = type(x)
+        if kind is not float and (kind is bool or not isinstance(x, Real)):
+            raise DomainError(
+                "The 'x' argument of UnboundedKaryCounter.push must be a finite real number."
+            )
+        val = float(x)
+        if not 0.0 <= val <= self.bound:  # NaN fails too
+            raise DomainError(
+                "The 'x' argument of UnboundedKaryCounter.push must be finite and lie in "
+                f"[0, {self.bound:g}] (the declared bound). Clip the value or declare a larger "
+                "bound."
+            )
         if self._tree is None or self._tree.steps == self._tree.n:
             if self._tree is not None:
                 self._closed += self._last  # the closed epoch's total (module notes)
