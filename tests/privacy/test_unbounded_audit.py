@@ -1,13 +1,14 @@
 """Audit of the open-stream pure-ε counter (``mechanisms.counting._unbounded``) at its ε, for a
 step of the first epoch and for a step of a later epoch (every node the step lies in).
 
-k = 3, a stream of 13 steps = the epochs 1 | 2-4 | 5-13 (all closed). Step 1 is epoch 0's only
-leaf: one block, read back by o₁. Step 5 is the first leaf of epoch 2 (9 steps, 3 levels): it
-lies in the blocks (0, 1], (0, 3], (0, 9] of that tree and in no other released node, and
-o_{4+p} − o₄ (p = 1, 3, 9: positions with a single balanced digit) reads each back exactly
-(module notes of ``_unbounded`` and ``_kary``). Statistic: the Laplace log-likelihood ratio of
-those blocks, Σ (|o − c| − |o − c'|) with c, c' the true in-epoch prefix sums on D and D'
-(the scale drops out); its top value has likelihood ratio e^{L·B/b} = e^{ε·L·B/(L·B + γ)} < e^ε.
+k = 3: the epochs 1 | 2-4 | 5-13 (a stream of 1 step for step 1, of 13 for step 5). Step 1
+is epoch 0's only leaf: one block, read back by o₁. Step 5 is the first leaf of epoch 2 (9
+steps, 3 levels): it lies in the blocks (0, 1], (0, 3], (0, 9] of that tree and in no other
+released node, and o_{4+p} − o₄ (p = 1, 3, 9: positions with a single balanced digit) reads
+each back exactly (module notes of ``_unbounded`` and ``_kary``). Statistic: the Laplace
+log-likelihood ratio of those blocks, Σ (|o − c| − |o − c'|) with c, c' the true in-epoch
+prefix sums on D and D' (the scale drops out); its top value has likelihood ratio
+e^{L·B/b} = e^{ε·L·B/(L·B + γ)} < e^ε.
 Twin: ε × 4 in the blocks' noise (``kary_noise`` patched), claimed at the same ε.
 """
 
@@ -31,7 +32,7 @@ READS = {1: ((1,), None), 5: ((5, 7, 13), 4)}
 def _stream(step: int, value: float) -> np.ndarray:
     d = np.random.default_rng(1).integers(0, 5, size=N_STEPS) / 4.0 * BOUND
     d[step - 1] = value
-    return d
+    return d[: max(READS[step][0])]  # the steps the statistic reads (step 1: epoch 0 only)
 
 
 def _statistic_for(step: int):
