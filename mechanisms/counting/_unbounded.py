@@ -322,7 +322,9 @@ def unbounded_kary_release(
 
     Notes
     -----
-    Var c̃(t) = Σ_{i<j} v_i + v_j·Σ_h |d_h(t − S_j)| (module notes).
+    Var c̃(t) = Σ_{i<j} v_i + v_j·Σ_h |d_h(t − S_j)| (module notes). Closed epochs are
+    released in batch; the open one is fed step by step (about 10 µs per step), so that the
+    values are those :class:`UnboundedKaryCounter` pushes out.
     *Privacy*: event-level ε-DP: [APT24] trees on the disjoint epochs of [CSS11] §4, parallel
     composition; the prefix sums are post-processing.
 
