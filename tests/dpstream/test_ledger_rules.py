@@ -169,3 +169,15 @@ def test_period_names_are_ordinals_or_utc_dates():
     assert _period_name(5) == "5" and _period_name(-3) == "-3"
     assert _period_name(10**15 - 1) == str(10**15 - 1)
     assert _period_name(1451606400 * 10**9) == "2016-01-01 00:00:00"  # ns since the epoch
+
+
+def test_exact_decimals_as_text():
+    from fractions import Fraction
+
+    from dpstream._ledger import _dec
+
+    assert _dec(Fraction(1, 10)) == "0.1" and _dec(Fraction(3, 4)) == "0.75"
+    assert _dec(Fraction(-1, 8)) == "-0.125" and _dec(Fraction(7)) == "7"
+    assert _dec(Fraction(1, 10**6)) == "0.000001" and _dec(Fraction(0)) == "0"
+    assert _dec(Fraction(1, 3)) == "0.333333333333"  # no short decimal: 12 digits
+    assert _dec(Fraction(0.1)) == "0.1"  # a double's 55 places: 12 significant digits

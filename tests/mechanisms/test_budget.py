@@ -12,6 +12,7 @@ from mechanisms import (
     Budget,
     BudgetExceededError,
     BudgetLedger,
+    Charge,
     EventLevel,
     LocalDP,
     ParameterError,
@@ -217,3 +218,17 @@ def test_ledger_checks_units_and_types_and_check_charges_nothing():
         BudgetLedger(1.0)  # type: ignore[arg-type]
     with pytest.raises(ParameterError):
         BudgetLedger(Budget(1.0), unit="w-event")  # type: ignore[arg-type]
+
+
+def test_a_persisted_ledger_counts_the_charges_it_restores():
+    class Restored(BudgetLedger):
+        __slots__ = ()
+
+        def _restore(self):
+            return [Charge("earlier run", Budget(0.75, 0.5e-6))]
+
+    ledger = Restored(Budget(1.0, 1e-6))
+    assert ledger.remaining_epsilon == 0.25 and ledger.remaining_delta == 0.5e-6
+    assert [c.label for c in ledger.charges] == ["earlier run"]
+    with pytest.raises(BudgetExceededError):
+        ledger.charge(Budget(0.5))
