@@ -181,3 +181,8 @@ def test_exact_decimals_as_text():
     assert _dec(Fraction(1, 10**6)) == "0.000001" and _dec(Fraction(0)) == "0"
     assert _dec(Fraction(1, 3)) == "0.333333333333"  # no short decimal: 12 digits
     assert _dec(Fraction(0.1)) == "0.1"  # a double's 55 places: 12 significant digits
+
+
+def test_a_folder_is_not_a_ledger(tmp_path):
+    with pytest.raises(ParameterError, match="folder"):
+        SQLiteLedger(tmp_path, total=TOTAL)
