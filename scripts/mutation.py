@@ -96,6 +96,8 @@ TARGETS: dict[str, Target] = {
             "tests/dpstream/test_ledger.py",
             "tests/dpstream/test_ledger_forced_race.py",
             "tests/dpstream/test_ledger_rules.py",
+            "tests/dpstream/test_store_faults.py",
+            "tests/dpstream/test_cli_ledger.py",
         ),
     ),
     "store_table": Target(
@@ -104,6 +106,7 @@ TARGETS: dict[str, Target] = {
             "tests/dpstream/test_store.py",
             "tests/dpstream/test_store_resume.py",
             "tests/dpstream/test_store_lock.py",
+            "tests/dpstream/test_store_faults.py",
         ),
         scope=(
             "ReleaseStore.periods",
