@@ -90,13 +90,17 @@ def _read_stream(path: str, time_column: str | None, column: str | None) -> pd.S
     return values.astype(np.float64)
 
 
+#: Counters with Gaussian noise: they spend the release's δ (mechanisms.counting._counters).
+_GAUSSIAN_COUNTERS = ("smooth_binary", "sqrt_factorisation", "blt")
+
+
 def _budget(
     method: str, eps: float, eps_t: float | None, delta: float, counter: str = "auto"
 ) -> Budget:
     """The release's whole (ε, δ), from public options only (checked before any work)."""
     if method == "tops":  # threshold on the first m steps, perturber on the rest: parallel
         return Budget(max(eps, eps if eps_t is None else eps_t))
-    if method == "pak" or (method == "bt" and counter == "smooth_binary"):
+    if method == "pak" or (method == "bt" and counter in _GAUSSIAN_COUNTERS):
         return Budget(eps, delta)
     return Budget(eps)
 

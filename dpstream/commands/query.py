@@ -190,7 +190,8 @@ def _counter_oracle(meta: dict):
     n = int(meta["n_input"]) - lag
     eps = float(meta["epsilon"])
     sensitivity = float(meta["threshold"] if method == "pak" else meta["bound"])
-    delta = float(meta.get("delta") or 0.0) if counter == "smooth_binary" else 0.0
+    gaussian = ("smooth_binary", "sqrt_factorisation", "blt")
+    delta = float(meta.get("delta") or 0.0) if counter in gaussian else 0.0
     return _suffix_release(np.zeros(n), counter, eps, delta, sensitivity, bit_source(0))
 
 
@@ -212,7 +213,13 @@ def range_std_errors(meta: dict, ranges: list[tuple[int, int]]) -> tuple[list[fl
         if method in ("pak", "bt"):
             oracle = _counter_oracle(meta)
             out = [math.sqrt(oracle.range_variance(i - lag, j - lag)) for i, j in ranges]
-            exact = oracle.counter in ("binary_tree", "kary_tree", "smooth_binary")
+            exact = oracle.counter in (
+                "binary_tree",
+                "kary_tree",
+                "smooth_binary",
+                "sqrt_factorisation",
+                "blt",
+            )
             how = "exact" if exact else f"an upper bound for the {oracle.counter} estimate"
             note = (
                 f"noise of the counter ({how}); the bias of clipping values at the released "

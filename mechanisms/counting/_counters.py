@@ -15,9 +15,20 @@ Counters (names accepted by ``counter=``):
 * ``"kary_tree_consistent"``: the same k-ary blocks, the least-squares (BLUE) leaves over the
   complete forest (:func:`kary_least_squares_units`); pure ε; batch only.
 * ``"smooth_binary"``: the smooth binary mechanism with discrete Gaussian noise
-  (:mod:`._smooth`, [AP23]), ρ-zCDP converted to (ε, δ); needs δ > 0; streaming
-  (:class:`SmoothBinaryCounter`); the same variance k·σ² at every step. Its estimate is the
-  plain sum of the k cover nodes (unbiased; a least-squares pass over its nodes is not done).
+  (:mod:`._smooth`, [AP23]), calibrated by the analytic Gaussian at (ε, δ); needs δ > 0;
+  streaming (:class:`SmoothBinaryCounter`); the same variance k·σ² at every step. Its estimate
+  is the plain sum of the k cover nodes (unbiased; no least-squares pass over its nodes).
+* ``"sqrt_factorisation"``: the square-root matrix factorisation A = C·C ([FHU23],
+  :mod:`._factorisation`) with discrete Gaussian noise on a lattice; needs δ > 0; continual
+  (lower triangular); batch by FFT, streaming in O(t) a step (:class:`SqrtFactorisationCounter`).
+* ``"blt"``: a buffered linear Toeplitz factorisation ([DMRST24], :mod:`._blt`) fitted offline
+  to within 1% of the square root's worst step; needs δ > 0; continual, streaming in O(d) a
+  step (:class:`BLTCounter`).
+
+Continual and batch. A *continual* counter's release at t reads only steps ≤ t (it could be
+published at t); the two ``*_consistent`` counters are *batch*: their least squares read nodes
+completed after t. :func:`best_counter` takes ``release="batch"`` (every counter: the whole
+stream is released at once, as Mechanism 1 and ToPS do here) or ``"continual"``.
 
 All post-processing of one set of noisy values: choosing an estimate costs no privacy. The
 variances are exact functions of public inputs (n, ε, δ, B), so :func:`best_counter` may use
@@ -40,6 +51,13 @@ from ..core._validation import (
     check_positive,
     check_probability,
     check_stream,
+)
+from ._blt import BLTRelease, _blt_release, blt_variance
+from ._factorisation import (
+    SqrtFactorisationRelease,
+    _sqrt_release,
+    sqrt_coefficients,
+    sqrt_factorisation_variance,
 )
 from ._kary import (
     KaryTreeRelease,
@@ -76,9 +94,15 @@ COUNTERS = (
     "kary_tree",
     "kary_tree_consistent",
     "smooth_binary",
+    "sqrt_factorisation",
+    "blt",
 )
 #: Counters that need δ > 0.
-_APPROXIMATE = ("smooth_binary",)
+_APPROXIMATE = ("smooth_binary", "sqrt_factorisation", "blt")
+#: Counters whose estimate at t reads nodes completed after t (batch only).
+_BATCH_ONLY = ("binary_tree_consistent", "kary_tree_consistent")
+#: Longest stream of the counters that have one (the factorisations' lattice and constants).
+_MAX_LENGTH = {"sqrt_factorisation": 1 << 26, "blt": 1 << 24}
 
 
 def check_counter(counter: object, owner: str, *, delta: float = 0.0) -> str:
@@ -91,7 +115,7 @@ def check_counter(counter: object, owner: str, *, delta: float = 0.0) -> str:
     if counter in _APPROXIMATE and not delta > 0.0:
         raise ParameterError(
             f"The 'counter' parameter of {owner} is {counter!r}, which needs a 'delta' in "
-            "(0, 1) (Gaussian noise, zCDP). Got delta=0. Pass a δ such as 1/n², or a tree "
+            "(0, 1) (Gaussian noise). Got delta=0. Pass a δ such as 1/n², or a tree "
             "counter for pure ε-DP."
         )
     return str(counter)
@@ -130,6 +154,8 @@ def counter_end_variance(
     if counter == "smooth_binary":
         noise, _, _, _, k = smooth_binary_noise(n, epsilon=eps, delta=dlt, bound=bnd)
         return float(k * noise.variance)
+    if counter in ("sqrt_factorisation", "blt"):
+        return float(counter_variance(counter, n, epsilon=eps, bound=bnd, delta=dlt)[-1])
     if counter in ("kary_tree", "kary_tree_consistent"):
         node = kary_noise(n, epsilon=eps, bound=bnd, fanout=best_fanout(n)).variance
     else:
@@ -160,6 +186,10 @@ def counter_variance(
     if counter == "smooth_binary":
         noise, _, _, _, k = smooth_binary_noise(n, epsilon=eps, delta=dlt, bound=bnd)
         return np.full(n, k * noise.variance)
+    if counter == "sqrt_factorisation":
+        return sqrt_factorisation_variance(n, epsilon=eps, delta=dlt, bound=bnd)
+    if counter == "blt":
+        return blt_variance(n, epsilon=eps, delta=dlt, bound=bnd)
     if counter in ("kary_tree", "kary_tree_consistent"):
         k = best_fanout(n)
         units = (kary_variance_units if counter == "kary_tree" else kary_least_squares_units)(n, k)
@@ -173,24 +203,43 @@ def counter_variance(
 
 
 def best_counter(
-    n: int, *, epsilon: float, bound: float, delta: float = 0.0, at: str = "end"
+    n: int,
+    *,
+    epsilon: float,
+    bound: float,
+    delta: float = 0.0,
+    at: str = "end",
+    release: str = "batch",
 ) -> str:
     """The counter with the smallest exact variance: at step n (``at="end"``, what Mechanism 1's
-    final error depends on) or on average over the steps (``at="mean"``). Only counters valid
-    at this δ compete (pure ε when δ = 0). Public: no data involved."""
-    if at not in ("end", "mean"):
+    final error depends on), on average over the steps (``at="mean"``) or at the worst step
+    (``at="max"``, what a continual release guarantees at every t). Only counters valid
+    at this δ compete (pure ε when δ = 0); ``release="continual"`` keeps the counters whose
+    estimate at t reads only steps ≤ t, ``"batch"`` (a stream released at once, as Mechanism 1
+    and ToPS do) every counter. Public: no data involved."""
+    if at not in ("end", "mean", "max"):
         raise ParameterError(
-            f"The 'at' parameter of best_counter must be 'end' or 'mean'. Got {at!r} instead."
+            "The 'at' parameter of best_counter must be 'end', 'mean' or 'max'. Got "
+            f"{at!r} instead."
+        )
+    if release not in ("batch", "continual"):
+        raise ParameterError(
+            "The 'release' parameter of best_counter must be 'batch' or 'continual'. Got "
+            f"{release!r} instead."
         )
     best, best_v = "binary_tree", math.inf
     for name in COUNTERS:
         if name in _APPROXIMATE and not delta > 0.0:
             continue
+        if release == "continual" and name in _BATCH_ONLY:
+            continue
+        if n > _MAX_LENGTH.get(name, n):
+            continue
         if at == "end":
             value = counter_end_variance(name, n, epsilon=epsilon, bound=bound, delta=delta)
         else:
             var = counter_variance(name, n, epsilon=epsilon, bound=bound, delta=delta)
-            value = float(var.mean())
+            value = float(var.mean() if at == "mean" else var.max())
         if value < best_v:
             best, best_v = name, value
     return best
@@ -212,6 +261,8 @@ class CounterRelease:
     """The smooth-binary release for ``"smooth_binary"``; None otherwise."""
     kary: KaryTreeRelease | None = None
     """The k-ary release for ``"kary_tree"``; None otherwise."""
+    factorisation: SqrtFactorisationRelease | BLTRelease | None = None
+    """The matrix-factorisation release for ``"sqrt_factorisation"`` / ``"blt"``; else None."""
     guarantee: PrivacyGuarantee
     """Event-level guarantee (ε for trees; (ε, δ) from ρ-zCDP for the smooth binary)."""
     n: int = field(init=False)
@@ -246,6 +297,15 @@ class CounterRelease:
                         coef[(h, b)] = coef.get((h, b), 0) + sign * (1 if d > 0 else -1)
                     pos += d * size
             return float(sum(c * c for c in coef.values())) * kr.noise.variance
+        if self.counter in ("sqrt_factorisation", "blt"):
+            fr = self.factorisation  # c̃(t) = Σ_{s<t} b_{t−1−s} z_s: Toeplitz rows, exact
+            b = (
+                sqrt_coefficients(self.n)
+                if self.counter == "sqrt_factorisation"
+                else np.cumsum(fr.strategy.inverse_coefficients(self.n))
+            )
+            hi = b[j::-1][:i] - (b[i - 1 :: -1] if i > 0 else b[:0])
+            return float(hi @ hi + b[: j - i + 1] @ b[: j - i + 1]) * fr.noise.variance
         if self.counter == "smooth_binary":
             sm = self.smooth
             b = int(sm.leaves[j])
@@ -295,6 +355,17 @@ def counter_release(
             tree=None,
             kary=kr,
             guarantee=kr.guarantee,
+        )
+    if counter in ("sqrt_factorisation", "blt"):
+        release = _sqrt_release if counter == "sqrt_factorisation" else _blt_release
+        fr = release(values, epsilon=epsilon, delta=dlt, bound=bound, bits=bits, owner=owner)
+        return CounterRelease(
+            counter=counter,
+            prefix_sums=np.array(fr.prefix_sums),
+            variance=np.array(fr.variance),
+            tree=None,
+            factorisation=fr,
+            guarantee=fr.guarantee,
         )
     if counter == "smooth_binary":
         rel = _smooth_release(

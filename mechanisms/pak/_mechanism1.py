@@ -43,6 +43,7 @@ from ..core._validation import (
     check_stream,
 )
 from ..counting._counters import (
+    _APPROXIMATE,
     CounterRelease,
     best_counter,
     check_counter,
@@ -278,7 +279,9 @@ def pak_release(
         ``"binary_tree_consistent"`` (the same noisy nodes, Honaker's / the least-squares
         estimate), ``"kary_tree"`` / ``"kary_tree_consistent"`` (k-ary tree with
         negative digits, its signed cover sums / least-squares estimate; pure ε),
-        ``"smooth_binary"`` (Gaussian, (ε, δ) from ρ-zCDP; needs δ > 0). The record's
+        ``"smooth_binary"``, ``"sqrt_factorisation"``, ``"blt"`` (Gaussian noise calibrated
+        at (ε, δ); need δ > 0; the last two are matrix factorisations, [FHU23], [DMRST24]).
+        Under ``"auto"`` with δ > 0 the Gaussian counters compete too. The record's
         ``parameters["counter"]`` names the counter used.
 
     Returns
@@ -307,8 +310,9 @@ def pak_release(
     the suffix mechanism depends on the prefix only through the released τ: for neighbours
     differing in the prefix the BT output has the same distribution given τ (loss (ε, δ));
     differing in the suffix, the prefix outputs are identical in distribution and BT costs ε
-    (parallel composition, adaptively). Overall (ε, δ). With ``counter="smooth_binary"`` the
-    suffix is (ε, δ)-DP (ρ-zCDP converted, [BS16] Prop. 1.3) instead of ε-DP; parallel
+    (parallel composition, adaptively). Overall (ε, δ). With a Gaussian counter
+    (``"smooth_binary"``, ``"sqrt_factorisation"``, ``"blt"``) the suffix is (ε, δ)-DP
+    (analytic Gaussian calibration, [BW18]) instead of ε-DP; parallel
     composition of two (ε, δ) parts is still (ε, δ). The tree counters' estimates
     (online, consistent) are post-processing of the same BT nodes; ``"kary_tree"`` is ε-DP
     ([APT24], :mod:`mechanisms.counting._kary`).
@@ -339,12 +343,12 @@ def pak_release(
         threshold,
     )
     n = arr.size
-    cdelta = dlt if counter in ("smooth_binary", "auto") else 0.0  # the suffix counter's δ
+    cdelta = dlt if counter in (*_APPROXIMATE, "auto") else 0.0  # the suffix counter's δ
     counter = check_counter(counter, "pak_release", delta=cdelta)
     if not params.threshold:
         if counter == "auto":  # public: n, ε, δ only
             counter = best_counter(n, epsilon=eps, bound=bnd, delta=cdelta)
-        total = Budget(eps, cdelta if counter == "smooth_binary" else 0.0)
+        total = Budget(eps, cdelta if counter in _APPROXIMATE else 0.0)
         charge_ledger(ledger, total, "pak_release", EventLevel())
         crel = _suffix_release(arr, counter, eps, cdelta, bnd, bits)
         rel = PakRelease(
@@ -383,7 +387,7 @@ def pak_release(
     )
     if counter == "auto":  # public: n, m, ε, δ only
         counter = best_counter(n - m, epsilon=eps, bound=1.0, delta=cdelta)
-    suffix_budget = Budget(eps, dlt) if counter == "smooth_binary" else Budget(eps)
+    suffix_budget = Budget(eps, dlt) if counter in _APPROXIMATE else Budget(eps)
     total = compose_parallel(compose_sequential(Budget(eps1, dlt), Budget(eps2)), suffix_budget)
     charge_ledger(ledger, total, "pak_release", EventLevel())
 
@@ -498,7 +502,7 @@ def _suffix_release(
 ) -> CounterRelease:
     """The counter's release (tree counters: the BT nodes of ``_tree_release``, then the
     counter's estimate from them; post-processing)."""
-    if counter in ("smooth_binary", "kary_tree", "kary_tree_consistent"):
+    if counter in (*_APPROXIMATE, "kary_tree", "kary_tree_consistent"):
         return counter_release(
             values,
             counter=counter,

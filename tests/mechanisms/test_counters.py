@@ -192,6 +192,8 @@ def test_smooth_binary_streaming_equals_batch_with_a_seed(n):
 
 
 def test_best_counter_follows_delta_and_the_variances():
+    from mechanisms import counter_end_variance
+
     v_bt = counter_variance("binary_tree", 4095, epsilon=1.0, bound=1.0)
     v_sm = counter_variance("smooth_binary", 4095, epsilon=1.0, bound=1.0, delta=1e-3)
     assert v_sm.max() < v_bt.max()  # smooth: the same error everywhere
@@ -208,7 +210,12 @@ def test_best_counter_follows_delta_and_the_variances():
     assert best_counter(4096, epsilon=1.0, bound=1.0) == "binary_tree_consistent"
     # only counters valid at δ compete: with δ = 0 the Gaussian one never does
     assert best_counter(3, epsilon=1.0, bound=1.0) != "smooth_binary"
-    assert best_counter(10**4, epsilon=1.0, bound=1.0, delta=0.3) == "smooth_binary"
+    # with a δ the Gaussian counters compete; the square root ([FHU23]) beats the smooth
+    # binary mechanism ([AP23]) by ~5x at n = 10^4 (bench/bench_factorisation.py)
+    assert best_counter(10**4, epsilon=1.0, bound=1.0, delta=0.3) == "sqrt_factorisation"
+    assert counter_end_variance(
+        "sqrt_factorisation", 10**4, epsilon=1.0, bound=1.0, delta=0.3
+    ) < counter_end_variance("smooth_binary", 10**4, epsilon=1.0, bound=1.0, delta=0.3)
 
 
 def test_counter_validation_names_the_rule():
@@ -317,10 +324,64 @@ def test_auto_counter_is_the_best_for_the_budget():
 @pytest.mark.parametrize(("eps", "bound", "delta"), [(1.0, 1.0, 0.0), (0.3, 36.0, 2.0**-20)])
 def test_counter_end_variance_is_the_last_exact_variance(n, eps, bound, delta):
     from mechanisms import counter_end_variance
+    from mechanisms.counting._counters import _APPROXIMATE
 
     for name in COUNTERS + ("auto",):
-        if name == "smooth_binary" and delta == 0.0:
+        if name in _APPROXIMATE and delta == 0.0:  # the Gaussian counters need a δ
             continue
         full = counter_variance(name, n, epsilon=eps, bound=bound, delta=delta)
         end = counter_end_variance(name, n, epsilon=eps, bound=bound, delta=delta)
         assert end == full[-1]  # the same arithmetic, memoised units or not
+
+
+def test_matrix_factorisation_counters_are_registered_and_continual():
+    from mechanisms.counting._counters import _APPROXIMATE, _BATCH_ONLY
+
+    for name in ("sqrt_factorisation", "blt"):
+        assert name in COUNTERS and name in _APPROXIMATE and name not in _BATCH_ONLY
+    # with a δ the Gaussian factorisations win (away from powers of two, where the BT's last
+    # prefix is one node); pure ε never picks them
+    for n in (1000, 10_000):
+        best = best_counter(n, epsilon=1.0, bound=1.0, delta=1e-6, at="max", release="continual")
+        assert best in ("sqrt_factorisation", "blt")
+        assert best_counter(n, epsilon=1.0, bound=1.0) not in _APPROXIMATE
+        assert best_counter(n, epsilon=1.0, bound=1.0, release="continual") not in (
+            "binary_tree_consistent",
+            "kary_tree_consistent",
+        )
+    # a stream longer than a factorisation's constants (2^26, 2^24 steps): the others compete
+    from mechanisms.counting import _counters
+
+    limits = {"sqrt_factorisation": 999, "blt": 999}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_counters, "_MAX_LENGTH", limits)
+        best = best_counter(1000, epsilon=1.0, bound=1.0, delta=1e-6, at="max")
+    assert best not in limits
+    with pytest.raises(ParameterError, match="'at' parameter of best_counter"):
+        best_counter(10, epsilon=1.0, bound=1.0, at="median")
+    with pytest.raises(ParameterError, match="'release' parameter of best_counter"):
+        best_counter(10, epsilon=1.0, bound=1.0, release="online")
+
+
+@pytest.mark.parametrize("counter", ["sqrt_factorisation", "blt"])
+def test_factorisation_range_variance_is_exact(counter):
+    n, i, j = 64, 9, 40
+    x = np.random.default_rng(3).uniform(0, 1, n)
+    rel = counter_release(
+        x, counter=counter, epsilon=1.0, bound=1.0, delta=1e-6, bits=bit_source(0)
+    )
+    assert rel.counter == counter
+    from mechanisms import counter_end_variance
+
+    assert rel.variance[-1] == pytest.approx(
+        counter_end_variance(counter, n, epsilon=1.0, bound=1.0, delta=1e-6)
+    )
+    diffs = []
+    for s in range(2000):
+        r = counter_release(
+            x, counter=counter, epsilon=1.0, bound=1.0, delta=1e-6, bits=bit_source(s)
+        )
+        diffs.append(r.prefix_sums[j] - (r.prefix_sums[i - 1] if i else 0.0))
+    assert 0.88 < np.var(diffs) / rel.range_variance(i, j) < 1.12
+    # the whole prefix is the range from 0
+    assert rel.range_variance(0, n - 1) == pytest.approx(float(rel.variance[-1]), rel=1e-9)

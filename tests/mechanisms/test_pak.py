@@ -216,13 +216,21 @@ def test_default_counter_is_the_best_for_the_unit_and_the_record_names_it():
     kw = {k: v for k, v in KW.items() if k != "counter"}
     rel = pak_release(x, **kw, seed=12)
     best = best_counter(15_000, epsilon=1.0, bound=1.0, delta=DELTA)
-    assert best == "kary_tree_consistent"  # pure-ε k-ary tree + least squares beats δ's Gaussian
+    # with δ the square-root factorisation's Gaussian noise ([FHU23], issue 27) beats the pure-ε
+    # k-ary tree + least squares at the last step; the suffix is then (ε, δ), in parallel with
+    # the threshold's (ε, δ) on the disjoint prefix: the release stays (ε, δ)
+    assert best == "sqrt_factorisation"
+    assert (
+        counter_variance(best, 15_000, epsilon=1.0, bound=1.0, delta=DELTA)[-1]
+        < (counter_variance("kary_tree_consistent", 15_000, epsilon=1.0, bound=1.0)[-1])
+    )
     assert rel.counter.counter == best and rel.tree is None
     assert rel.privacy.parameters["counter"] == best
+    assert rel.guarantee.budget.epsilon == 1.0 and rel.guarantee.budget.delta == DELTA
     paper = pak_release(x, **KW, seed=12)
     assert paper.privacy.parameters["counter"] == "binary_tree"
     assert rel.threshold == paper.threshold  # the prefix part draws the same bits first
-    exact = counter_variance(best, 15_000, epsilon=1.0, bound=rel.threshold)
+    exact = counter_variance(best, 15_000, epsilon=1.0, bound=rel.threshold, delta=DELTA)
     np.testing.assert_allclose(rel.variance[5000:], rel.prefix_noise.variance + exact)
     assert rel.variance[-1] < paper.variance[-1] / 3
     plain = pak_release(x, **dict(kw, delta=0.0), threshold=False, seed=12)
