@@ -186,3 +186,22 @@ def test_exact_decimals_as_text():
 def test_a_folder_is_not_a_ledger(tmp_path):
     with pytest.raises(ParameterError, match="folder"):
         SQLiteLedger(tmp_path, total=TOTAL)
+
+
+def test_a_store_period_already_charged_by_the_same_store_is_not_charged_again(tmp_path):
+    with SQLiteLedger(tmp_path / "l.db", total=TOTAL) as ledger:
+        kwargs = {"period": 10, "span": 5, "store": "s1"}
+        assert ledger.charge_store_period(Budget(0.5), "day", **kwargs) is True
+        assert ledger.charge_store_period(Budget(0.5), "day", **kwargs) is False  # a rerun
+        assert ledger.spent(10) == 0.5 and len(ledger.charges) == 1
+        assert ledger.charge_store_period(Budget(0.5), "day", dry=True, **kwargs) is False
+
+
+def test_long_exact_decimals_keep_every_place_up_to_17():
+    from fractions import Fraction
+
+    from dpstream._ledger import _dec
+
+    assert _dec(Fraction(1, 10**9)) == "0.000000001"
+    assert _dec(Fraction(123, 10**17)) == "0.00000000000000123"
+    assert _dec(Fraction(1, 10**18)) == "1e-18"  # 18 places: 12 significant digits
