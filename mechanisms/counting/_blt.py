@@ -42,12 +42,12 @@ import numpy as np
 
 from ..core._budget import Budget
 from ..core._errors import DomainError, ParameterError
-from ..core._noise import LATTICE_BITS, GaussianNoise, _analytic_gaussian_factor
+from ..core._noise import GaussianNoise
 from ..core._random import BitSource, bit_source
 from ..core._samplers import discrete_gaussian
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import check_integer, check_positive, check_probability, check_stream
-from ._factorisation import _BLOCK, _convolve
+from ._factorisation import _BLOCK, _Calibration, _convolve, _place_on_lattice
 
 __all__ = [
     "BLTCounter",
@@ -207,41 +207,15 @@ def _rounding_slack(strategy: BLTStrategy, n: int, units_bound: float, coef: np.
     return 10.0 * (fft + stream + coef_err)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Calibration:
-    granularity: float
-    units_bound: float
-    sensitivity_units: float
-    sigma_units: float
-
-
 @functools.lru_cache(maxsize=64)
 def _calibrate(
     n: int, epsilon: float, delta: float, bound: float, strategy: BLTStrategy
 ) -> _Calibration:
-    """γ, ⌊B/γ⌋, Δ (inflated, units) and σ (units, in [2²⁴, 2²⁵)): public inputs only."""
+    """γ, ⌊B/γ⌋, Δ (inflated, units) and σ (units, in [2²⁴, 2²⁵)), as the square root's
+    (:func:`._factorisation._place_on_lattice`) with the BLT's slack: public inputs only."""
     coef = strategy.coefficients(n)
-    norm = math.sqrt(float(coef @ coef))
-    factor = _analytic_gaussian_factor(epsilon, delta)
-    gamma = math.ldexp(1.0, math.floor(math.log2(factor * bound * norm)) - LATTICE_BITS)
-    for _ in range(8):
-        units_bound = math.floor(bound / gamma)
-        eta = _rounding_slack(strategy, n, units_bound, coef)
-        sens = (units_bound * norm + math.sqrt(n) * (2.0 * eta + 1.0)) * (1.0 + 1e-12)
-        sigma = factor * sens
-        if sigma < 2.0**LATTICE_BITS:
-            gamma /= 2.0
-        elif sigma >= 2.0 ** (LATTICE_BITS + 1):
-            gamma *= 2.0
-        else:
-            return _Calibration(
-                granularity=gamma,
-                units_bound=float(units_bound),
-                sensitivity_units=sens,
-                sigma_units=sigma,
-            )
-    raise ParameterError(  # pragma: no cover - converges in two steps
-        "The BLT counter could not place σ on its lattice; report this as a bug."
+    return _place_on_lattice(
+        n, epsilon, delta, bound, coef, lambda units: _rounding_slack(strategy, n, units, coef)
     )
 
 

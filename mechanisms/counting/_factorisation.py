@@ -128,11 +128,12 @@ class _Calibration:
     sigma_units: float
 
 
-@functools.lru_cache(maxsize=64)
-def _calibrate(n: int, epsilon: float, delta: float, bound: float) -> _Calibration:
-    """γ, ⌊B/γ⌋, Δ (inflated, units) and σ (units, in [2²⁴, 2²⁵)): public inputs only
-    (memoised: a pure function of public floats, asked for once per release)."""
-    coef = sqrt_coefficients(n)
+def _place_on_lattice(
+    n: int, epsilon: float, delta: float, bound: float, coef: np.ndarray, slack
+) -> _Calibration:
+    """γ, ⌊B/γ⌋, Δ (inflated, units) and σ (units, in [2²⁴, 2²⁵)) for the encoding C·u with
+    first column ``coef`` and rounding slack ``slack(⌊B/γ⌋)`` (η): public inputs only. Shared
+    by the square root and the BLT counters (:mod:`._blt`)."""
     norm = math.sqrt(float(np.dot(coef, coef)))
     factor = _analytic_gaussian_factor(epsilon, delta)  # σ/Δ [BW18 Alg. 1]
     # γ such that σ/γ ∈ [2²⁴, 2²⁵): σ ≈ factor·B·‖c‖₂ before the (small) inflation; the loop
@@ -140,7 +141,7 @@ def _calibrate(n: int, epsilon: float, delta: float, bound: float) -> _Calibrati
     gamma = math.ldexp(1.0, math.floor(math.log2(factor * bound * norm)) - LATTICE_BITS)
     for _ in range(8):
         units_bound = math.floor(bound / gamma)
-        eta = _rounding_slack(n, units_bound, coef)
+        eta = slack(units_bound)
         sens = units_bound * norm + math.sqrt(n) * (2.0 * eta + 1.0)
         sens *= 1.0 + 1e-12  # round the float arithmetic of ‖c‖₂ and the sum upwards
         sigma = factor * sens
@@ -156,7 +157,17 @@ def _calibrate(n: int, epsilon: float, delta: float, bound: float) -> _Calibrati
                 sigma_units=sigma,
             )
     raise ParameterError(  # pragma: no cover - the loop converges in two steps
-        "The square-root counter could not place σ on its lattice; report this as a bug."
+        "A factorisation counter could not place σ on its lattice; report this as a bug."
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _calibrate(n: int, epsilon: float, delta: float, bound: float) -> _Calibration:
+    """The square root's lattice calibration (:func:`_place_on_lattice`; memoised: a pure
+    function of public floats, asked for once per release)."""
+    coef = sqrt_coefficients(n)
+    return _place_on_lattice(
+        n, epsilon, delta, bound, coef, lambda units: _rounding_slack(n, units, coef)
     )
 
 
