@@ -107,6 +107,7 @@ TARGETS: dict[str, Target] = {
             "tests/dpstream/test_store_resume.py",
             "tests/dpstream/test_store_lock.py",
             "tests/dpstream/test_store_faults.py",
+            "tests/dpstream/test_store_order.py",
         ),
         scope=(
             "ReleaseStore.periods",
@@ -122,6 +123,7 @@ TARGETS: dict[str, Target] = {
             "tests/dpstream/test_store.py",
             "tests/dpstream/test_store_faults.py",
             "tests/dpstream/test_store_periods.py",
+            "tests/dpstream/test_store_order.py",
         ),
     ),
     "window_rule": Target(
