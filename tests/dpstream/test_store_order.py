@@ -72,3 +72,16 @@ def test_the_running_mark_is_committed_before_the_period_and_cleared_with_it(tmp
     assert clear < commit  # removed in the period's own transaction
     with sqlite3.connect(f"file:{tmp_path / 'ops.db'}?mode=ro", uri=True) as con:
         assert con.execute("SELECT 1 FROM meta WHERE key = 'running'").fetchone() is None
+
+
+def test_a_data_set_ledger_given_by_the_caller_stays_open_after_the_store(tmp_path):
+    from mechanisms import Budget
+    from mechanisms.core._units import WAlphaIndistinguishability
+
+    unit = WAlphaIndistinguishability(w=48, alpha=10.0)
+    with SQLiteLedger(tmp_path / "book.db", total=Budget(2.0), unit=unit) as book:
+        with ReleaseStore(tmp_path / "ops.db", ledger=book) as store:
+            store.release_optstream(_frame(1), **KW)
+            assert store.ledger.dataset_ledger is book
+        book._con.execute("SELECT 1")  # the caller's: not closed by the store
+        assert len(book.entries()) == 1
