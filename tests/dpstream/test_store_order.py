@@ -85,3 +85,22 @@ def test_a_data_set_ledger_given_by_the_caller_stays_open_after_the_store(tmp_pa
             assert store.ledger.dataset_ledger is book
         book._con.execute("SELECT 1")  # the caller's: not closed by the store
         assert len(book.entries()) == 1
+
+
+def test_a_refused_table_less_file_is_not_left_locked(tmp_path):
+    from mechanisms import ParameterError
+
+    path = tmp_path / "not_a_ledger.db"
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE other (x)")
+    con.close()
+    with pytest.raises(ParameterError) as refused:
+        SQLiteLedger(path)
+    assert "ledger" in str(refused.value)
+    # the refusal released its write lock at once (the exception still holds its frames)
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
