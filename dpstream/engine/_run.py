@@ -110,7 +110,9 @@ def worker_environ() -> dict:
 
 
 @contextmanager
-def _client(scheduler, n_workers):
+def _client(scheduler, n_workers, processes: bool = True):
+    """A client of ``scheduler``, or of a ``LocalCluster`` of ``n_workers`` single-threaded
+    workers (processes, or threads) made and closed here."""
     import dask
     from distributed import Client, LocalCluster  # heavy: import on use
 
@@ -120,7 +122,7 @@ def _client(scheduler, n_workers):
             cluster = LocalCluster(
                 n_workers=n_workers,
                 threads_per_worker=1,
-                processes=True,
+                processes=processes,
                 dashboard_address=":0",  # a free port: never "8787 in use" (shared machines)
                 silence_logs=logging.ERROR,
             )

@@ -26,7 +26,6 @@ the subtrees per step) and is not split. Fixed k.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -449,30 +448,10 @@ def _actor_call(actors: list) -> Callable:
 def split_client(scheduler: str | None = None, n_workers: int = 2, processes: bool = True):
     """A Dask client for :func:`release_split`: the ``scheduler``'s, or a ``LocalCluster`` of
     ``n_workers`` single-threaded workers (processes, or threads) made and closed here."""
-    import dask
-    from distributed import Client, LocalCluster  # heavy: import on use
+    from ._run import _client
 
-    from ._run import worker_environ
-
-    cluster = None
-    if scheduler is None:
-        with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ()}):
-            cluster = LocalCluster(
-                n_workers=n_workers,
-                threads_per_worker=1,
-                processes=processes,
-                dashboard_address=":0",
-                silence_logs=logging.ERROR,
-            )
-        client = Client(cluster)
-    else:
-        client = Client(scheduler)
-    try:
+    with _client(scheduler, n_workers, processes=processes) as client:
         yield client
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
 
 
 def release_split(
