@@ -57,6 +57,15 @@ class RoughnessStats:
             counts=self.counts + other.counts,
         )
 
+    def scaled(self, factor: float) -> RoughnessStats:
+        """Every sum times ``factor`` (a look-back by forgetting: the planner's state without
+        the periods themselves, :class:`planner.StreamPlanner`)."""
+        return RoughnessStats(
+            squares=self.squares * factor,
+            noise=self.noise * factor,
+            counts=self.counts * factor,
+        )
+
     def __sub__(self, other: RoughnessStats) -> RoughnessStats:
         """Take a period out of the sums (a running look-back: equal to summing the rest,
         to rounding)."""

@@ -14,12 +14,15 @@ release pipeline, the store and the engine only call it::
     measurement = <the private step with plan>
     planner.update(measurement, plan)
 
-State (per node, for the N nodes it plans): the variogram's sufficient statistics summed over
-the last :data:`LOOKBACK` measured periods (:class:`planner.RoughnessStats`, O(N w): a period
-leaving the look-back is subtracted, recomputed from its measurement) and the measurements of
-the last :data:`PRIOR_DAYS` periods that the prior reads (values, noise, predicted error).
-The prior's iteratively reweighted moments read the periods themselves, so that part is
-O(N w · PRIOR_DAYS) (see ``docs/results/bench_autoplan.md``).
+State (per node, for the N nodes it plans; issue 22.1). With ``prior_state`` (the release's
+default, :class:`postproc.PriorState`) only running sums: the variogram's sufficient statistics
+(:class:`planner.RoughnessStats`) and the prior's (12 arrays of N x w), a look-back by
+forgetting (past :data:`LOOKBACK` periods, resp. :data:`PRIOR_DAYS`, every sum is multiplied by
+(L − 1)/L before a period is added) and the prior's weights frozen when a period is added
+(see :class:`postproc.PriorState`): O(N w) bytes, the same at any look-back (about 0.5 GB at
+100,000 feeders, w = 48). Without it (exact, the reference of the golden tests): the last
+:data:`PRIOR_DAYS` periods' measurements, read by ``prior_model`` (O(N w · PRIOR_DAYS), 6.4 GB
+at 100,000 feeders) and a period leaving the variogram's look-back subtracted exactly.
 
 Subtrees (issue 22.2, the per-subtree engine)
 ---------------------------------------------
@@ -258,14 +261,37 @@ class StreamPlanner:
     prior_model : callable, optional
         :func:`postproc.profile_prior` (or one with its signature) when ``cfg.use_prior``;
         None: no prior.
+    prior_state : callable, optional
+        :class:`postproc.PriorState` (or one with its signature): the prior and the variogram
+        kept as running sums, O(N w) whatever the look-back (module notes, State). None: the
+        last :data:`PRIOR_DAYS` periods are held and ``prior_model`` reads them (exact; the
+        periods' memory).
 
     See the module notes for the state and for planning subtrees separately.
     """
 
-    def __init__(self, cfg: AutoConfig, *, prior_model: Callable | None = None) -> None:
+    def __init__(
+        self,
+        cfg: AutoConfig,
+        *,
+        prior_model: Callable | None = None,
+        prior_state: Callable | None = None,
+    ) -> None:
         self.cfg = cfg
         self.prior_model = prior_model if cfg.use_prior else None
+        self.streaming = prior_state is not None
+        """True: running sums only (no period held); False: the periods are held."""
+        n = cfg.matrix.shape[0]
+        leaf = np.zeros(n, dtype=bool)
+        leaf[np.asarray(cfg.leaf_nodes, dtype=np.int64)] = True
+        self._agg = np.flatnonzero(~leaf)
+        self._state = self._agg_state = None
+        if self.streaming and self.prior_model is not None:
+            self._state = prior_state(n, cfg.w, days=PRIOR_DAYS)
+            if self._agg.size:  # aggregates' whole series, for the coherent variance
+                self._agg_state = prior_state(self._agg.size, cfg.w, days=PRIOR_DAYS)
         keep = max(LOOKBACK, PRIOR_DAYS) if self.prior_model is not None else LOOKBACK
+        keep = 0 if self.streaming else keep
         self._measured: deque[Measurement] = deque(maxlen=keep)
         self._errors: deque[np.ndarray] = deque(maxlen=keep)
         self._independent: deque[np.ndarray] = deque(maxlen=keep)
@@ -284,8 +310,21 @@ class StreamPlanner:
 
     @property
     def measurements(self) -> list[Measurement]:
-        """The measured periods the planner still holds (at most the longer look-back)."""
+        """The measured periods the planner still holds (at most the longer look-back; none
+        when :attr:`streaming`)."""
         return list(self._measured)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays of the planner's state (held periods, running sums)."""
+        total = sum(a.nbytes for m in self._measured for a in (m.values, m.noise, m.sampled))
+        total += sum(a.nbytes for a in (*self._errors, *self._independent))
+        if self._rough is not None:
+            total += sum(a.nbytes for a in (self._rough.squares, self._rough.noise,
+                                            np.asarray(self._rough.counts)))  # fmt: skip
+        for st in (self._state, self._agg_state):
+            total += 0 if st is None else st.nbytes
+        return int(total)
 
     def update(
         self, m: Measurement, plan: PeriodPlan | None = None, *, roughness: bool = True
@@ -295,8 +334,12 @@ class StreamPlanner:
         that leave the variogram's look-back before the next plan, :meth:`extend`) skips its
         variogram statistics."""
         if m.values.shape[1] == self.cfg.w:  # the tail (last, shorter period) plans nothing
-            if self._n_rough == LOOKBACK:  # the oldest period leaves the variogram's look-back
+            if self._n_rough == LOOKBACK and self.streaming:  # forgetting (module notes)
+                self._rough = self._rough.scaled((LOOKBACK - 1.0) / LOOKBACK)
+                self._n_rough -= 1
+            elif self._n_rough == LOOKBACK:  # the oldest period leaves the look-back
                 old = self._measured[-LOOKBACK]
+
                 self._rough = self._rough - period_roughness(old.values, old.noise, old.sampled)
                 self._n_rough -= 1
             if roughness:
@@ -304,8 +347,13 @@ class StreamPlanner:
                 self._rough = new if self._rough is None else self._rough + new
                 self._n_rough += 1
             self._measured.append(m)
-            self._errors.append(m.noise if plan is None else _error_variance(m, plan, self.cfg))
-            self._independent.append(_measured_nodes(m.values.shape[0], plan, self.cfg))
+            error = m.noise if plan is None else _error_variance(m, plan, self.cfg)
+            own = _measured_nodes(m.values.shape[0], plan, self.cfg)
+            if self.streaming:
+                self._add_to_state(m, error, own, public=plan is None)
+            else:
+                self._errors.append(error)
+                self._independent.append(own)
             self.n_measured += 1
         if plan is not None:
             pos = plan.positions(m.values.shape[1])
@@ -314,12 +362,24 @@ class StreamPlanner:
 
     add = update
 
+    def _add_to_state(self, m: Measurement, error, own, *, public: bool) -> None:
+        if self._state is None:
+            return
+        self._state.add(m.values, m.noise, m.sampled, error, own, public=public)
+        if self._agg_state is not None:
+            a = self._agg
+            self._agg_state.add(
+                m.values[a], m.noise[a], np.asarray(m.sampled)[a], error[a],
+                np.ones(a.size, dtype=bool), public=public,
+            )  # fmt: skip
+
+
     def extend(self, items: list[tuple[Measurement, PeriodPlan | None]]) -> None:
         """:meth:`update` with every ``(measurement, plan)``, in time order, computing the
         variogram statistics of the last :data:`LOOKBACK` full periods only (the store
         rebuilding its planner: the others would be added and taken out again)."""
         full = [i for i, (m, _) in enumerate(items) if m.values.shape[1] == self.cfg.w]
-        first = full[-LOOKBACK] if len(full) >= LOOKBACK else 0
+        first = full[-LOOKBACK] if len(full) >= LOOKBACK and not self.streaming else 0
         if first > 0:  # older periods, and whatever the planner held, leave the look-back
             self._rough, self._n_rough = None, 0
         for i, (m, plan) in enumerate(items):
@@ -361,7 +421,18 @@ class StreamPlanner:
 
     def _prior(self, r: int):
         """(prior, coherent variance) for a period of r steps, or (None, None)."""
-        if self.prior_model is None or len(self._measured) < 2:
+        if self.prior_model is None:
+            return None, None
+        if self.streaming:
+            prior = self._state.prior(r, period=self.cfg.w)
+            if prior is None:
+                return None, None
+            out = np.array(prior.variance, dtype=np.float64)
+            whole = None if self._agg_state is None else self._agg_state.prior(r, period=self.cfg.w)
+            if whole is not None:
+                out[self._agg] = whole.variance
+            return prior, out
+        if len(self._measured) < 2:
             return None, None
         ms = list(self._measured)[-PRIOR_DAYS:]
         # lists of the periods' (N, r) arrays, not stacked: profile_prior reads them a block

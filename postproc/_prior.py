@@ -76,7 +76,7 @@ import numpy as np
 
 from mechanisms import ParameterError
 
-__all__ = ["ProfilePrior", "merge_prior", "profile_prior"]
+__all__ = ["PriorState", "ProfilePrior", "merge_prior", "profile_prior"]
 
 _FLOOR = 1e-6  # τ̂² floor, relative to the mean noise variance of the periods compared
 _CALIBRATIONS = ("backtest", "moments")
@@ -539,3 +539,232 @@ def merge_prior(
     out_c[:, :, :w] = (out_w[:, :, :w] * c[:, :, :w] + wp * f) / total
     out_w[:, :, :w] = total
     return out_c, out_w
+
+
+class PriorState:
+    """:func:`profile_prior` as running sums: O(N w) state, whatever the look-back (issue 22.1).
+
+    The planner used to hold the last ``days`` measured periods, (N, w) arrays each, and call
+    :func:`profile_prior` on them (6.4 GB at 100,000 feeders x 56 periods). This object holds
+    sums per node and step instead, updated as each period is released, plus the last
+    ``recent`` released periods themselves, and gives the same forecast (:meth:`prior`) under
+    two approximations:
+
+    * *Frozen weights.* The moments' weights ``1/(σ̂² + spread)²`` and the forecast's
+      ``1/(σ̂² + e²)`` (module Notes, 1 and 2) are nonlinear in σ², so a period's weighted
+      terms cannot be re-weighted once summed. The last ``recent`` released periods are held
+      and weighted at the current σ̂² (exactly as :func:`profile_prior`); an older one is
+      added to the sums with the σ̂² of the moment it leaves (estimated from at least
+      ``recent + 1`` periods), not the final one. Public history (noise-free, every step) is
+      summed unweighted: its weights are common to its periods at a step and are applied
+      exactly. The leave-one-out mean, the "others" noise term and the variance floor are
+      expanded into sums and are exact. With at most ``recent`` released periods the prior
+      is :func:`profile_prior`'s, to rounding.
+    * *A look-back by forgetting.* Up to ``days`` periods the sums are plain (an equal-weight
+      window, as :func:`profile_prior`); after that every sum is multiplied by
+      ``(days − 1)/days`` before a period is added, so the total weight stays ``days`` (an
+      exponential window of mean age ``days``) instead of dropping the oldest period, which
+      would need its arrays.
+
+    State: 12 arrays (N, w) float64 and 3 (N,), plus ``recent`` periods of 3 float64 and 1
+    bool (N, w) arrays: ≈ (96 + 25·recent)·N·w bytes (1.3 GB at 100,000 feeders, w = 48,
+    ``recent`` = 7), independent of ``days`` (:attr:`nbytes`). ``calibration="backtest"``
+    and pooled bandwidths are not available here (not the defaults: :func:`profile_prior`).
+
+    *Privacy*: the inputs are released measurements and public history (post-processing,
+    [FV19] Theorem 3).
+    """
+
+    _ARRAYS = ("g", "gy", "gyy", "grv", "sy", "sv", "hy", "hyy", "wt", "wy", "w2", "w2e")
+
+    def __init__(
+        self, n_nodes: int, w: int, *, days: int = 28, recent: int = 7, shrink: bool = True
+    ) -> None:
+        for name, value, least in (("days", days, 2), ("recent", recent, 0)):
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+                raise ParameterError(
+                    f"The {name!r} parameter of PriorState must be an int >= {least}. "
+                    f"Got {value!r} instead."
+                )
+        self.days, self.recent = int(days), int(recent)
+        self.shrink = shrink
+        self.n_nodes, self.w = int(n_nodes), int(w)
+        for name in self._ARRAYS:
+            setattr(self, name, np.zeros((self.n_nodes, self.w)))
+        self.count = np.zeros(self.n_nodes)  # own periods (decayed)
+        self.hn = np.zeros(self.n_nodes)  # own periods of public history (decayed)
+        self.sigma2 = np.zeros(self.n_nodes)  # σ̂² after the last period added
+        self.n_periods = 0
+        self._held: list[list] = []  # [y, rv, sampled & own, e, own, weight] of recent periods
+        # the variance floor's sums (global scalars, decayed)
+        self._noise = self._obs = self._level = self._size = 0.0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the state's arrays."""
+        names = (*self._ARRAYS, "count", "hn", "sigma2")
+        total = sum(getattr(self, a).nbytes for a in names)
+        return int(total + sum(a.nbytes for h in self._held for a in h[:5]))
+
+    def _decay(self) -> None:
+        if self.n_periods < self.days:
+            return
+        f = (self.days - 1.0) / self.days
+        for name in (*self._ARRAYS, "count", "hn"):
+            getattr(self, name)[...] *= f
+        for h in self._held:
+            h[5] *= f
+        self._noise *= f
+        self._obs *= f
+        self._level *= f
+        self._size *= f
+
+    def _floor(self) -> float:
+        known = self._noise / max(self._obs, 1.0)
+        scale_ref = known if known > 0 else (self._level / max(self._size, 1.0)) ** 2
+        return _FLOOR * max(scale_ref, 1e-12)
+
+    def add(
+        self,
+        values: np.ndarray,
+        noise: np.ndarray,
+        sampled: np.ndarray,
+        error: np.ndarray,
+        own: np.ndarray,
+        *,
+        public: bool = False,
+    ) -> None:
+        """Add one full period (N, w): its measurement, noise variance, sampled steps, full
+        error variance and ``own`` (N,) (``profile_prior``'s ``independent``); ``public``:
+        noise-free history measured at every step."""
+        y = np.asarray(values, dtype=np.float64)
+        rv = np.asarray(noise, dtype=np.float64)
+        own = np.asarray(own, dtype=bool)
+        s = np.asarray(sampled, dtype=bool) & own[:, None]
+        self._decay()
+        self.n_periods += 1
+        mine = own[:, None]
+        self._noise += float(np.where(s, rv, 0.0).sum())
+        self._obs += float(s.sum())
+        self._level += float(np.abs(y).sum())
+        self._size += y.size
+        self.count += own
+        self.sy += np.where(mine, y, 0.0)
+        if public:
+            self.hn += own
+            self.hy += np.where(mine, y, 0.0)
+            self.hyy += np.where(mine, y * y, 0.0)
+        else:
+            self.sv += np.where(mine, rv, 0.0)
+            e = np.asarray(error, dtype=np.float64)
+            self._held.append([y, rv, s, e, own, 1.0])
+            if len(self._held) > self.recent:
+                self.sigma2 = self._sigma2(self.w)
+                self._fold(self._held[0], self.sigma2)
+                del self._held[0]
+        self.sigma2 = self._sigma2(self.w)
+
+    def _fold(self, held: list, sigma2: np.ndarray) -> None:
+        """Add a held period's weighted terms to the sums, at ``sigma2``."""
+        y, rv, s, e, own, f = held
+        _, g = self._moments(held, sigma2, self.w, equal=False)  # f included
+        self.g += g
+        self.gy += g * y
+        self.gyy += g * y * y
+        self.grv += g * rv
+        terms = self._weights(held, sigma2, self.w)
+        for name, term in zip(("wt", "wy", "w2", "w2e"), terms, strict=True):
+            getattr(self, name)[...] += f * term
+
+    def _common(self, r: int):
+        count = np.maximum(self.count, 2.0)[:, None]
+        scale = count / (count - 1.0)
+        return count, scale, (count - 1.0) ** 2, self.sy[:, :r] / count, self.sv[:, :r]
+
+    def _moments(self, held: list, sigma2: np.ndarray, r: int, *, equal: bool):
+        """A held period's (excess, weight) at its sampled steps, (N, r) each (module Notes,
+        1: the moments of :func:`_node_block`)."""
+        y, rv, s, _, _, f = held
+        y, rv, s = y[:, :r], rv[:, :r], s[:, :r]
+        count, scale, cm1, m, sv = self._common(r)
+        others = (sv - rv) / cm1
+        resid = scale * (y - m)
+        excess = np.where(s, (resid * resid - rv - others) / scale, 0.0)
+        if equal:
+            return excess, f * s
+        spread = (rv + others) / scale
+        return excess, np.where(s, f / (sigma2[:, None] + spread + _FLOOR) ** 2, 0.0)
+
+    def _weights(self, held: list, sigma2: np.ndarray, r: int):
+        """A held period's forecast terms (Σ-parts of wts, wts·y, wts², wts²·e), (N, r)."""
+        y, _, _, e, own, _ = held
+        wts = np.maximum(e[:, :r] + sigma2[:, None], self._floor())
+        np.reciprocal(wts, out=wts)
+        wts *= own[:, None]
+        return wts, wts * y[:, :r], wts * wts, wts * wts * e[:, :r]
+
+    def _sigma2(self, r: int) -> np.ndarray:
+        """(N,) σ̂² from the first r steps (module Notes, 1; ``bandwidth=inf``): the folded
+        sums, the history and the held periods, the last two reweighted as in
+        :func:`_node_block` (equal weights, then three passes) when nothing is folded yet."""
+        count, scale, cm1, m, sv = self._common(r)
+        g, gy, gyy, grv = (a[:, :r] for a in (self.g, self.gy, self.gyy, self.grv))
+        # folded periods: Σ_q g (scale²(y − m)² − rv − others_q) / scale, with
+        # others_q = (Σ rv − rv_q)/(count − 1)²
+        num_f = scale * scale * (gyy - 2.0 * m * gy + m * m * g) - grv - (sv * g - grv) / cm1
+        num_f = (num_f / scale).sum(axis=1)
+        cnt_f = g.sum(axis=1)
+        hn = self.hn[:, None]
+        ex_h = (scale * scale * (self.hyy[:, :r] - 2.0 * m * self.hy[:, :r] + m * m * hn)
+                - sv * hn / cm1) / scale  # fmt: skip
+        spread_h = sv / cm1 / scale  # history: rv = 0
+        folded = bool(cnt_f.any())
+        sigma2 = self.sigma2 if folded else np.zeros(self.n_nodes)
+        for it in range(3 if folded else 4):
+            equal = it == 0 and not folded
+            gw = 1.0 if equal else 1.0 / (sigma2[:, None] + spread_h + _FLOOR) ** 2
+            num = num_f + (gw * ex_h).sum(axis=1)
+            cnt = cnt_f + np.broadcast_to(gw * hn, ex_h.shape).sum(axis=1)
+            for held in self._held:
+                ex, gq = self._moments(held, sigma2, r, equal=equal)
+                num += (gq * ex).sum(axis=1)
+                cnt += gq.sum(axis=1)
+            sigma2 = np.maximum(np.divide(num, cnt, out=np.zeros_like(num), where=cnt > 0), 0.0)
+        return sigma2
+
+    def prior(self, r: int | None = None, *, period: int | None = None) -> ProfilePrior | None:
+        """The forecast of the next period's first r steps (default w) and its error variance,
+        as :func:`profile_prior` of the periods added (class Notes); None before two."""
+        r = self.w if r is None else int(r)
+        if self.n_periods < 2:
+            return None
+        sigma2v = self._sigma2(r)
+        sigma2 = sigma2v[:, None]
+        floor = self._floor()
+        hw = 1.0 / np.maximum(sigma2, floor)  # public history: e = 0, one weight per node
+        hn = self.hn[:, None]
+        total = self.wt[:, :r] + hn * hw
+        wy = self.wy[:, :r] + self.hy[:, :r] * hw
+        w2 = self.w2[:, :r] + hn * hw * hw
+        w2e = self.w2e[:, :r].copy()
+        for held in self._held:
+            f = held[5]
+            t, ty, t2, t2e = self._weights(held, sigma2v, r)
+            total = total + f * t
+            wy += f * ty
+            w2 += f * t2
+            w2e += f * t2e
+        usable = (self.count >= 2.0 - 1e-9)[:, None]
+        total = np.where(usable & (total > 0), total, 1.0)
+        mean = np.where(usable, wy / total, 0.0)
+        a2 = w2 / (total * total)
+        a2e = w2e / (total * total)
+        day = np.broadcast_to(sigma2, mean.shape)
+        estimation = sigma2 * a2 + a2e
+        if self.shrink:
+            mean = _shrunk_profile(mean, estimation, period=period or self.w)
+        tau2 = np.maximum(day + estimation, floor)
+        n = min(self.n_periods, self.days)
+        return ProfilePrior(
+            mean=mean, variance=np.where(usable, tau2, np.inf), n_periods=n, n_pairs=n
+        )

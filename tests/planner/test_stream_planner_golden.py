@@ -3,7 +3,10 @@
 ``tests/planner/data/autoplan_golden.npz`` holds the plans and released values of seeded
 ``release_optstream(k="auto")`` runs recorded on commit e6d6b85, before the planner scored
 candidates by sufficient statistics (``_golden_autoplan.py`` writes it). The new planner must
-choose the same plans and release the same values, to rounding.
+choose the same plans and release the same values, to rounding. It is checked with the state
+that holds the periods (``STREAMING_STATE = False``); the default running sums approximate the
+prior's weights (``postproc.PriorState``; ``tests/postproc/test_prior_state.py`` and the 30-trial
+tables, ``docs/results/optstream_defaults_findings.md``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,13 @@ import pytest
 from _golden_autoplan import OUT, cases, run
 
 GOLDEN = np.load(OUT)
+
+
+@pytest.fixture(autouse=True)
+def _exact_state(monkeypatch):
+    from dpstream.pipelines import _autoplan
+
+    monkeypatch.setattr(_autoplan, "STREAMING_STATE", False)
 
 
 @pytest.mark.parametrize("name", list(cases()))
