@@ -24,6 +24,7 @@ from mechanisms import (
 )
 
 from ._accounting import (
+    check_no_ledger,
     check_writable,
     ledger_options,
     open_ledger,
@@ -167,8 +168,8 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
     default="error",
     show_default=True,
     help="A missing reading (no row, or an empty value): refuse, count it as 0, or leave it "
-    "unmeasured (optstream with an int --k: released as empty, aggregates over the observed "
-    "leaves; the missingness pattern is taken as public, see docs/privacy.md). With --store: "
+    "unmeasured (optstream: released as empty, aggregates over the observed leaves; the "
+    "missingness pattern is taken as public, see docs/privacy.md). With --store: an int --k, "
     "CSV or SQLite INPUT.",
 )
 @click.option(
@@ -240,13 +241,14 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
     default=2,
     show_default=True,
     help="With --engine dask (no --scheduler): worker processes of the local cluster. With a "
-    "hierarchy, an int --k and a Parquet INPUT each period is split inside into subtrees.",
+    "hierarchy and a Parquet INPUT each period is split inside into subtrees.",
 )
 @click.option(
     "--cut",
     type=int,
-    help="With --store, an int --k and a Parquet INPUT: split each period into the subtrees "
-    "rooted at this depth of the hierarchy (default with --engine dask: chosen for --workers).",
+    help="With --store and a Parquet INPUT: split each period into the subtrees rooted at "
+    "this depth of the hierarchy (default with --engine dask: chosen for --workers; --k auto "
+    "needs more than 64 leaves).",
 )
 @click.option(
     "--lock-timeout",
@@ -308,6 +310,7 @@ def release(
     budget_delta: float | None,
     dataset: str | None,
     new_dataset: bool,
+    no_ledger: bool,
 ) -> None:
     """Release every stream of INPUT privately with METHOD and write the result to --out.
 
@@ -371,6 +374,7 @@ def release(
         ledger_path=ledger_path,
     )  # fmt: skip
     ledger_args = (ledger_path, budget_epsilon, budget_delta, dataset, new_dataset)
+    no_ledger = check_no_ledger(no_ledger, ledger_args, command, store=store_path is not None)
     if correct is not None and (store_path is not None or method in _STREAM_METHODS):
         raise ParameterError(
             f"The '--correct' option of {command} publishes a correction beside the store (a "
@@ -394,6 +398,7 @@ def release(
             "counter": counter,
             "pak_parameters": pak_parameters,
             "seed": seed,
+            "no_ledger": no_ledger,
         }
         from ._stream import release_stream
 
@@ -449,10 +454,16 @@ def release(
             f"The '--lock-timeout' option of {command} must be a number of seconds in [0, inf). "
             f"Got {lock_timeout!r} instead."
         )
-    if missing == "unmeasured" and (method != "optstream" or k == "auto"):
+    if missing == "unmeasured" and method != "optstream":
         raise ParameterError(
-            f"The '--missing' option of {command} is 'unmeasured', which needs optstream with "
-            "an int --k. Pass --k 10, or --missing zero."
+            f"The '--missing' option of {command} is 'unmeasured', which is optstream's policy. "
+            "Use dpstream release optstream, or --missing zero."
+        )
+    if missing == "unmeasured" and k == "auto" and store_path is not None:
+        raise ParameterError(
+            f"The '--missing' option of {command} is 'unmeasured', which with --store needs an "
+            "int --k (the store's planner does not keep the missing readings' mask). Pass "
+            "--k 10, release without --store, or use --missing zero."
         )
     if std_errors and (method != "optstream" or k != "auto" or store_path is not None):
         raise ParameterError(
@@ -511,13 +522,14 @@ def release(
 
     epsilon = calibrated(epsilon)  # noise at most the decimal charged (issue 31 §5)
     budget = Budget(epsilon)
-    ledger = open_ledger(
-        *ledger_args, budget=budget, unit=unit, command=command, streams=frame.columns,
+    leaves = [str(c) for c in frame.columns if hierarchy is None or c not in hierarchy]
+    ledger = None if no_ledger else open_ledger(
+        *ledger_args, budget=budget, unit=unit, command=command, streams=leaves,
         hierarchy=hierarchy, seeded=seed is not None,
     )  # fmt: skip
     try:
         result = _release_frame(
-            method, frame, missing, ledger,
+            method, frame, missing, False if no_ledger else ledger,
             epsilon=epsilon, w=w, k=k, hierarchy=hierarchy, alpha=alpha_value, bound=bound,
             theta=theta, seed=seed, preview=preview, command=command,
         )  # fmt: skip

@@ -14,7 +14,7 @@ import numpy as np
 
 from mechanisms.core._random import BitSource
 from mechanisms.optstream._estimates import perturb_noise
-from mechanisms.optstream._sampling import interpolation_matrix
+from mechanisms.optstream._sampling import interpolation_matrix, reconstruct_observed
 from mechanisms.wevent._gaussian import gaussian_window_noise
 from planner._stream_plan import PeriodPlan
 from planner._stream_planner import AutoConfig, Measurement
@@ -41,12 +41,24 @@ def _level_noise(plan: PeriodPlan, cfg: AutoConfig, k: int, share: float, n_node
 
 
 def measure_period(
-    values: np.ndarray, plan: PeriodPlan, cfg: AutoConfig, *, bits: BitSource
+    values: np.ndarray,
+    plan: PeriodPlan,
+    cfg: AutoConfig,
+    *,
+    bits: BitSource,
+    observed: np.ndarray | None = None,
 ) -> Measurement:
     """The private step of one period: sample, perturb, reconstruct every level ([FV19] Alg. 2).
 
     ``values`` (N, r) holds every node's true values (aggregates included). Levels with share
     0 are not measured; their nodes get the sum of their leaves' estimates.
+
+    ``observed`` (N, r), optional: the public mask of ``missing="unmeasured"`` (``values`` is 0
+    where it is False; aggregates sum the observed leaves). The level's planned samples are
+    drawn as planned (their budget spent, ``docs/privacy.md``); a node's sample at a reading it
+    did not observe measured the constant 0 and is dropped: the node is reconstructed through
+    its observed samples only (:func:`~mechanisms.optstream._sampling.reconstruct_observed`),
+    and its estimate at an unmeasured reading is 0 (what the aggregates count there).
     """
     n, r = values.shape
     pos = plan.positions(r)
@@ -61,10 +73,15 @@ def measure_period(
         noise = _level_noise(plan, cfg, pos.size, share, len(nodes))
         noisy = noise.release(values[np.ix_(nodes, pos)], bits)  # [FV19 §3.2], (n_l, k)
         est[nodes] = noisy @ m[:, pos].T  # [FV19 §3.3]: x̃ = M y
+        if observed is not None and not observed[nodes].all():  # unmeasured readings
+            gap = ~observed[nodes].all(axis=1)
+            sub = nodes[gap]
+            rec, _ = reconstruct_observed(mask, noisy[gap][None], observed[sub][None])
+            est[sub] = np.where(observed[sub], rec[0], 0.0)
     missing = np.isnan(est[:, 0])
     if missing.any():  # share-0 aggregates: the sum of their leaves' estimates
         est[missing] = cfg.matrix[missing] @ est[cfg.leaf_nodes]
-    return as_measurement(est, plan, cfg)
+    return as_measurement(est, plan, cfg, observed=observed)
 
 
 def post_process_periods(
@@ -77,7 +94,9 @@ def post_process_periods(
 
     Weights are inverse predicted error variances (noise plus predicted interpolation error);
     nodes of a level with share 0 get a negligible weight; the prior is one more weighted term.
-    Free: reads measurements, plans and priors only.
+    An unmeasured reading (``Measurement.observed``) is pinned to 0 with a negligible variance,
+    so the aggregates above it are sums over the observed leaves (the pipeline publishes it as
+    NaN). Free: reads measurements, plans, priors and the public mask only.
     """
     out: list[np.ndarray] = []
     by_len: dict[int, list[int]] = {}
@@ -90,6 +109,14 @@ def post_process_periods(
         finite = np.isfinite(v)
         big = np.nanmax(np.where(finite, v, np.nan)) * _UNMEASURED
         v = np.where(finite, np.maximum(v, 1e-12 * big / _UNMEASURED), big)
+        gap = None
+        if any(measured[i].observed is not None for i in idx):  # missing="unmeasured"
+            gap = ~np.stack(
+                [np.ones(c.shape[1:], bool) if (o := measured[i].observed) is None else o
+                 for i in idx]
+            )  # fmt: skip
+            c = np.where(gap, 0.0, c)  # pinned to 0: aggregates sum the observed leaves
+            v = np.where(gap, 1e-9 * float(v[~gap].min(initial=1.0)), v)
         has_prior = [priors[i] is not None for i in idx]
         pm = pv = None
         if any(has_prior):
@@ -107,6 +134,8 @@ def post_process_periods(
                     for j, i in enumerate(idx)
                 ]
             )
+        if gap is not None and pv is not None:  # the prior does not pull a pinned reading
+            pv = np.where(gap, big * 1e4, pv)
         if hierarchy is None:
             x = c
             if pm is not None:
@@ -142,8 +171,13 @@ def history_measurements(history: np.ndarray | None, w: int) -> list[Measurement
     return out
 
 
-def as_measurement(est: np.ndarray, plan: PeriodPlan, cfg: AutoConfig) -> Measurement:
-    """The :class:`Measurement` of published estimates under a (public) plan."""
+def as_measurement(
+    est: np.ndarray, plan: PeriodPlan, cfg: AutoConfig, *, level_sizes=None, observed=None
+) -> Measurement:
+    """The :class:`Measurement` of published estimates under a (public) plan; ``level_sizes``:
+    the whole tree's node count per level when ``cfg`` is one subtree's (the lattice's);
+    ``observed`` (N, r): the public mask of ``missing="unmeasured"`` (a node's sampled steps
+    are those it observed, its noise that of its interpolation through them)."""
     n, r = est.shape
     pos = plan.positions(r)
     k = pos.size
@@ -154,15 +188,28 @@ def as_measurement(est: np.ndarray, plan: PeriodPlan, cfg: AutoConfig) -> Measur
     var_sample = np.full(n, np.nan)
     for li, nodes in enumerate(cfg.levels):
         if plan.shares[li] > 0:
-            var_sample[nodes] = _level_noise(plan, cfg, k, plan.shares[li], len(nodes)).variance
+            size = len(nodes) if level_sizes is None else int(level_sizes[li])
+            var_sample[nodes] = _level_noise(plan, cfg, k, plan.shares[li], size).variance
     missing = np.isnan(var_sample)
     if missing.any():
         var_sample[missing] = cfg.matrix[missing] @ var_sample[cfg.leaf_nodes]
     row = np.zeros(r, dtype=bool)
     row[pos] = True
     sampled = np.broadcast_to(row, (n, r))  # one row for every node: a read-only view
+    noise = var_sample[:, None] * np.diag(mmt)[None, :]
+    if observed is not None and not np.all(observed):
+        observed = np.asarray(observed, dtype=bool)
+        gap = ~observed.all(axis=1)
+        zeros = np.zeros((1, int(gap.sum()), k))
+        _, wts = reconstruct_observed(mask, zeros, observed[gap][None])
+        wts = np.where(np.isfinite(wts[0]), wts[0], 1.0)  # no sample observed: estimate 0
+        noise[gap] = var_sample[gap, None] * wts
+        sampled = sampled & observed
+    else:
+        observed = None
     return Measurement(
         values=np.array(est, dtype=np.float64),
-        noise=var_sample[:, None] * np.diag(mmt)[None, :],
+        noise=noise,
         sampled=sampled,
+        observed=observed,
     )

@@ -123,10 +123,10 @@ def release_with_store(
             "drop --missing."
         )
     w = options["w"]
-    if "cut" in options and not (lazy and options.get("k") != "auto"):
+    if "cut" in options and not lazy:
         raise ParameterError(
-            f"The '--cut' option of {_OWNER} splits the periods of a Parquet INPUT released "
-            "with an int --k. Pass a .parquet INPUT and --k 10 (or drop --cut)."
+            f"The '--cut' option of {_OWNER} splits the periods of a Parquet INPUT. Pass a "
+            ".parquet INPUT (or drop --cut)."
         )
     if lazy:  # read period by period where each period runs
         scan = scan_parquet(input_path, time_column, _OWNER)

@@ -272,6 +272,10 @@ def _release_new(
         from ..engine._subtree import split_applies
 
         split = split_applies(tree, p["sampling"], p["weights"], cut, p["n_workers"], p["seed"])
+    elif (engine == "dask" or cut is not None) and leaves_of is not None:
+        from ..engine._auto_split import auto_split_applies
+
+        split = auto_split_applies(auto, tree, cut, p["n_workers"], p["seed"], _OWNER)
     if check is not None and new and not split:  # validation of data read in the workers
         for _ in map_periods(
             _call,
@@ -289,6 +293,17 @@ def _release_new(
     for i in new:
         if ledger.spent(ordinals[i]) < eps:  # others: charged by a killed run, not stored
             ledger.check(cost, "release_optstream", unit=unit, period=ordinals[i])
+    if auto is not None and split:  # k="auto" inside each period: subtrees (issue 22.2)
+        from ..engine._auto_split import release_auto_periods_split
+
+        release_auto_periods_split(
+            store, auto, tree, grid, [ordinals[i] for i in new], [leaves_of(i) for i in new],
+            charge=lambda o: _charge_once(
+                ledger, cost, eps, unit, o, "release_optstream: k=auto, planned"),
+            seed=p["seed"], cut=cut, scheduler=scheduler, n_workers=p["n_workers"],
+            history=p.get("history"), progress=progress, local=engine == "local",
+        )  # fmt: skip
+        return ordinals
     if auto is not None:
         from ..engine._run import period_runner
         from ._auto import release_auto_period

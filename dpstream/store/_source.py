@@ -229,7 +229,7 @@ def release_parquet_to_store(
     *,
     epsilon: float,
     w: int = 48,
-    k: int | str = 10,
+    k: int | str = "auto",
     sampling: str | None = None,
     theta: float | None = None,
     hierarchy: object = None,
@@ -242,6 +242,7 @@ def release_parquet_to_store(
     target: str = "all",
     level_shares: object = None,
     prior: bool = True,
+    history: object = None,
     seed: object = None,
     engine: str = "local",
     scheduler: str | None = None,
@@ -259,15 +260,22 @@ def release_parquet_to_store(
     Nothing but the file's time stamps and series names is read here: every new period is
     first validated where it runs (a mapped pass), then charged, released and committed.
 
-    With ``engine="dask"`` (or a ``cut`` given), a fixed k, ``sampling="equal"`` and a
-    hierarchy with a level below the root whose nodes all have children, each period is split
-    *inside*: subtrees rooted at depth ``cut`` (None: chosen for ``n_workers``) are Dask
-    actors (``engine="local"``: objects of this process) that read their own leaves from the
-    file (:class:`ParquetLeaves`), validate them, measure them and take part in the
-    distributed elimination (:func:`dpstream.engine._subtree.release_split`); the output
-    does not depend on the cut or the engine (seeded: equal to rounding). Each period is then
-    validated right before its own charge (no pass over every period first). Otherwise
-    periods are mapped whole over the workers.
+    ``k`` defaults to ``"auto"`` (as :func:`release_to_store` and the in-memory release), with
+    ``history`` as there (public history, or an earlier k="auto" release just before).
+
+    With ``engine="dask"`` (or a ``cut`` given) and a hierarchy with a level below the root
+    whose nodes all have children, each period is split *inside*: subtrees rooted at depth
+    ``cut`` (None: chosen for ``n_workers``) are Dask actors (``engine="local"``: objects of
+    this process) that read their own leaves from the file (:class:`ParquetLeaves`), validate
+    them, measure them and take part in the distributed elimination. A fixed k
+    (``sampling="equal"`` or ``"l1"``): :func:`dpstream.engine._subtree.release_split`. The
+    default k="auto" (a hierarchy of more than 64 leaves): every subtree also holds its own
+    in-stream planner across the call's periods
+    (:class:`dpstream.engine._auto_split.AutoSplit`); a smaller tree is planned whole, so
+    ``engine="dask"`` then runs each whole period on a worker and a ``cut`` is refused. The
+    output does not depend on the cut or the engine (seeded: equal to rounding). Each period
+    is then validated right before its own charge (no pass over every period first).
+    Otherwise periods are mapped whole over the workers.
     """
     p = _params(
         epsilon=epsilon,
@@ -286,11 +294,6 @@ def release_parquet_to_store(
               "prior": prior},
         lock_timeout=lock_timeout,
     )  # fmt: skip
-    if cut is not None and p["auto"] is not None:
-        raise ParameterError(
-            f"The 'cut' parameter of {_OWNER} splits periods released with an int k; "
-            "k='auto' periods are released whole. Pass an int k (or drop cut)."
-        )
     scan = scan_parquet(path, time_column, _OWNER) if scan is None else scan
     tree = resolve_hierarchy(hierarchy, scan.leaves, _OWNER)
     grid = Grid.from_index(scan.stamps, p["w"], _OWNER)
@@ -299,6 +302,13 @@ def release_parquet_to_store(
     else:
         nodes = tree.nodes
         hierarchy = {a: list(c) for a, c in tree.children.items()}
+    if history is not None:  # validated before anything is charged (as release_to_store)
+        from types import SimpleNamespace
+
+        from ._auto import prepare_history
+
+        frame = SimpleNamespace(nodes=tuple(nodes), hierarchy=tree, index=scan.stamps)
+        p["history"] = prepare_history(history, p, frame, hierarchy=hierarchy, owner=_OWNER)
     wp = p["w"]
     slim = ParquetScan(
         path=scan.path, long=scan.long, time=scan.time, stamps=pd.Index([]), leaves=scan.leaves

@@ -90,9 +90,12 @@ def test_dask_seed_must_be_an_int(tmp_path):
         )
 
 
+@pytest.mark.parametrize("k", [10, None])  # None: both defaults (k="auto", issue 22)
 @pytest.mark.parametrize("fmt", ["wide", "long"])
 @pytest.mark.parametrize("engine", ["local", "dask"])
-def test_parquet_input_read_lazily_equals_the_in_memory_release(tmp_path, fmt, engine, scheduler):
+def test_parquet_input_read_lazily_equals_the_in_memory_release(
+    tmp_path, fmt, engine, scheduler, k
+):
     from dpstream.io import wide_to_long
     from dpstream.store import release_parquet_to_store
 
@@ -104,7 +107,8 @@ def test_parquet_input_read_lazily_equals_the_in_memory_release(tmp_path, fmt, e
     else:
         wide_to_long(frame).to_parquet(path, index=False)
     with ReleaseStore(tmp_path / "ref.db") as ref:
-        want = ref.release_optstream(frame, alpha=1.0, epsilon=1.0, k=10, hierarchy=H, seed=5)
+        kw = {} if k is None else {"k": k}
+        want = ref.release_optstream(frame, alpha=1.0, epsilon=1.0, hierarchy=H, seed=5, **kw)
     with ReleaseStore(tmp_path / "lazy.db") as store:
         ordinals = release_parquet_to_store(
             store,
@@ -115,8 +119,10 @@ def test_parquet_input_read_lazily_equals_the_in_memory_release(tmp_path, fmt, e
             seed=5,
             engine=engine,
             scheduler=scheduler if engine == "dask" else None,
+            **kw,
         )
         got = store.read(ordinals)
+        assert store.config["k"] == ("auto" if k is None else k)
     assert ordinals == [0, 1, 2, 3]
     np.testing.assert_array_equal(got.to_numpy(), want.to_numpy())
 

@@ -1,0 +1,737 @@
+"""The default release (``k="auto"``) of one period split into subtrees (issue 22.2).
+
+:mod:`dpstream.engine._subtree` splits a fixed-k period; this module splits the default. The
+hierarchy is cut at a depth ``c`` (:func:`~dpstream.engine._subtree.choose_cut`); every
+subtree is one :class:`SubtreeAuto` (here, or a Dask actor kept for the whole call) that holds
+its own in-stream planner (:class:`planner.StreamPlanner` on
+:func:`planner.subtree_config` of its nodes) across periods, and the client holds the planner of
+the few nodes above the cut (the *top*). Per period (:meth:`AutoSplit.release`):
+
+1. every subtree reads its leaves from the source (never through the task graph), validates
+   them and sums its aggregates; the top's values are sums of the subtree roots';
+2. each planner scores the candidates on its nodes (:meth:`~planner.StreamPlanner.scores`);
+   the scores are additive over nodes (:class:`planner.CandidateScores`), so their sum chooses
+   exactly what the whole tree's planner chooses, and every planner finishes its part of the
+   plan (and its nodes' profile prior) from that sum;
+3. the period is charged (``charge``), then every node is measured: equally spaced samples
+   with the plan's Laplace or discrete Gaussian noise, reconstructed by interpolation ([FV19]
+   Alg. 2, as :func:`dpstream.pipelines._period_steps.measure_period`), each node group from
+   its own stream (seeded: ``SeedSequence(seed, spawn_key=(ordinal, row, kind))``, as the
+   fixed-k split), so the draws do not depend on the cut or the workers. An aggregate of a
+   level with share 0 gets the sum of its leaves' estimates (a top node's from the subtrees'
+   leaf sums);
+4. Algorithm 4 with the planner's variances and the prior folded into each node's term
+   (:func:`postproc._prior.merge_prior`) as the distributed elimination of
+   :func:`postproc._split.solve_split`;
+5. every planner records its nodes' measurement (:meth:`~planner.StreamPlanner.update`).
+
+:func:`release_auto_whole` is the same period in one process, on the whole tree with one
+planner: the reference the split equals (to rounding, seeded).
+
+Exactness. A subtree's nodes are planned as in the whole tree when the tree has more than 64
+leaves (the planner's prediction then treats every node on its own, see
+:mod:`planner._stream_planner`, Subtrees); a smaller tree is refused (:class:`ParameterError`:
+release it whole). What a part cannot see, and the client supplies: a share-0 top aggregate's
+estimate, noise and predicted error (sums over its subtrees' leaves), and the largest
+predicted variance of the period (Algorithm 4's weight of unmeasured nodes). One difference
+is left: the profile prior's variance floor (``postproc._prior._FLOOR`` times the mean noise
+of the nodes a planner holds, not of all nodes); it binds only for a node whose forecast error
+is below a millionth of the mean noise.
+
+*Privacy*: the measurement of every node is that of ``release_optstream(k="auto")`` for the
+plan (each level's noise calibrated for the whole level's node count), so a window costs what
+it costs there ([FV19] Theorems 8 and 13, ``planner.window_budget``); plans, priors, scores
+and the elimination read public values only (post-processing, [FV19] Theorem 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from mechanisms import DomainError, ParameterError
+from mechanisms.core._random import bit_source
+from mechanisms.optstream._sampling import interpolation_matrix
+from planner._stream_plan import PeriodPlan
+from planner._stream_planner import AutoConfig, Measurement, StreamPlanner, subtree_config
+from postproc import FeatureSet, Hierarchy, project_consistent
+from postproc._prior import merge_prior
+from postproc._split import SubtreeSolver, TopTree, node_depths, solve_split, subtrees
+
+from ._subtree import _actor_call, _leaf_steps, _local_call, _streams, choose_cut
+
+__all__ = [
+    "AutoSplit",
+    "AutoSubtreeTask",
+    "SubtreeAuto",
+    "auto_split_applies",
+    "measure_auto_nodes",
+    "release_auto_periods_split",
+    "release_auto_whole",
+]
+
+_UNMEASURED = 1e8  # as dpstream.pipelines._period_steps: share-0 nodes' variance multiplier
+
+
+def measure_auto_nodes(
+    values: np.ndarray,
+    plan: PeriodPlan,
+    *,
+    cfg: AutoConfig,
+    level: np.ndarray,
+    level_sizes: tuple[int, ...],
+    rows: np.ndarray,
+    parent_rows: np.ndarray,
+    is_leaf: np.ndarray,
+    stream: Callable,
+) -> np.ndarray:
+    """Sample, perturb and reconstruct some nodes of one period under a k="auto" plan.
+
+    ``values`` (n, r); ``cfg`` the release's (its α); ``level``, ``rows``, ``parent_rows``,
+    ``is_leaf`` (n,) place each node in the whole hierarchy; ``level_sizes`` are the whole
+    levels' node counts (each level's noise is calibrated for all its nodes, as
+    :func:`~dpstream.pipelines._period_steps.measure_period`).
+    Returns the estimates x̃ (n, r), NaN for the nodes of a level with share 0. Each group (an
+    internal node alone; the leaf children of one parent) draws from ``stream(row, kind)``,
+    its nodes in order.
+
+    *Privacy*: per level, the plan's budget times the level's share over the k samples of a
+    window ([FV19] §3.2 and Theorem 13; Gaussian: ρ-zCDP), as ``measure_period``.
+    """
+    from ..pipelines._period_steps import _level_noise
+
+    n, r = values.shape
+    pos = plan.positions(r)
+    mask = np.zeros((1, r), dtype=bool)
+    mask[0, pos] = True
+    m = interpolation_matrix(mask)[0][:, pos].T  # (k, r): x̃ = y @ m  [FV19 §3.3]
+    est = np.full((n, r), np.nan)
+    key_row = np.where(is_leaf, parent_rows, rows)
+    order = np.lexsort((np.arange(n), is_leaf, key_row))
+    keys = np.stack([key_row[order], is_leaf[order]], axis=1)
+    starts = np.flatnonzero(np.r_[True, (keys[1:] != keys[:-1]).any(axis=1)])
+    bounds = np.r_[starts, n]
+    noises: dict[int, object] = {}
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        idx = order[a:b]
+        lv = int(level[idx[0]])
+        share = plan.shares[lv]
+        if share <= 0:
+            continue
+        if lv not in noises:
+            noises[lv] = _level_noise(plan, cfg, pos.size, share, int(level_sizes[lv]))
+        bits = stream(key_row[idx[0]], int(is_leaf[idx[0]]))
+        noisy = noises[lv].release(values[np.ix_(idx, pos)], bits)  # [FV19 §3.2]
+        est[idx] = noisy @ m
+    return est
+
+
+def _weights_and_estimates(est, plan: PeriodPlan, prior, big: float):
+    """Algorithm 4's (c̃, W) of some nodes as ``post_process_periods`` forms them: inverse
+    predicted variances (share-0 nodes: ``1/big``), the prior folded in."""
+    r = est.shape[1]
+    v = np.asarray(plan.variances[:, :r], dtype=np.float64)
+    finite = np.isfinite(v)
+    v = np.where(finite, np.maximum(v, 1e-12 * big / _UNMEASURED), big)
+    wts = 1.0 / v
+    if prior is None:
+        return est, wts
+    c2, w2 = merge_prior(est[None], wts[None], prior.mean[None, :, :r], prior.variance[None, :, :r])
+    return c2[0], w2[0]
+
+
+def _max_finite(plan: PeriodPlan, r: int) -> float:
+    v = plan.variances[:, :r]
+    finite = np.isfinite(v)
+    return float(v[finite].max()) if finite.any() else -np.inf
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AutoSubtreeTask:
+    """What a subtree's object needs for the whole call (public; no data)."""
+
+    cfg: AutoConfig = field(hash=False)
+    """:func:`planner.subtree_config` of the subtree's nodes."""
+    children: dict = field(hash=False)
+    """``{parent: children}`` of the subtree (its root at the cut depth)."""
+    rows: np.ndarray = field(hash=False)
+    """Row of each subtree node in the whole hierarchy (the subtree's BFS order)."""
+    parent_rows: np.ndarray = field(hash=False)
+    """Row of each node's parent in the whole hierarchy."""
+    cut: int
+    """Depth of the subtree's root."""
+    level_sizes: tuple[int, ...]
+    """Node count of every level of the whole hierarchy."""
+
+
+class SubtreeAuto:
+    """One subtree of a k="auto" split release: its planner (kept across periods), its data
+    and its side of the elimination, where it runs (a Dask actor, or here)."""
+
+    def __init__(self, task: AutoSubtreeTask) -> None:
+        from ..pipelines._autoplan import new_planner
+
+        self.task = task
+        self.tree = Hierarchy(children=task.children)
+        self.level = node_depths(self.tree) + task.cut
+        self.is_leaf = np.ones(self.level.size, dtype=bool)
+        self.is_leaf[self.tree.parent[self.tree.parent >= 0]] = False
+        self.planner: StreamPlanner = new_planner(task.cfg)
+        self.values = None
+        self.plan_ = self.prior = self.measurement = self.solver = None
+
+    # -- the planner's state (public values) ---------------------------------------------------
+    def rebuild(self, history: list, items: list, carried, gap: bool) -> None:
+        """Public history (noise-free :class:`Measurement` rows), then the stored periods'
+        ``(Measurement, PeriodPlan)`` rows of this subtree, in time order (the store's
+        planner, :func:`dpstream.store._auto.plan_state`)."""
+        self.planner.add_history(history)
+        if not items:
+            self.planner.carry(carried)
+        self.planner.extend(items)
+        if gap:
+            self.planner.previous = None
+
+    # -- one period ------------------------------------------------------------------------------
+    def load(self, source: Callable) -> np.ndarray:
+        """Read and validate the subtree's leaves for the period; the root's values (w,)."""
+        leaves = np.asarray(source(self.tree.leaves), dtype=np.float64)
+        w = self.task.cfg.w
+        if leaves.shape != (len(self.tree.leaves), w):
+            raise DomainError(
+                f"A subtree's source must give ({len(self.tree.leaves)}, {w}) values. Got "
+                f"shape {leaves.shape}."
+            )
+        self.values = np.asarray(self.tree.sparse_matrix @ leaves)
+        return self.values[0].copy()
+
+    def scores(self):
+        """This subtree's :class:`planner.CandidateScores` of the next period."""
+        return self.planner.scores()
+
+    def plan(self, total) -> tuple[float | None, int]:
+        """Finish the plan (and the prior) of the subtree's nodes from every part's scores;
+        its ``(predicted_with_prior, target nodes)``."""
+        self.plan_, self.prior = _plan_part(self.planner, total)
+        return self.plan_.predicted_with_prior, _n_target(self.task.cfg), _prior_sd(self.prior)
+
+    def measure(self, seed, ordinal: int):
+        """Draw the subtree's noise (after the charge). Returns, for the top: the sums over
+        the subtree's leaves of their estimates (r,), of their one-sample noise variances
+        and of their predicted variances (r,), and the largest finite predicted variance."""
+        from ..pipelines._period_steps import as_measurement
+
+        task, plan, cfg = self.task, self.plan_, self.task.cfg
+        est = measure_auto_nodes(
+            self.values,
+            plan,
+            cfg=cfg,
+            level=self.level,
+            level_sizes=task.level_sizes,
+            rows=task.rows,
+            parent_rows=task.parent_rows,
+            is_leaf=self.is_leaf,
+            stream=_streams(seed, ordinal, bit_source(None)),
+        )
+        self.values = None  # the true values are not needed any more
+        missing = np.isnan(est[:, 0])
+        leaves = cfg.leaf_nodes
+        if missing.any():  # share-0 aggregates: the sum of their leaves' estimates
+            est[missing] = cfg.matrix[missing] @ est[leaves]
+        self.measurement = as_measurement(est, plan, cfg, level_sizes=task.level_sizes)
+        r = est.shape[1]
+        svar_leaf = _sample_noise(self.measurement, leaves)
+        v = plan.variances[:, :r]
+        return (
+            est[leaves].sum(axis=0),
+            float(svar_leaf.sum()),
+            v[leaves].sum(axis=0),
+            _max_finite(plan, r),
+        )
+
+    def setup(self, big: float) -> int:
+        """Algorithm 4's terms of the subtree (``big``: the period's unmeasured variance);
+        its node count."""
+        c, wts = _weights_and_estimates(self.measurement.values, self.plan_, self.prior, big)
+        fs = FeatureSet.from_breaks(c.shape[1], [])
+        self.solver = SubtreeSolver(self.tree, fs, c, wts)
+        return int(c.shape[0])
+
+    def finish(self, collect: bool):
+        """Record the period in the planner; ``collect``: return the subtree's (Measurement,
+        PeriodPlan) rows (the store keeps the whole period's)."""
+        m, plan = self.measurement, self.plan_
+        self.planner.update(m, plan)
+        self.solver = self.measurement = self.prior = None
+        return (m, plan) if collect else None
+
+    # the elimination (postproc._split.SubtreeSolver), delegated for Dask's actor proxies
+    def scale(self, offset_b):
+        return self.solver.scale(offset_b)
+
+    def summary(self, rhs):
+        return self.solver.summary(rhs)
+
+    def descend(self, z_root, add):
+        return self.solver.descend(z_root, add)
+
+    def gradient(self, offset):
+        return self.solver.gradient(offset)
+
+    def extent(self):
+        return self.solver.extent()
+
+    def start(self):
+        return self.solver.start()
+
+    def infeasible(self, x_tol, g_tol):
+        return self.solver.infeasible(x_tol, g_tol)
+
+    def swap(self):
+        return self.solver.swap()
+
+    def problem(self):
+        return self.solver.problem()
+
+    def set_leaves(self, x):
+        return self.solver.set_leaves(x)
+
+    def node_values(self) -> np.ndarray:
+        """The released values (n, w) of the subtree's nodes, >= 0 and consistent."""
+        return self.solver.node_values()
+
+
+def _sample_noise(m: Measurement, nodes: np.ndarray) -> np.ndarray:
+    """One-sample noise variance of ``nodes`` (the measurement's noise at a sampled step)."""
+    col = int(np.flatnonzero(np.asarray(m.sampled[0]))[0])
+    return np.asarray(m.noise[nodes, col], dtype=np.float64)
+
+
+#: Bytes of a pickled source above which shipping it to every subtree is refused (Dask's own
+#: "large graph" warning starts at 10 MB of graph; an actor call does not raise it).
+_MAX_SOURCE_BYTES = 1 << 20
+
+
+def _check_source(source: Callable) -> None:
+    """Warn (an error under ``filterwarnings = error``) when the source carries data: workers
+    must read their leaves where they run, never receive them from the client."""
+    import pickle
+    import warnings
+
+    size = len(pickle.dumps(source, protocol=pickle.HIGHEST_PROTOCOL))
+    if size > _MAX_SOURCE_BYTES:
+        warnings.warn(
+            f"Large graph: the source sent to every subtree is {size / 1e6:.1f} MB pickled. "
+            "Pass a source that reads the leaves where it is called (e.g. ParquetLeaves).",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def _plan_part(planner: StreamPlanner, total):
+    """``planner.plan(scores=total)`` for one part (a part without target nodes has no mean
+    of its own to predict: numpy's empty-mean warning is expected there)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
+        warnings.filterwarnings("ignore", "invalid value encountered", RuntimeWarning)
+        return planner.plan(scores=total)
+
+
+def _n_target(cfg: AutoConfig) -> int:
+    """Target nodes of a part (``cfg.target`` over its levels)."""
+    if cfg.target == "leaves":
+        return int(len(cfg.levels[-1]))
+    if cfg.target == "root":
+        return int(len(cfg.levels[0]))
+    return int(sum(len(lv) for lv in cfg.levels))
+
+
+def _prior_sd(prior) -> tuple[float, int] | None:
+    """(Σ over the nodes of the prior's standard deviation at step 0, nodes) or None."""
+    if prior is None:
+        return None
+    return float(np.sqrt(prior.variance[:, 0]).sum()), int(prior.variance.shape[0])
+
+
+def _mean_with_prior(parts: list) -> float | None:
+    """The whole tree's ``predicted_with_prior``: the parts' means weighted by their target
+    nodes (an aggregate above the cut uses no leaf weights: recorded, never used)."""
+    got = [(p, n) for p, n, _ in parts if n > 0]
+    if not got or any(p is None for p, _ in got):
+        return None
+    return float(sum(p * n for p, n in got) / sum(n for _, n in got))
+
+
+def _rows_of(m: Measurement, plan: PeriodPlan | None, rows: np.ndarray):
+    """A whole-tree (Measurement, PeriodPlan or None) restricted to ``rows``."""
+    sub = Measurement(
+        values=m.values[rows], noise=m.noise[rows], sampled=np.asarray(m.sampled)[rows]
+    )
+    if plan is None:
+        return sub, None
+    return sub, replace(
+        plan,
+        predicted_nodes=plan.predicted_nodes[rows],
+        variances=plan.variances[rows],
+        sample_variance=plan.sample_variance[rows],
+    )
+
+
+def _check_splittable(cfg: AutoConfig, hierarchy: Hierarchy | None, c: int) -> None:
+    from planner._stream_plan import _uses_combination
+
+    if hierarchy is None or c == 0 or _uses_combination(cfg.matrix):
+        raise ParameterError(
+            "The 'hierarchy' of a split k='auto' release must have more than 64 leaves and a "
+            "level below the root whose nodes all have children: a smaller tree's plan "
+            "combines its levels and is planned whole. Release it in one process (no cut, "
+            "engine='local'), or use an int k."
+        )
+
+
+class AutoSplit:
+    """A k="auto" release split into subtrees, kept for a call (its planners live across
+    periods): :meth:`release` one full period after another, in time order.
+
+    Parameters
+    ----------
+    cfg
+        The release's :class:`~planner.AutoConfig` (the whole tree).
+    hierarchy
+        The whole hierarchy (more than 64 leaves; a level below the root whose nodes all have
+        children).
+    cut
+        Depth of the subtree roots; None: :func:`~dpstream.engine._subtree.choose_cut`.
+    client
+        A ``distributed.Client`` (one actor per subtree) or None (objects of this process).
+    n_workers
+        Workers the automatic cut aims for.
+
+    Raises
+    ------
+    ParameterError
+        A tree of at most 64 leaves (planned whole), or a bad ``cut``.
+    """
+
+    def __init__(
+        self,
+        cfg: AutoConfig,
+        hierarchy: Hierarchy,
+        *,
+        cut: int | None = None,
+        client=None,
+        n_workers: int = 2,
+    ) -> None:
+        from ..pipelines._autoplan import new_planner
+
+        c = choose_cut(hierarchy, n_workers if client is not None else 1, cut)
+        _check_splittable(cfg, hierarchy, c)
+        self.cfg, self.hierarchy, self.cut = cfg, hierarchy, c
+        self.maps, self.rows = subtrees(hierarchy, c)
+        depth = node_depths(hierarchy)
+        self.top_rows = np.flatnonzero(depth < c)
+        self.level_sizes = tuple(len(lv) for lv in cfg.levels)
+        parent = hierarchy.parent
+        tasks = [
+            AutoSubtreeTask(
+                cfg=subtree_config(cfg, r),
+                children=m,
+                rows=r,
+                parent_rows=parent[r],
+                cut=c,
+                level_sizes=self.level_sizes,
+            )
+            for m, r in zip(self.maps, self.rows, strict=True)
+        ]
+        self.n = len(tasks)
+        self.client = client
+        if client is None:
+            self._objects = [SubtreeAuto(t) for t in tasks]
+            self.call = _local_call(self._objects)
+        else:
+            futures = [client.submit(SubtreeAuto, t, actor=True) for t in tasks]
+            self._objects = [f.result() for f in futures]
+            self.call = _actor_call(self._objects)
+        self.top_cfg = subtree_config(cfg, self.top_rows)
+        self.top_planner = new_planner(self.top_cfg)
+        self.top_level = depth[self.top_rows]
+        self.structure = TopTree(
+            hierarchy, c, FeatureSet.from_breaks(cfg.w, []),
+            np.zeros((self.top_rows.size, cfg.w)), np.ones((self.top_rows.size, cfg.w)),
+        )  # fmt: skip
+
+    def each(self, method: str, *args) -> list:
+        return self.call(method, [args] * self.n)
+
+    def rebuild(self, history: list, items: list, carried=None, gap: bool = False) -> None:
+        """The planners' state before the first period: public ``history`` (noise-free
+        :class:`Measurement` values of the whole tree) and the stored periods' whole-tree
+        ``(Measurement, PeriodPlan)`` (:func:`dpstream.store._auto.plan_state`), sliced here
+        per part; ``carried``: an earlier release's last samples; ``gap``: a period was
+        skipped before the next one."""
+        top = self.top_rows
+        self.top_planner.add_history([_rows_of(m, None, top)[0] for m in history])
+        if not items:
+            self.top_planner.carry(carried)
+        leaf = self.cfg.leaf_nodes
+        mat = self.cfg.matrix[top]
+        top_items = []
+        for m, p in items:
+            tm, tp = _rows_of(m, p, top)
+            r = tm.values.shape[1]
+            leaf_var = np.asarray(mat @ np.where(np.isfinite(p.variances[leaf, :r]),
+                                                 p.variances[leaf, :r], 0.0))  # fmt: skip
+            top_items.append((tm, self._top_plan(tp, tm, leaf_var)))
+        self.top_planner.extend(top_items)
+        if gap:
+            self.top_planner.previous = None
+        args = [
+            ([_rows_of(m, None, r)[0] for m in history], [_rows_of(m, p, r) for m, p in items],
+             carried, gap)
+            for r in self.rows
+        ]  # fmt: skip
+        self.call("rebuild", args)
+
+    @staticmethod
+    def _top_plan(plan: PeriodPlan, m: Measurement, leaf_var: np.ndarray) -> PeriodPlan:
+        """The top's plan as its planner records it: a share-0 aggregate's predicted variance
+        is the sum of its leaves' (``leaf_var``; the whole tree's ``_error_variance``)."""
+        r = m.values.shape[1]
+        v = np.array(plan.variances[:, :r], dtype=np.float64)
+        bad = ~np.isfinite(v).all(axis=1)
+        v[bad] = leaf_var[bad]
+        return replace(plan, variances=v)
+
+    def release(
+        self,
+        source: Callable,
+        *,
+        ordinal: int,
+        seed: object = None,
+        charge: Callable[[], None] | None = None,
+        collect: bool = False,
+    ):
+        """Plan, charge, measure and post-process one full period.
+
+        Returns ``(values (N, w), plan, measurement)``: the released values in
+        ``hierarchy.nodes`` order (>= 0, consistent), the plan of the period (its scalars are
+        every part's; its per-node arrays are the whole tree's only with ``collect``) and,
+        with ``collect``, the whole tree's :class:`Measurement` (else None).
+        """
+        cfg, w = self.cfg, self.cfg.w
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
+            raise ParameterError(
+                "The 'seed' parameter of a split release must be None or an int (each node "
+                f"group's stream is keyed from it). Got {type(seed).__name__} instead."
+            )
+        if self.client is not None:
+            _check_source(source)
+        roots = np.stack(self.call("load", [(source,)] * self.n))
+        top_values = self.structure.sums(roots)
+        total = self.top_planner.scores()
+        for part in self.each("scores"):
+            total = total + part
+        top_plan, top_prior = _plan_part(self.top_planner, total)
+        parts = [(top_plan.predicted_with_prior, _n_target(self.top_cfg), _prior_sd(top_prior))]
+        parts += self.each("plan", total)
+        top_plan = replace(top_plan, predicted_with_prior=_mean_with_prior(parts))
+        sds = [p[2] for p in parts]
+        self.prior_summary = None if sds[0] is None else (
+            top_prior.n_periods, sum(a for a, _ in sds) / sum(n for _, n in sds))  # fmt: skip
+        if charge is not None:
+            charge()  # committed before any draw
+        parts = self.each("measure", seed, int(ordinal))
+        hier = self.hierarchy
+        stream = _streams(seed, ordinal, bit_source(None))
+        is_leaf = np.zeros(self.top_rows.size, dtype=bool)
+        est = measure_auto_nodes(
+            top_values, top_plan, cfg=cfg, level=self.top_level,
+            level_sizes=self.level_sizes, rows=self.top_rows,
+            parent_rows=hier.parent[self.top_rows], is_leaf=is_leaf, stream=stream,
+        )  # fmt: skip
+        del top_values
+        leaf_est = self.structure.sums(np.stack([p[0] for p in parts]))
+        leaf_svar = self.structure.sums(np.array([[p[1]] for p in parts]))[:, 0]
+        leaf_var = self.structure.sums(np.stack([p[2] for p in parts]))
+        missing = np.isnan(est[:, 0])
+        est[missing] = leaf_est[missing]
+        top_m = _top_measurement(est, top_plan, self.top_cfg, self.level_sizes, leaf_svar)
+        big = max([p[3] for p in parts] + [_max_finite(top_plan, w)]) * _UNMEASURED
+        self.each("setup", big)
+        c, wts = _weights_and_estimates(top_m.values, top_plan, top_prior, big)
+        top = TopTree(hier, self.cut, FeatureSet.from_breaks(w, []), c, wts)
+
+        def gather() -> None:  # the stall fallback: the whole problem in this process
+            probs = self.each("problem")
+            n = len(hier.nodes)
+            ce, we = np.empty((n, w)), np.empty((n, w))
+            ce[self.top_rows], we[self.top_rows] = top.c, top.weights
+            for (a, b), r in zip(probs, self.rows, strict=True):
+                ce[r], we[r] = a, b
+            fs = FeatureSet.from_breaks(w, [])
+            rel = project_consistent(ce, hierarchy=hier, features=fs, weights=we).values[0]
+            self.call("set_leaves", [(_leaf_steps(hier, rel, r),) for r in self.rows])
+
+        solve_split(top, self.call, gather=gather)
+        out = np.empty((len(hier.nodes), w))
+        for s, r in enumerate(self.rows):  # one subtree at a time
+            out[r] = self.call("node_values", [()] * self.n, only=s)
+        out[self.top_rows] = top.sums(out[top.cut_rows])
+        finished = self.each("finish", collect)
+        self.top_planner.update(top_m, self._top_plan(top_plan, top_m, leaf_var))
+        if not collect:
+            return out, top_plan, None
+        return (out, *self._whole(top_m, top_plan, finished))
+
+    def _whole(self, top_m, top_plan, finished):
+        """The whole tree's (PeriodPlan, Measurement) from the parts' (the store's record)."""
+        n, w = len(self.hierarchy.nodes), self.cfg.w
+        vals, noise = np.empty((n, w)), np.empty((n, w))
+        sampled = np.empty((n, w), dtype=bool)
+        pred, svar = np.empty(n), np.empty(n)
+        var = np.empty((n, w))
+        for (m, p), r in [((top_m, top_plan), self.top_rows)] + [
+            (f, r) for f, r in zip(finished, self.rows, strict=True)
+        ]:
+            vals[r], noise[r], sampled[r] = m.values, m.noise, m.sampled
+            pred[r], svar[r], var[r] = p.predicted_nodes, p.sample_variance, p.variances[:, :w]
+        plan = replace(top_plan, predicted_nodes=pred, variances=var, sample_variance=svar)
+        return plan, Measurement(values=vals, noise=noise, sampled=sampled)
+
+
+def _top_measurement(est, plan, top_cfg, level_sizes, leaf_svar) -> Measurement:
+    """The top nodes' :class:`Measurement`: a share-0 aggregate's noise is the sum of its
+    leaves' (``leaf_svar``: their one-sample variances summed over the subtrees)."""
+    from ..pipelines._period_steps import as_measurement
+
+    m = as_measurement(est, plan, top_cfg, level_sizes=level_sizes)
+    shares = np.array(plan.shares)
+    level = np.empty(est.shape[0], dtype=np.int64)
+    for li, nodes in enumerate(top_cfg.levels):
+        level[nodes] = li
+    unmeasured = shares[level] <= 0
+    if not unmeasured.any():
+        return m
+    r = est.shape[1]
+    pos = plan.positions(r)
+    mask = np.zeros((1, r), dtype=bool)
+    mask[0, pos] = True
+    mm = interpolation_matrix(mask)[0]
+    noise = np.array(m.noise)
+    noise[unmeasured] = leaf_svar[unmeasured, None] * np.diag(mm @ mm.T)[None, :]
+    return Measurement(values=m.values, noise=noise, sampled=m.sampled)
+
+
+def release_auto_whole(
+    planner: StreamPlanner,
+    cfg: AutoConfig,
+    hierarchy: Hierarchy,
+    values: np.ndarray,
+    *,
+    ordinal: int,
+    seed: object = None,
+) -> tuple[np.ndarray, PeriodPlan, Measurement]:
+    """One full k="auto" period of the whole tree in one process, drawn from the split's
+    per-node streams: ``planner.plan()``, :func:`measure_auto_nodes` on every node,
+    Algorithm 4 (:func:`~dpstream.pipelines._period_steps.post_process_periods`),
+    ``planner.update``. The reference that :class:`AutoSplit` equals. ``values`` (N, w)."""
+    from ..pipelines._period_steps import as_measurement, post_process_periods
+
+    plan, prior = planner.plan()
+    level = node_depths(hierarchy)
+    is_leaf = np.ones(level.size, dtype=bool)
+    is_leaf[hierarchy.parent[hierarchy.parent >= 0]] = False
+    est = measure_auto_nodes(
+        values, plan, cfg=cfg, level=level,
+        level_sizes=tuple(len(lv) for lv in cfg.levels), rows=np.arange(level.size),
+        parent_rows=hierarchy.parent, is_leaf=is_leaf,
+        stream=_streams(seed, ordinal, bit_source(None)),
+    )  # fmt: skip
+    missing = np.isnan(est[:, 0])
+    if missing.any():
+        est[missing] = cfg.matrix[missing] @ est[cfg.leaf_nodes]
+    m = as_measurement(est, plan, cfg)
+    out = post_process_periods([m], [plan], [prior], hierarchy)[0]
+    planner.update(m, plan)
+    return np.maximum(out, 0.0), plan, m
+
+
+def auto_split_applies(cfg: AutoConfig, tree, cut, n_workers: int, seed, owner: str) -> bool:
+    """Whether the store splits its k="auto" periods (``engine="dask"`` or a ``cut``).
+
+    A hierarchy of more than 64 leaves with a level below the root whose nodes all have
+    children: True. Otherwise the period is planned whole: with ``engine="dask"`` and no
+    ``cut`` the store falls back to one worker per period (False); a ``cut`` given is refused
+    (:class:`ParameterError`), as is a bad ``cut`` or a seed that is not an int.
+    """
+    from planner._stream_plan import _uses_combination
+
+    c = 0 if tree is None else choose_cut(tree, n_workers, cut)
+    if c == 0 or _uses_combination(cfg.matrix):
+        if cut is not None:
+            raise ParameterError(
+                f"The 'cut' parameter of {owner} splits k='auto' periods of a hierarchy of more "
+                "than 64 leaves only (a smaller tree's plan combines its levels and is planned "
+                "whole). Drop cut, or pass an int k."
+            )
+        return False
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
+        raise ParameterError(
+            "The 'seed' parameter of a split release must be None or an int (each node "
+            f"group's stream is keyed from it). Got {type(seed).__name__} instead."
+        )
+    return True
+
+
+def release_auto_periods_split(
+    store, cfg: AutoConfig, tree: Hierarchy, grid, ordinals: list[int], sources: list[Callable],
+    *, charge: Callable[[int], None], seed, cut, scheduler, n_workers: int, history=None,
+    progress=None, local: bool = False,
+) -> None:  # fmt: skip
+    """The store's k="auto" periods split into subtrees, in time order, on one cluster kept for
+    the call (``local``: objects of this process): the planners rebuilt from the store (as
+    :func:`dpstream.store._auto.plan_state`), then per period :meth:`AutoSplit.release` and
+    one committed period with its measurement and plan (as
+    :func:`dpstream.store._auto.release_auto_period`). ``charge(ordinal)`` commits the
+    period's charge; it runs after every subtree has read and validated its leaves and
+    before any draw."""
+    from ..pipelines._autoplan import LOOKBACK, PRIOR_DAYS
+    from ..pipelines._period_steps import history_measurements
+    from ..store._auto import pack, unpack
+    from ._subtree import _maybe_client
+
+    hist, carried = history or (None, None)
+    with _maybe_client(local, scheduler, n_workers) as client:
+        split = AutoSplit(cfg, tree, cut=cut, client=client, n_workers=n_workers)
+        first = ordinals[0]
+        rows = store._measured(first, max(LOOKBACK, PRIOR_DAYS))
+        gap = bool(rows) and rows[-1][0] != first - 1  # no window of w steps straddles it
+        split.rebuild(
+            history_measurements(hist, cfg.w), [unpack(blob) for _, _, blob in rows], carried, gap
+        )
+        del rows
+        for o, source in zip(ordinals, sources, strict=True):
+            held = len(split.top_planner.measurements)
+            out, plan, m = split.release(
+                source, ordinal=o, seed=seed, charge=lambda o=o: charge(o), collect=True
+            )
+            label = grid.label(o)
+            rec = {"period": int(o), "start": str(label), **plan.record()}
+            if plan.noise == "gaussian" and cfg.delta is not None:
+                from mechanisms.wevent._gaussian import zcdp_to_dp
+
+                rec["epsilon_dp"] = zcdp_to_dp(plan.budget, cfg.delta)
+            summary = split.prior_summary
+            rec["prior_periods"] = 0 if summary is None else summary[0]
+            rec["prior_sd"] = None if summary is None else summary[1]
+            rec["planned_on"] = f"{held} stored period(s)"
+            blob = pack(m, plan)
+            del m
+            store._put(o, label, out, rec, seeded=seed is not None, measured=blob)
+            del out, blob
+            if progress is not None:
+                progress(1)

@@ -1,0 +1,309 @@
+"""The default release (k="auto") split into subtrees inside a period (issue 22.2): the same
+release as the whole tree planned and measured in one process, for any cut, on Dask and
+through the store; small trees refused or released whole."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpstream import ReleaseStore
+from dpstream.engine._auto_split import (
+    AutoSplit,
+    measure_auto_nodes,
+    release_auto_whole,
+)
+from dpstream.engine._subtree import _streams, split_client
+from dpstream.pipelines._autoplan import _config, new_planner
+from dpstream.pipelines._period_steps import as_measurement, history_measurements
+from dpstream.store._source import ParquetLeaves, release_parquet_to_store, scan_parquet
+from mechanisms import DomainError, ParameterError
+from planner._stream_plan import PeriodPlan
+from postproc import Hierarchy
+from postproc._split import node_depths
+
+W = 48
+
+
+def _children(regions: int = 2, subs: int = 3, feeders: int = 12) -> dict:
+    ch = {"N": [f"r{i}" for i in range(regions)]}
+    for r in ch["N"]:
+        ch[r] = [f"{r}s{i}" for i in range(subs)]
+        for s in ch[r]:
+            ch[s] = [f"{s}f{j}" for j in range(feeders)]
+    return ch
+
+
+CH = _children()  # 72 leaves: the planner treats every node on its own (> 64)
+H = Hierarchy(children=CH)
+
+
+def _loads(days: int, seed: int = 0) -> np.ndarray:
+    """(L, days * W) daily profiles with noise (the planner has something to learn)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(W * days)
+    scale = rng.gamma(2.0, 1.0, len(H.leaves))[:, None]
+    return scale * (1.2 + np.sin(2 * np.pi * t / W))[None] + rng.gamma(
+        1.0, 0.3, (scale.size, t.size)
+    )
+
+
+def _cfg(tree=H, **kw):
+    opts = {"epsilon": 1.0, "alpha": 0.5, "w": W, "delta": None, "noise": "laplace",
+            "target": "all", "level_shares": None, "prior": True, **kw}  # fmt: skip
+    return _config(hierarchy=tree, nodes=tree.nodes, **opts)
+
+
+class Table:
+    """An in-memory source (in one process only: Dask would ship it in the graph)."""
+
+    def __init__(self, loads: np.ndarray, day: int):
+        self.rows = {leaf: i for i, leaf in enumerate(H.leaves)}
+        self.loads, self.day = loads, day
+
+    def __call__(self, leaves):
+        return np.stack(
+            [self.loads[self.rows[x], self.day * W : (self.day + 1) * W] for x in leaves]
+        )
+
+
+def _whole(cfg, loads, days, seed, history=None):
+    planner = new_planner(cfg)
+    planner.add_history(history_measurements(history, W))
+    out = []
+    for d in range(days):
+        vals = np.asarray(H.sparse_matrix @ loads[:, d * W : (d + 1) * W])
+        out.append(release_auto_whole(planner, cfg, H, vals, ordinal=d, seed=seed)[:2])
+    return out
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"level_shares": (0.0, 0.3, 0.0, 0.7), "target": "leaves"},  # share-0 levels both sides
+        {"noise": "auto", "delta": 1e-6},
+    ],
+)
+def test_split_equals_the_whole_release_for_every_cut(kw):
+    cfg, loads = _cfg(**kw), _loads(3, seed=1)
+    ref = _whole(cfg, loads, 3, seed=9)
+    assert ref[0][1].basis == "rule" and ref[-1][1].basis == "released"  # planned, with a prior
+    for cut in (1, 2):
+        split = AutoSplit(cfg, H, cut=cut)
+        for d, (want, plan) in enumerate(ref):
+            got, got_plan, _ = split.release(Table(loads, d), ordinal=d, seed=9)
+            assert (got_plan.k, got_plan.shares, got_plan.noise) == (
+                plan.k,
+                plan.shares,
+                plan.noise,
+            )
+            assert got_plan.budget == pytest.approx(plan.budget, rel=1e-12)
+            assert np.abs(got - want).max() <= 1e-9 * np.abs(want).max()
+    assert any((out == 0).any() for out, _ in ref)  # the non-negativity was active
+
+
+def test_seeded_streams_are_keyed_and_unseeded_runs_are_consistent():
+    cfg, loads = _cfg(), _loads(1, seed=2)
+    a = AutoSplit(cfg, H, cut=1).release(Table(loads, 0), ordinal=0, seed=3)[0]
+    b = AutoSplit(cfg, H, cut=2).release(Table(loads, 0), ordinal=0, seed=3)[0]
+    c = AutoSplit(cfg, H, cut=1).release(Table(loads, 0), ordinal=1, seed=3)[0]
+    assert np.allclose(a, b, rtol=0, atol=1e-9 * np.abs(a).max()) and not np.allclose(a, c)
+    secure = AutoSplit(cfg, H).release(Table(loads, 0), ordinal=0)[0]
+    leaves = [H.index(n) for n in H.leaves]
+    assert secure.min() >= 0 and np.allclose(H.sparse_matrix @ secure[leaves], secure)
+
+
+def test_the_charge_comes_after_every_read_and_before_any_draw(monkeypatch):
+    import dpstream.engine._auto_split as mod
+
+    events = []
+    real = mod.measure_auto_nodes
+
+    def spy(*a, **k):
+        events.append("draw")
+        return real(*a, **k)
+
+    monkeypatch.setattr(mod, "measure_auto_nodes", spy)
+
+    class Counting(Table):
+        def __call__(self, leaves):
+            events.append("read")
+            return super().__call__(leaves)
+
+    AutoSplit(_cfg(), H, cut=2).release(
+        Counting(_loads(1), 0), ordinal=0, seed=1, charge=lambda: events.append("charge")
+    )
+    assert events[:7] == ["read"] * 6 + ["charge"] and set(events[7:]) == {"draw"}
+
+
+def test_small_trees_are_planned_whole_and_refused_here():
+    small = Hierarchy(children=_children(feeders=4))  # 24 leaves: the levels are combined
+    with pytest.raises(ParameterError, match="more than 64 leaves"):
+        AutoSplit(_cfg(small), small, cut=1)
+    flat = Hierarchy(children={"N": [f"m{i}" for i in range(80)]})
+    with pytest.raises(ParameterError, match="'hierarchy'"):
+        AutoSplit(_cfg(flat), flat)
+
+
+def test_bad_values_read_by_a_subtree_stop_before_the_charge():
+    loads = _loads(1)
+    loads[5, 3] = -1.0
+    charged = []
+
+    class Checked(Table):
+        def __call__(self, leaves):
+            x = super().__call__(leaves)
+            if (x < 0).any():
+                raise DomainError("The INPUT must hold non-negative loads.")
+            return x
+
+    with pytest.raises(DomainError):
+        AutoSplit(_cfg(), H, cut=1).release(
+            Checked(loads, 0), ordinal=0, seed=1, charge=lambda: charged.append(1)
+        )
+    assert charged == []
+
+
+def test_split_measurement_has_the_whole_release_noise():
+    """The split draws each node group from its own stream, with each level's noise calibrated
+    for the whole level: the spread of its samples is the variance the whole release states
+    (and it can fail: a noise calibrated for one subtree's level would be smaller)."""
+    cfg = _cfg()
+    plan = PeriodPlan(
+        k=6, noise="laplace", shares=(0.1, 0.1, 0.2, 0.6), budget=1.0, predicted=0.0,
+        predicted_nodes=np.zeros(len(H.nodes)), variances=np.ones((len(H.nodes), W)),
+        sample_variance=np.ones(len(H.nodes)), basis="released",
+    )  # fmt: skip
+    level = node_depths(H)
+    is_leaf = level == 3
+    values = np.full((len(H.nodes), W), 100.0)
+    pos = plan.positions(W)
+    draws = np.concatenate(
+        [
+            measure_auto_nodes(
+                values, plan, cfg=cfg, level=level, level_sizes=(1, 2, 6, 72),
+                rows=np.arange(level.size), parent_rows=H.parent, is_leaf=is_leaf,
+                stream=_streams(s, 0, None),
+            )[is_leaf][:, pos] - 100.0
+            for s in range(60)
+        ]
+    )  # fmt: skip
+    stated = as_measurement(np.zeros((len(H.nodes), W)), plan, cfg).noise[is_leaf][0, pos[0]]
+    ratio = draws.var() / stated  # 25,920 Laplace draws: the ratio's sd is about 0.016
+    assert 0.92 < ratio < 1.08
+    assert abs(draws.mean()) < 0.05 * np.sqrt(stated)
+
+
+# -- Parquet, the store, Dask ---------------------------------------------------------------
+
+
+def _parquet(path, loads: np.ndarray, start: str = "2024-01-01") -> None:
+    idx = pd.date_range(start, periods=loads.shape[1], freq="30min")
+    frames = [
+        pd.DataFrame({"unique_id": leaf, "ds": idx, "y": loads[i]})
+        for i, leaf in enumerate(H.leaves)
+    ]
+    pd.concat(frames).to_parquet(path)
+
+
+def _leaves(path, day: int) -> ParquetLeaves:
+    scan = scan_parquet(path, None, "test")
+    return ParquetLeaves(
+        scan=scan, start=scan.stamps[W * day], stop=scan.stamps[W * day + W - 1], w=W,
+        bound=None, owner="test",
+    )  # fmt: skip
+
+
+def test_dask_threads_equal_one_process(tmp_path):
+    path = tmp_path / "in.parquet"
+    loads = _loads(2, seed=4)
+    _parquet(path, loads)
+    cfg = _cfg()
+    ref = _whole(cfg, loads, 2, seed=7)
+    with split_client(n_workers=2, processes=False) as client:
+        split = AutoSplit(cfg, H, client=client, n_workers=2)
+        for d in range(2):
+            got = split.release(_leaves(path, d), ordinal=d, seed=7)[0]
+            assert np.abs(got - ref[d][0]).max() <= 1e-9 * np.abs(ref[d][0]).max()
+
+
+def test_a_source_holding_data_would_be_a_large_graph():
+    """The guard has teeth: data shipped with the subtree objects makes Dask warn."""
+    big = Table(_loads(1), 0)
+    big.ballast = np.zeros(2_000_000)  # 16 MB carried by every call
+    with split_client(n_workers=1, processes=False) as client:
+        split = AutoSplit(_cfg(), H, client=client, n_workers=1)
+        with pytest.raises(UserWarning, match="[Ll]arge graph"):
+            split.release(big, ordinal=0, seed=1)
+
+
+def _read(store, days) -> list[np.ndarray]:
+    got = store.read(sorted(store.ordinals()))
+    return [got.iloc[W * d : W * (d + 1)][list(H.nodes)].to_numpy().T for d in range(days)]
+
+
+def test_store_split_day_by_day_equals_the_whole_release(tmp_path):
+    """Three days through the store, split (cut 1, this process), released in two runs: the
+    planners are rebuilt from the store between them; equal to the whole release, and each
+    day is charged what the store's whole k="auto" day is charged."""
+    path = tmp_path / "in.parquet"
+    loads = _loads(3, seed=5)
+    _parquet(path, loads)
+    kw = {"epsilon": 1.0, "alpha": 0.5, "hierarchy": CH, "seed": 11}
+    first = tmp_path / "first.parquet"
+    _parquet(first, loads[:, :W])
+    with ReleaseStore(tmp_path / "split.db") as store:
+        assert release_parquet_to_store(store, first, cut=1, **kw) == [0]  # k="auto": default
+        assert release_parquet_to_store(store, path, cut=1, **kw) == [0, 1, 2]
+        got = _read(store, 3)
+        plans = store.periods()["plan"].tolist() if "plan" in store.periods() else None
+        spent = [store.ledger.spent(o) for o in range(3)]
+    ref = _whole(_cfg(epsilon=1.0), loads, 3, seed=11)
+    for d in range(3):
+        assert np.abs(got[d] - ref[d][0]).max() <= 1e-9 * np.abs(ref[d][0]).max()
+    with ReleaseStore(tmp_path / "whole.db") as store:
+        release_parquet_to_store(store, path, **kw)  # engine local, no cut: whole periods
+        assert [store.ledger.spent(o) for o in range(3)] == spent
+    assert spent[0] > 0 and plans is None or len(plans) == 3
+
+
+def test_store_history_is_the_planner_history(tmp_path):
+    path = tmp_path / "in.parquet"
+    loads = _loads(4, seed=6)
+    _parquet(path, loads[:, 2 * W :], start="2024-01-03")
+    idx = pd.date_range("2024-01-01", periods=4 * W, freq="30min")
+    hist = pd.DataFrame(loads[:, : 2 * W].T, index=idx[: 2 * W], columns=list(H.leaves))
+    hist_nodes = np.asarray(H.sparse_matrix @ loads[:, : 2 * W]).T
+    scan = scan_parquet(path, None, "t")
+    assert scan.stamps[0] == idx[2 * W]
+    with ReleaseStore(tmp_path / "s.db") as store:
+        release_parquet_to_store(
+            store, path, epsilon=1.0, alpha=0.5, hierarchy=CH, seed=2, cut=2, history=hist
+        )
+        got = _read(store, 2)
+    planner = new_planner(_cfg())
+    planner.add_history(history_measurements(hist_nodes, W))
+    for d in range(2):
+        vals = np.asarray(H.sparse_matrix @ loads[:, (2 + d) * W : (3 + d) * W])
+        want, plan, _ = release_auto_whole(planner, _cfg(), H, vals, ordinal=d, seed=2)
+        assert plan.basis == "history" or d > 0
+        # equal up to the prior's variance floor, which each planner takes from its own nodes
+        # (noise-free history: 1e-6 x their mean level squared; _auto_split's notes)
+        assert np.abs(got[d] - want).max() <= 1e-6 * np.abs(want).max()
+
+
+def test_store_refuses_a_cut_for_a_small_tree_and_dask_falls_back(tmp_path):
+    small = _children(feeders=4)
+    path = tmp_path / "in.parquet"
+    rng = np.random.default_rng(0)
+    leaves = [x for s in small.values() for x in s if x not in small]
+    idx = pd.date_range("2024-01-01", periods=W, freq="30min")
+    pd.concat(
+        [pd.DataFrame({"unique_id": x, "ds": idx, "y": rng.gamma(2.0, 1.0, W)}) for x in leaves]
+    ).to_parquet(path)
+    with ReleaseStore(tmp_path / "s.db") as store:
+        with pytest.raises(ParameterError, match="'cut'.*more than 64 leaves"):
+            release_parquet_to_store(store, path, epsilon=1.0, alpha=1.0, hierarchy=small, cut=1)
+        assert store.ordinals() == set() and store.config is None
