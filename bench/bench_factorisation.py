@@ -110,10 +110,22 @@ def _timings() -> list[str]:
     for v in xs:
         bc.push(v)
     t_blt = (time.process_time() - t0) / m
+    chunks = {}
+    for size in (48, 1440):  # a day of half-hours, a day of minutes
+        bm = BLTCounter(m, epsilon=1.0, delta=1e-6, bound=1.0, seed=1)
+        t0 = time.process_time()
+        for a in range(0, m, size):
+            bm.push_many(xs[a : a + size])
+        chunks[size] = (time.process_time() - t0) / m
     return [
         f"- BLT batch release, n = 2^20: {rel_blt:.2f} CPU s ({rel_blt / base:.0f}x one cumsum)",
         f"- BLT streaming push (O(d), d = 8): {t_blt * 1e6:.1f} µs, "
         f"{t_blt / t_bt:.2f}x a binary-tree push ({t_bt * 1e6:.1f} µs)",
+        *(
+            f"- BLT `push_many` in chunks of {size} steps: {t * 1e6:.2f} µs per step, "
+            f"{t / t_bt:.2f}x a binary-tree push"
+            for size, t in chunks.items()
+        ),
         f"- batch release, n = 2^20: {rel:.2f} CPU s ({rel / base:.0f}x one numpy.cumsum, "
         f"{base * 1e3:.1f} ms)",
         f"- streaming push, mean over t = 1..2^14: square root {t_sq * 1e6:.1f} µs (O(t)), "

@@ -46,7 +46,13 @@ from ..core._noise import GaussianNoise
 from ..core._random import BitSource, bit_source
 from ..core._samplers import discrete_gaussian
 from ..core._units import EventLevel, PrivacyGuarantee
-from ..core._validation import check_integer, check_positive, check_probability, check_stream
+from ..core._validation import (
+    _real_array,
+    check_integer,
+    check_positive,
+    check_probability,
+    check_stream,
+)
 from ._factorisation import _BLOCK, _Calibration, _convolve, _place_on_lattice
 
 __all__ = [
@@ -379,10 +385,13 @@ class BLTCounter:
         self._omega = list(strat.omega)
         self._enc = [0.0] * strat.buffers  # s: the encoder's buffers
         self._dec = [0.0] * strat.buffers  # the decoder's buffers (same Θ, module notes)
+        self._last = 0.0  # x̂ of the last step, not yet added to the decoder's buffers
         self._bits = bit_source(seed)
         self._block: list[float] = []
+        self._block_array = np.zeros(0)
         self._sum = 0.0
         self._t = 0
+        self._modes: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @property
     def guarantee(self) -> PrivacyGuarantee:
@@ -416,23 +425,118 @@ class BLTCounter:
                 "new counter for the whole stream."
             )
         u = min(max(round(min(max(xf, 0.0), self.bound) / cal.granularity), 0), cal.units_bound)
-        theta, omega, enc, dec = self._theta, self._omega, self._enc, self._dec
+        theta, omega, enc, dec, last = self._theta, self._omega, self._enc, self._dec, self._last
         acc, back = float(u), 0.0
-        for i in range(len(enc)):  # y_t = u_t + ω·s_t, s_{t+1} = Θ s_t + 1·u_t; ω·q_t
-            w = omega[i]
-            acc += w * enc[i]
-            back += w * dec[i]
-            enc[i] = theta[i] * enc[i] + u
+        for i in range(len(enc)):
+            a, w = theta[i], omega[i]
+            q = a * dec[i] + last  # q_t = Θ q_{t−1} + 1·x̂_{t−1}: the last step's, deferred
+            dec[i] = q
+            back += w * q  # ω·q_t
+            e = enc[i]
+            acc += w * e  # y_t = u_t + ω·s_t
+            enc[i] = a * e + u  # s_{t+1} = Θ s_t + 1·u_t
         if t % _BLOCK == 0:
-            self._block = discrete_gaussian(
-                self._bits, min(_BLOCK, self.n - t), cal.sigma_units
-            ).tolist()
+            self._draw_block(t)
         step = round(acc) + self._block[t % _BLOCK] - back  # x̂_t = ŷ_t − ω·q_t (C⁻¹)
-        for i in range(len(dec)):  # q_{t+1} = Θ q_t + 1·x̂_t
-            dec[i] = theta[i] * dec[i] + step
+        self._last = step
         self._sum += step
         self._t = t + 1
         return self._sum * cal.granularity
+
+    def _draw_block(self, t: int) -> None:
+        """Draw the noise block that starts at step t (t a multiple of the block size): the
+        blocks of :func:`blt_release`, in its order, from the same bits."""
+        self._block_array = discrete_gaussian(
+            self._bits, min(_BLOCK, self.n - t), self._cal.sigma_units
+        )
+        self._block = self._block_array.tolist()
+
+    def push_many(self, values: object) -> np.ndarray:
+        """Push several steps at once and return their released prefix sums, one per step.
+
+        The same release as calling :meth:`push` on each value (the same noise blocks from the
+        same bits, the same encoding ŷ to the last bit: the encoder's buffers run as
+        first-order filters, ``scipy.signal.lfilter``, whose two roundings per step are the
+        push's); the decoder, post-processing of ŷ, runs in the eigenbasis of M = Θ − 1ωᵀ
+        (module notes) and agrees with :meth:`push` to floating point. Steps may be mixed
+        freely with :meth:`push`. Values are clamped to [0, B] as in :meth:`push`; a
+        non-number or NaN raises a typed error before anything is consumed.
+
+        Parameters
+        ----------
+        values
+            The next steps' values (one-dimensional; may be empty).
+
+        Returns
+        -------
+        numpy.ndarray
+            c̃(t) for each pushed step.
+        """
+        from scipy.signal import lfilter
+
+        owner = "BLTCounter.push_many"
+        arr = _real_array(values, "values", owner, True)
+        if arr.ndim != 1:
+            raise DomainError(
+                f"The 'values' argument of {owner} must be one-dimensional. Got an array of "
+                f"shape {arr.shape}. Pass one stream at a time."
+            )
+        if np.isnan(arr).any():
+            raise DomainError(
+                f"The 'values' argument of {owner} must hold numbers, not NaN (a NaN cannot be "
+                "clamped to the bound). Impute missing values before pushing."
+            )
+        t, k, cal = self._t, arr.size, self._cal
+        if t + k > self.n:
+            raise ParameterError(
+                f"BLTCounter was sized for n={self.n} steps; {t} have been pushed, so "
+                f"{self.n - t} remain and {k} were given. Size a new counter for the whole "
+                "stream."
+            )
+        if k == 0:
+            return np.zeros(0)
+        units = np.clip(arr, 0.0, self.bound)
+        units /= cal.granularity  # as push: x/γ, rounded half to even, clipped
+        np.rint(units, out=units)
+        np.clip(units, 0.0, cal.units_bound, out=units)
+        acc = units.copy()
+        for i, (th, w) in enumerate(zip(self._theta, self._omega, strict=True)):
+            s_i, zf = lfilter([0.0, 1.0], [1.0, -th], units, zi=[self._enc[i]])
+            acc += w * s_i  # the push's order: u, then ω₀s₀, ω₁s₁, ...
+            self._enc[i] = float(zf[0])
+        noise = np.empty(k)
+        done = 0
+        while done < k:  # the noise blocks of push, drawn at the same steps
+            pos = t + done
+            if pos % _BLOCK == 0:
+                self._draw_block(pos)
+            start = pos % _BLOCK
+            take = min(k - done, self._block_array.size - start)
+            noise[done : done + take] = self._block_array[start : start + take]
+            done += take
+        encoded = np.rint(acc) + noise  # ŷ (integers, exact)
+        if self._modes is None:
+            th = np.array(self._theta)
+            om = np.array(self._omega)
+            lam, vec = np.linalg.eig(np.diag(th) - np.outer(np.ones_like(th), om))
+            lam, vec = lam.real, vec.real  # real: checked by BLTStrategy
+            self._modes = (lam, vec, np.linalg.solve(vec, np.ones_like(th)), om @ vec)
+        lam, vec, gain, out = self._modes
+        dec = [a * q + self._last for a, q in zip(self._theta, self._dec, strict=True)]
+        q = np.linalg.solve(vec, np.array(dec))  # decoder state q_t in M's eigenbasis
+        back = np.zeros(k)
+        for j in range(lam.size):  # q̃_{t+1} = Λ q̃_t + V⁻¹1·ŷ_t; ω·q_t = (ωV)·q̃_t
+            q_j = lfilter([0.0, gain[j]], [1.0, -lam[j]], encoded, zi=[q[j]])[0]
+            back += out[j] * q_j
+            q[j] = q_j[-1]
+        steps = encoded - back  # x̂_t = ŷ_t − ω·q_t
+        self._dec = (vec @ q).tolist()  # as push leaves it: the last q and x̂ (deferred)
+        self._last = float(steps[-1])
+        steps[0] += self._sum  # c̃ accumulated in the push's order
+        sums = np.cumsum(steps)
+        self._sum = float(sums[-1])
+        self._t = t + k
+        return sums * cal.granularity
 
     def variance(self, t: int | None = None) -> float:
         """Exact noise variance of c̃(t) (default: the last step pushed)."""
