@@ -48,7 +48,9 @@ class RoughnessStats:
     noise: np.ndarray = field(hash=False)
     """(N, w): Σ of the known noise part of those squares."""
     counts: np.ndarray = field(hash=False)
-    """(w,): number of (period, t) pairs summed at each lag (0 where no period resolves h)."""
+    """(w,): number of (period, t) pairs summed at each lag (0 where no period resolves h);
+    (N, w) once a period measured its nodes at different steps (unmeasured readings left out,
+    ``missing="unmeasured"``): each node's own count."""
 
     def __add__(self, other: RoughnessStats) -> RoughnessStats:
         return RoughnessStats(
@@ -110,14 +112,17 @@ def period_roughness(
             noise_sum[:, h] = (v[:, b] + v[:, a]).sum(axis=1)
             counts[h] = a.size
         return RoughnessStats(squares=squares, noise=noise_sum, counts=counts)
+    # Nodes measured at different steps (a sample at an unmeasured reading dropped): each
+    # node's pairs of its own measured steps, and its own counts (N, w).
+    counts = np.zeros((n, w))
     for h in range(1, w):
         both = s[:, h:] & s[:, :-h]  # (N, w - h)
-        if not both[0].any():
+        if not both.any():
             continue
         d = x[:, h:] - x[:, :-h]
         squares[:, h] = np.where(both, d * d, 0.0).sum(axis=1)
         noise_sum[:, h] = np.where(both, v[:, h:] + v[:, :-h], 0.0).sum(axis=1)
-        counts[h] = both[0].sum()
+        counts[:, h] = both.sum(axis=1)
     return RoughnessStats(squares=squares, noise=noise_sum, counts=counts)
 
 
@@ -130,6 +135,8 @@ def variogram(stats: RoughnessStats) -> np.ndarray | None:
     random walk reaching the *sill* at lag w/2, ``γ(h) = sill·min(2h/w, 1)``, with the sill the
     mean measured γ at lags >= w/4 (every lag if none is that long).
     """
+    if np.ndim(stats.counts) == 2:
+        return _variogram_per_node(stats)
     resolved = np.flatnonzero(stats.counts > 0)
     if resolved.size == 0:
         return None
@@ -150,6 +157,47 @@ def variogram(stats: RoughnessStats) -> np.ndarray | None:
     weights = c * long if long.any() else c
     sill = (known * weights).sum(axis=1) / weights.sum()
     return sill[:, None] * np.minimum(2.0 * lags / w, 1.0)[None, :]
+
+
+def _variogram_per_node(stats: RoughnessStats) -> np.ndarray | None:
+    """:func:`variogram` with per-node counts (N, w): each node from its own measured pairs
+    (the same two branches, chosen once from the lags any node resolves); a node without a
+    pair at some lag is interpolated over the lags it has, a node without any pair gets the
+    mean variogram of the others."""
+    counts = np.asarray(stats.counts, dtype=np.float64)
+    resolved = np.flatnonzero((counts > 0).any(axis=0))
+    if resolved.size == 0:
+        return None
+    n, w = stats.squares.shape
+    c = counts[:, resolved]
+    have = c > 0
+    diff = stats.squares[:, resolved] - stats.noise[:, resolved]
+    known = np.maximum(0.5 * np.divide(diff, c, out=np.zeros_like(diff), where=have), 0.0)
+    lags = np.arange(w, dtype=np.float64)
+    half = max(w // 2, 1)
+    gamma = np.full((n, w), np.nan)
+    if np.count_nonzero((resolved >= 1) & (resolved <= half)) >= half // 2:
+        for i in range(n):
+            ok = have[i]
+            if not ok.any():
+                continue
+            r_i, k_i = resolved[ok].astype(np.float64), known[i, ok]
+            gamma[i] = np.interp(lags, r_i, k_i)
+            small = lags < r_i[0]
+            gamma[i, small] = k_i[0] * lags[small] / r_i[0]  # random-walk extrapolation
+    else:
+        long = resolved >= w / 4
+        weights = c * long if long.any() else c
+        total = weights.sum(axis=1)
+        sill = np.divide((known * weights).sum(axis=1), total, out=np.zeros(n), where=total > 0)
+        gamma = sill[:, None] * np.minimum(2.0 * lags / w, 1.0)[None, :]
+        gamma[total <= 0] = np.nan
+    none = np.isnan(gamma).any(axis=1)
+    if none.all():
+        return None
+    if none.any():
+        gamma[none] = gamma[~none].mean(axis=0)
+    return np.maximum.accumulate(gamma, axis=1)
 
 
 def kriging_bias(gamma: np.ndarray, m: np.ndarray) -> np.ndarray:

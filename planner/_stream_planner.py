@@ -129,6 +129,10 @@ class Measurement:
     """(N, r) noise variance of each estimate."""
     sampled: np.ndarray = field(hash=False)
     """(N, r) True at the sampled steps (unbiased estimates)."""
+    observed: np.ndarray | None = field(default=None, hash=False)
+    """(N, r) False at a reading left unmeasured (``missing="unmeasured"``: a public mask; the
+    node's estimate there is interpolated through its observed samples, and ``sampled`` is
+    False there); None: every reading observed."""
 
 
 def _shares(cfg: AutoConfig) -> list[tuple[float, ...]]:
@@ -164,6 +168,24 @@ def _error_variance(m: Measurement, plan: PeriodPlan, cfg: AutoConfig) -> np.nda
     if bad.any():  # independence of the leaves' errors assumed
         v[bad] = cfg.matrix[bad] @ v[cfg.leaf_nodes]
     return np.where(np.isfinite(v), v, m.noise)
+
+
+#: Error variance of an unmeasured reading's estimate, times the period's largest predicted
+#: error: the prior gives it (almost) no weight.
+_UNMEASURED_ERROR = 1e8
+
+
+def _unmeasured(m: Measurement, error: np.ndarray, own: np.ndarray):
+    """The planner's statistics skip unmeasured readings (``m.observed``): their error is made
+    huge (the prior's precision weights ~0) and a node without a measured step of its own in
+    the period is not its own measurement there (left out of its prior). The variogram skips
+    them through ``m.sampled`` (False there)."""
+    if m.observed is None:
+        return error, own
+    finite = np.isfinite(error)
+    big = _UNMEASURED_ERROR * max(float(np.max(error[finite], initial=0.0)), 1.0)
+    error = np.where(m.observed, np.maximum(error, m.noise), big)
+    return error, own & m.sampled.any(axis=1)
 
 
 def subtree_config(cfg: AutoConfig, nodes: np.ndarray) -> AutoConfig:
@@ -339,7 +361,6 @@ class StreamPlanner:
                 self._n_rough -= 1
             elif self._n_rough == LOOKBACK:  # the oldest period leaves the look-back
                 old = self._measured[-LOOKBACK]
-
                 self._rough = self._rough - period_roughness(old.values, old.noise, old.sampled)
                 self._n_rough -= 1
             if roughness:
@@ -347,8 +368,11 @@ class StreamPlanner:
                 self._rough = new if self._rough is None else self._rough + new
                 self._n_rough += 1
             self._measured.append(m)
-            error = m.noise if plan is None else _error_variance(m, plan, self.cfg)
-            own = _measured_nodes(m.values.shape[0], plan, self.cfg)
+            error, own = _unmeasured(
+                m,
+                m.noise if plan is None else _error_variance(m, plan, self.cfg),
+                _measured_nodes(m.values.shape[0], plan, self.cfg),
+            )
             if self.streaming:
                 self._add_to_state(m, error, own, public=plan is None)
             else:
@@ -372,7 +396,6 @@ class StreamPlanner:
                 m.values[a], m.noise[a], np.asarray(m.sampled)[a], error[a],
                 np.ones(a.size, dtype=bool), public=public,
             )  # fmt: skip
-
 
     def extend(self, items: list[tuple[Measurement, PeriodPlan | None]]) -> None:
         """:meth:`update` with every ``(measurement, plan)``, in time order, computing the

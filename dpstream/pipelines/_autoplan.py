@@ -281,14 +281,26 @@ def _carried(history: object, hist_index, index, cfg: AutoConfig):
     return carried
 
 
+def _periods_of(observed: np.ndarray | None, w: int):
+    """``i -> (N, r)`` mask of period i (None without a mask): ``missing="unmeasured"``."""
+    if observed is None:
+        return lambda i: None
+    obs = np.asarray(observed, dtype=bool)
+    n_full = obs.shape[0] // w
+    return lambda i: obs[i * w : (i + 1) * w].T if i <= n_full else None
+
+
 def replan(
     measurements: np.ndarray,
     cfg: AutoConfig,
     *,
     history: np.ndarray | None = None,
     carried: tuple | None = None,
+    observed: np.ndarray | None = None,
 ) -> tuple[list[PeriodPlan], list[ProfilePrior | None]]:
-    """Recompute every period's plan and prior from published measurements (T, N) alone.
+    """Recompute every period's plan and prior from published measurements (T, N) alone
+    (and the public mask ``observed`` (T, N) of a ``missing="unmeasured"`` release: False
+    where the release is NaN).
 
     The privacy check of the pipeline: the plans depend on the data only through the
     measurements (and public history, and the carried plan of an earlier release:
@@ -300,8 +312,10 @@ def replan(
     full = measurements[: n_full * w].reshape(n_full, w, -1).transpose(0, 2, 1)
     tail = measurements[n_full * w :].T
 
+    obs = _periods_of(observed, w)
+
     def read(i: int, vals: np.ndarray, plan: PeriodPlan) -> Measurement:
-        return as_measurement(vals, plan, cfg)
+        return as_measurement(vals, plan, cfg, observed=obs(i))
 
     _, plans, priors = run_periods(full, tail, cfg, history=history, measure=read, carried=carried)
     return plans, priors
@@ -328,8 +342,14 @@ def release_auto(
     seed: object,
     ledger: BudgetLedger | None = None,
     progress: object = None,
+    missing: str = "error",
 ) -> object:
     """``release_optstream(k="auto")``: validate, charge, plan and release period by period.
+
+    ``missing="unmeasured"``: NaN in ``frame`` are missing readings, a public mask
+    (``docs/privacy.md``, "Missing readings"): measured as the constant 0 and dropped from
+    their node's reconstruction, skipped by the planner's variogram and prior, pinned to 0 in
+    Algorithm 4 (aggregates are sums over the observed leaves) and published as NaN.
 
     See :func:`dpstream.release_optstream` for the parameters; the module notes for the
     method. Returns the released frame with ``attrs["plan"]`` (one dict per period: k, noise,
@@ -352,7 +372,8 @@ def release_auto(
     alpha = check_positive(alpha, "alpha", owner)
     if delta is not None:
         delta = check_probability(delta, "delta", owner, closed_low=False)
-    sf = prepare_frame(frame, owner=owner, hierarchy=hierarchy)
+    unmeasured = {"missing": "unmeasured"} if missing == "unmeasured" else {}
+    sf = prepare_frame(frame, owner=owner, hierarchy=hierarchy, **unmeasured)
     cfg = _config(
         epsilon=epsilon, alpha=alpha, w=w, delta=delta, noise=noise, target=target,
         level_shares=level_shares, hierarchy=sf.hierarchy, nodes=sf.nodes, prior=prior,
@@ -374,8 +395,10 @@ def release_auto(
     # Every window of w steps costs at most `total` (window_budget): charged once, before any draw.
     charge_release(ledger, total, unit, owner)
 
+    obs = _periods_of(sf.observed, w)
+
     def draw(i: int, vals: np.ndarray, plan: PeriodPlan) -> Measurement:
-        measured = measure_period(vals, plan, cfg, bits=bits)
+        measured = measure_period(vals, plan, cfg, bits=bits, observed=obs(i))
         if progress is not None:
             progress(1)  # one period planned and measured
         return measured
@@ -387,7 +410,10 @@ def release_auto(
     n_full = periods.full.shape[0]
     full = np.stack(released[:n_full]) if n_full else np.empty((0, sf.n_nodes, w))
     tail = released[n_full] if len(released) > n_full else None
-    out = sf.to_frame(np.maximum(from_periods(full, tail), 0.0))
+    values = np.maximum(from_periods(full, tail), 0.0)
+    if sf.observed is not None:  # nothing is published for a missing reading
+        values = np.where(sf.observed, values, np.nan)
+    out = sf.to_frame(values)
     est_full = (
         np.stack([m.values for m in measured[:n_full]]) if n_full else np.empty((0, sf.n_nodes, w))
     )

@@ -144,9 +144,11 @@ def release_optstream(
         one), e.g. a progress bar's ``update``.
     missing : {"error", "zero", "unmeasured"}, default "error"
         What a NaN in ``frame`` (a missing reading) means: refused (naming the first one);
-        counted as 0; or *unmeasured* (an int ``k`` only): the sampler and each node's
-        reconstruction use only the node's observed steps, aggregates are sums over the
-        observed leaves, and the output is NaN at the unobserved leaf steps. Assumes the
+        counted as 0; or *unmeasured*: the sampler and each node's reconstruction use only
+        the node's observed steps (with ``k="auto"``: the planned samples, a sample at an
+        unobserved reading dropped; the planner's variogram and prior skip those readings),
+        aggregates are sums over the observed leaves, and the output is NaN at the
+        unobserved leaf steps. Assumes the
         missingness pattern is public operational data (``docs/privacy.md``, "Missing
         readings"); the record's parameters name the policy (other than "error").
 
@@ -216,16 +218,11 @@ def release_optstream(
     if missing == "zero" and isinstance(frame, pd.DataFrame | pd.Series):
         frame = frame.fillna(0.0)  # a missing reading counts as 0 (±inf still refused)
     if isinstance(k, str) and k == "auto":
-        if missing == "unmeasured":
-            raise ParameterError(
-                f"The 'missing' parameter of {_OWNER} is 'unmeasured', which needs an int k "
-                "(k='auto' plans from every step of a period). Pass k=10, or missing='zero'."
-            )
         return _note_missing(release_auto(
             frame, epsilon=eps, w=w, sampling=sampling, theta=theta, hierarchy=hierarchy,
             alpha=alpha, seed=seed, weights=weights, features=features, shares=shares, delta=delta,
             noise=noise, target=target, level_shares=level_shares, prior=prior, history=history,
-            ledger=check_ledger(ledger, _OWNER), progress=progress,
+            ledger=check_ledger(ledger, _OWNER), progress=progress, missing=missing,
         ), missing)  # fmt: skip
     k = check_integer(k, "k", _OWNER, minimum=1, maximum=w)
     sampling = "l1" if sampling is None else sampling

@@ -247,13 +247,32 @@ def test_missing_policies_release_the_gap(files, capsys, policy):
         (files / f).unlink(missing_ok=True)
 
 
-def test_unmeasured_needs_an_int_k_and_a_csv_with_the_store(files, capsys):
+def test_unmeasured_with_k_auto_releases_the_gap_empty(files, capsys):
+    """--k auto (the default): the gap is published empty, the national sums the observed
+    leaves, the record names the policy and the plans are recorded."""
+    path = _file(files, "missing pair")
+    args = _release(files, path, "--missing", "unmeasured", "--seed", "1")
+    args[args.index("--k") + 1] = "auto"
+    assert main(args) == 0, capsys.readouterr().err
+    out = pd.read_csv(files / "out.csv", index_col=0, parse_dates=True)
+    assert np.isnan(out.loc["2016-10-29 05:00:00", "urban"])
+    assert int(out.isna().sum().sum()) == 1
+    others = out.drop(columns="national").fillna(0.0).sum(axis=1)
+    np.testing.assert_allclose(out["national"], others, rtol=1e-6, atol=1e-6)
+    record = json.loads((files / "out.csv.privacy.json").read_text())
+    assert record["parameters"]["missing"] == "unmeasured" and record["parameters"]["k"] == "auto"
+    for f in ("out.csv", "out.csv.privacy.json", "budget.db"):
+        (files / f).unlink(missing_ok=True)
+
+
+def test_unmeasured_with_the_store_needs_an_int_k_and_a_csv(files, capsys):
     before = _snapshot(files)
     path = _file(files, "missing pair")
-    args = _release(files, path, "--missing", "unmeasured")
+    args = _release(files, path, "--missing", "unmeasured", store=True)
     args[args.index("--k") + 1] = "auto"
     assert main(args) == 2
     assert "'--missing'" in capsys.readouterr().err
+    assert _snapshot(files) == before
     _gap(clean()).to_parquet(files / "gap.parquet", index=False)
     before = _snapshot(files)
     pq = _release(files, str(files / "gap.parquet"), "--missing", "unmeasured", store=True)
