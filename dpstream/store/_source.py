@@ -27,8 +27,11 @@ __all__ = [
     "ParquetLeaves",
     "ParquetPeriod",
     "ParquetScan",
+    "SQLiteLeaves",
+    "SQLiteScan",
     "release_parquet_to_store",
     "scan_parquet",
+    "scan_sqlite",
 ]
 
 _BATCH = 1 << 20
@@ -170,7 +173,7 @@ class ParquetLeaves:
     def _long(self, names: list[str], filters: list) -> np.ndarray:
         """A long file's rows of ``names`` placed in an (L, w) array with pyarrow and numpy
         (no Python object per row: a region's 5 million rows), checked as prepare_frame
-        checks a frame: every (series, step) exactly once, finite, >= 0, at most the bound."""
+        checks a frame (:func:`_place`)."""
         import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
@@ -182,45 +185,182 @@ class ParquetLeaves:
         )
         stamps = table.column(DS).to_numpy()
         y = table.column(Y).cast(pa.float64()).to_numpy(zero_copy_only=False)
-        uniq, step = np.unique(stamps, return_inverse=True)
-        if uniq.size != self.w:
-            raise DomainError(
-                f"The INPUT of {self.owner} must hold {self.w} distinct time stamps in every "
-                f"period; one holds {uniq.size}."
-            )
-        cell = where.astype(np.int64) * self.w + step
-        counts = np.bincount(cell, minlength=len(names) * self.w)
-        if (counts > 1).any():
-            raise DomainError(
-                f"The INPUT of {self.owner} has a duplicated (unique_id, ds) row. Aggregate or "
-                "drop the duplicates first."
-            )
-        if (counts == 0).any():
-            raise DomainError(
-                f"The INPUT of {self.owner} is ragged: some series have no row in a "
-                "period. Every series must cover the same time stamps."
-            )
-        out = np.empty(len(names) * self.w)
-        out[cell] = y
-        del table, where, stamps, y, cell, counts
+        del table
         pa.default_memory_pool().release_unused()  # the read's buffers back to the OS
-        if not np.isfinite(out).all():
+        return _place(where, stamps, y, n=len(names), w=self.w, bound=self.bound, owner=self.owner)
+
+
+def _place(where, stamps, y, *, n: int, w: int, bound: float | None, owner: str) -> np.ndarray:
+    """Long rows (series index ``where``, time stamp, value) of one period placed in an
+    (n, w) array and checked as prepare_frame checks a frame: every (series, step) exactly
+    once, finite, >= 0, at most the bound (messages never quote a value)."""
+    uniq, step = np.unique(stamps, return_inverse=True)
+    if uniq.size != w:
+        raise DomainError(
+            f"The INPUT of {owner} must hold {w} distinct time stamps in every period; one "
+            f"holds {uniq.size}."
+        )
+    cell = np.asarray(where, dtype=np.int64) * w + step
+    counts = np.bincount(cell, minlength=n * w)
+    if (counts > 1).any():
+        raise DomainError(
+            f"The INPUT of {owner} has a duplicated (unique_id, ds) row. Aggregate or drop the "
+            "duplicates first."
+        )
+    if (counts == 0).any():
+        raise DomainError(
+            f"The INPUT of {owner} is ragged: some series have no row in a period. Every "
+            "series must cover the same time stamps."
+        )
+    out = np.empty(n * w)
+    out[cell] = y
+    del cell, counts
+    if not np.isfinite(out).all():
+        raise DomainError(
+            f"The INPUT of {owner} must hold finite numbers only (no missing reading, no "
+            "infinity). Fill or fix them before releasing."
+        )
+    if (out < 0).any():
+        raise DomainError(
+            f"The INPUT of {owner} must hold non-negative loads. Fix the data (or shift it by "
+            "a public offset) before releasing."
+        )
+    if bound is not None and (out > bound).any():
+        raise DomainError(
+            f"The INPUT of {owner} must lie in [0, {bound:g}] (the declared bound); some leaf "
+            "entries lie above it. Clip the data or declare a larger public bound."
+        )
+    return out.reshape(n, w)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SQLiteScan:
+    """What the planning process knows of a long SQLite table (no values)."""
+
+    path: str
+    table: str
+    stamps: pd.Index
+    """The distinct time stamps, parsed (dates or ints), sorted."""
+    raw: tuple
+    """The same stamps as stored (the workers' range bounds), in the same order."""
+    leaves: tuple[str, ...]
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def scan_sqlite(path: str | Path, table: str | None, owner: str) -> SQLiteScan:
+    """Distinct time stamps and series of a long table (``unique_id``, ``ds``, ``y``) of an
+    SQLite file (its only table when ``table`` is None), read with SQL (no values)."""
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+        try:
+            names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            if table is None and len(names) == 1:
+                table = names[0]
+            if table not in names:
+                raise ParameterError(
+                    f"The INPUT of {owner} is an SQLite file: name one of its tables "
+                    f"{names[:5]} (got {table!r})."
+                )
+            cols = [r[1] for r in con.execute(f"PRAGMA table_info({_quote(table)})")]
+            if not {ID, DS, Y} <= set(cols):
+                raise ParameterError(
+                    f"The SQLite table {table!r} of {owner} must be long: columns {ID!r}, "
+                    f"{DS!r}, {Y!r}. Got {cols[:10]}."
+                )
+            raw = [r[0] for r in con.execute(f"SELECT DISTINCT {DS} FROM {_quote(table)}")]
+            ids = [r[0] for r in con.execute(f"SELECT DISTINCT {ID} FROM {_quote(table)}")]
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        raise ParameterError(
+            f"The INPUT file {Path(path).name!r} of {owner} could not be read as SQLite "
+            f"({type(exc).__name__})."
+        ) from None
+    parsed = pd.Index(raw)
+    if not pd.api.types.is_integer_dtype(parsed.dtype):
+        parsed = pd.DatetimeIndex(pd.to_datetime(parsed))
+    order = np.argsort(parsed.to_numpy(), kind="stable")
+    return SQLiteScan(
+        path=str(path), table=table, stamps=parsed[order], raw=tuple(raw[i] for i in order),
+        leaves=tuple(str(i) for i in dict.fromkeys(ids)),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SQLiteLeaves:
+    """Some leaves of one period of a long SQLite table, read where they are called
+    (picklable): the SQLite twin of :class:`ParquetLeaves` (stdlib ``sqlite3``, read-only).
+
+    The leaves are matched through a temporary table (any number of them) and the period by
+    the stored stamps' range; validated as :func:`_place` (prepare_frame's rules)."""
+
+    path: str
+    table: str
+    start: object
+    """First stored stamp of the period (inclusive)."""
+    stop: object
+    """Last stored stamp of the period (inclusive)."""
+    w: int
+    bound: float | None
+    owner: str
+
+    def __call__(self, leaves) -> np.ndarray:
+        """Values (len(leaves), w) of ``leaves`` over the period."""
+        import sqlite3
+
+        names = [str(n) for n in leaves]
+        con = sqlite3.connect(f"file:{Path(self.path)}?mode=ro", uri=True)
+        try:
+            con.execute("CREATE TEMP TABLE want (id TEXT PRIMARY KEY, pos INTEGER)")
+            con.executemany("INSERT INTO want VALUES (?, ?)", ((x, i) for i, x in enumerate(names)))
+            rows = con.execute(
+                f"SELECT want.pos, t.{DS}, t.{Y} FROM {_quote(self.table)} AS t JOIN want ON "
+                f"CAST(t.{ID} AS TEXT) = want.id WHERE t.{DS} >= ? AND t.{DS} <= ?",
+                (self.start, self.stop),
+            ).fetchall()
+        finally:
+            con.close()
+        if rows:
+            where, stamps, y = (np.array(c) for c in zip(*rows, strict=True))
+        else:
+            where, stamps, y = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError):
             raise DomainError(
-                f"The INPUT of {self.owner} must hold finite numbers only (no missing reading, "
-                "no infinity). Fill or fix them before releasing."
-            )
-        if (out < 0).any():
-            raise DomainError(
-                f"The INPUT of {self.owner} must hold non-negative loads. Fix the data (or "
-                "shift it by a public offset) before releasing."
-            )
-        if self.bound is not None and (out > self.bound).any():
-            raise DomainError(
-                f"The INPUT of {self.owner} must lie in [0, {self.bound:g}] (the declared "
-                "bound); some leaf entries lie above it. Clip the data or declare a larger "
-                "public bound."
-            )
-        return out.reshape(len(names), self.w)
+                f"The INPUT of {self.owner} must hold numbers in column {Y!r} (no text)."
+            ) from None
+        return _place(where, stamps, y, n=len(names), w=self.w, bound=self.bound, owner=self.owner)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SQLitePeriod:
+    """One whole period of a long SQLite table (every node's values, (N, w)), read and
+    validated where it is called: the SQLite twin of :class:`ParquetPeriod`."""
+
+    leaves: SQLiteLeaves
+    names: tuple[str, ...]
+    hierarchy: object
+    bound: float | None
+    owner: str
+
+    def __call__(self) -> np.ndarray:
+        x = self.leaves(self.names)
+        frame = pd.DataFrame(x.T, columns=list(self.names))
+        sf = prepare_frame(frame, owner=self.owner, hierarchy=self.hierarchy, bound=self.bound)
+        return np.ascontiguousarray(sf.values.T)
+
+    def check(self) -> None:
+        """Validate the period (what a mapped validation pass runs)."""
+        self()
+
+
+_DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
 def release_parquet_to_store(
@@ -252,6 +392,7 @@ def release_parquet_to_store(
     progress=None,
     scan=None,
     cut: int | None = None,
+    table: str | None = None,
 ) -> list[int]:
     """:func:`release_to_store` for a Parquet file (wide or long) read lazily, period by period,
     in the process that releases the period; returns the ordinals of the file's periods (read
@@ -259,6 +400,11 @@ def release_parquet_to_store(
 
     Nothing but the file's time stamps and series names is read here: every new period is
     first validated where it runs (a mapped pass), then charged, released and committed.
+
+    ``path`` may also be an SQLite file (``.db``, ``.sqlite``, ``.sqlite3``) holding a long
+    table (``unique_id``, ``ds``, ``y``; ``table``: its name, default its only table): the
+    periods and the subtrees' leaves are then read with SQL where they run
+    (:class:`SQLiteLeaves`), as from Parquet.
 
     ``k`` defaults to ``"auto"`` (as :func:`release_to_store` and the in-memory release), with
     ``history`` as there (public history, or an earlier k="auto" release just before).
@@ -294,7 +440,11 @@ def release_parquet_to_store(
               "prior": prior},
         lock_timeout=lock_timeout,
     )  # fmt: skip
-    scan = scan_parquet(path, time_column, _OWNER) if scan is None else scan
+    sqlite = Path(path).suffix.lower() in _DB_SUFFIXES
+    if scan is None:
+        scan = (
+            scan_sqlite(path, table, _OWNER) if sqlite else scan_parquet(path, time_column, _OWNER)
+        )
     tree = resolve_hierarchy(hierarchy, scan.leaves, _OWNER)
     grid = Grid.from_index(scan.stamps, p["w"], _OWNER)
     if tree is None:
@@ -310,6 +460,22 @@ def release_parquet_to_store(
         frame = SimpleNamespace(nodes=tuple(nodes), hierarchy=tree, index=scan.stamps)
         p["history"] = prepare_history(history, p, frame, hierarchy=hierarchy, owner=_OWNER)
     wp = p["w"]
+    if sqlite:  # workers read their leaves with SQL (issue 22.3)
+
+        def leaves(i: int) -> SQLiteLeaves:
+            return SQLiteLeaves(
+                path=scan.path, table=scan.table, start=scan.raw[i * wp],
+                stop=scan.raw[(i + 1) * wp - 1], w=wp, bound=bound, owner=_OWNER,
+            )  # fmt: skip
+
+        def period(i: int) -> SQLitePeriod:
+            return SQLitePeriod(
+                leaves=leaves(i), names=scan.leaves, hierarchy=hierarchy, bound=bound,
+                owner=_OWNER,
+            )  # fmt: skip
+
+        return _release_lazily(store, p, scan, tree, grid, nodes, period, leaves, cut,
+                               scheduler, progress)  # fmt: skip
     slim = ParquetScan(
         path=scan.path, long=scan.long, time=scan.time, stamps=pd.Index([]), leaves=scan.leaves
     )  # what a worker needs: no stamps
@@ -335,6 +501,11 @@ def release_parquet_to_store(
             owner=_OWNER,
         )
 
+    return _release_lazily(store, p, scan, tree, grid, nodes, period, leaves, cut, scheduler,
+                           progress)  # fmt: skip
+
+
+def _release_lazily(store, p, scan, tree, grid, nodes, period, leaves, cut, scheduler, progress):
     _, t = Grid.stamps(scan.stamps)
     return release_new_periods(
         store,
@@ -343,7 +514,7 @@ def release_parquet_to_store(
         tree=tree,
         grid=grid,
         first=int(t[0]),
-        n_periods=len(scan.stamps) // wp,
+        n_periods=len(scan.stamps) // p["w"],
         values_of=period,
         check=lambda i: period(i).check,
         leaves_of=leaves,

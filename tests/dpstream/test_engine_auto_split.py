@@ -307,3 +307,59 @@ def test_store_refuses_a_cut_for_a_small_tree_and_dask_falls_back(tmp_path):
         with pytest.raises(ParameterError, match="'cut'.*more than 64 leaves"):
             release_parquet_to_store(store, path, epsilon=1.0, alpha=1.0, hierarchy=small, cut=1)
         assert store.ordinals() == set() and store.config is None
+
+
+# -- SQLite: workers read their leaves with SQL (issue 22.3) ---------------------------------
+
+
+def _sqlite(path, loads: np.ndarray) -> None:
+    import sqlite3
+
+    idx = pd.date_range("2024-01-01", periods=loads.shape[1], freq="30min")
+    frame = pd.concat(
+        [
+            pd.DataFrame({"unique_id": leaf, "ds": idx, "y": loads[i]})
+            for i, leaf in enumerate(H.leaves)
+        ]
+    ).sample(frac=1.0, random_state=0)  # rows in any order
+    with sqlite3.connect(path) as con:
+        frame.to_sql("readings", con, index=False)
+
+
+def test_sqlite_leaves_read_what_parquet_leaves_read(tmp_path):
+    from dpstream.store._source import SQLiteLeaves, scan_sqlite
+
+    loads = _loads(2, seed=8)
+    _parquet(tmp_path / "in.parquet", loads)
+    _sqlite(tmp_path / "in.db", loads)
+    scan = scan_sqlite(tmp_path / "in.db", None, "test")
+    assert sorted(scan.leaves) == sorted(H.leaves) and len(scan.stamps) == 2 * W
+    names = list(H.leaves[3:40])
+    for day in range(2):
+        src = SQLiteLeaves(
+            path=scan.path, table=scan.table, start=scan.raw[W * day],
+            stop=scan.raw[W * day + W - 1], w=W, bound=None, owner="test",
+        )  # fmt: skip
+        assert np.array_equal(src(names), _leaves(tmp_path / "in.parquet", day)(names))
+    bad = SQLiteLeaves(path=scan.path, table=scan.table, start=scan.raw[0], stop=scan.raw[W - 2],
+                       w=W, bound=None, owner="test")  # fmt: skip
+    with pytest.raises(DomainError, match="distinct time stamps"):
+        bad(names)
+    high = SQLiteLeaves(path=scan.path, table=scan.table, start=scan.raw[0], stop=scan.raw[W - 1],
+                        w=W, bound=1e-3, owner="test")  # fmt: skip
+    with pytest.raises(DomainError, match="declared bound"):
+        high(names)
+
+
+def test_store_split_from_sqlite_equals_the_whole_release(tmp_path):
+    loads = _loads(2, seed=9)
+    _sqlite(tmp_path / "in.db", loads)
+    with ReleaseStore(tmp_path / "s.db") as store:
+        got = release_parquet_to_store(
+            store, tmp_path / "in.db", epsilon=1.0, alpha=0.5, hierarchy=CH, seed=4, cut=1
+        )
+        assert got == [0, 1]
+        got = _read(store, 2)
+    ref = _whole(_cfg(), loads, 2, seed=4)
+    for d in range(2):
+        assert np.abs(got[d] - ref[d][0]).max() <= 1e-9 * np.abs(ref[d][0]).max()
