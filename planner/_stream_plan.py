@@ -64,7 +64,7 @@ import numpy as np
 
 from mechanisms import ParameterError
 from mechanisms.optstream._sampling import interpolation_matrix, sample_equal
-from mechanisms.wevent._gaussian import dp_to_zcdp
+from mechanisms.wevent._gaussian import gaussian_rho
 
 from ._roughness import kriging_bias
 
@@ -696,7 +696,7 @@ def plan_period(
     if "gaussian" in noises:
         if delta is None:
             raise ParameterError(f"The Gaussian noise of {owner} needs a 'delta' in (0, 1).")
-        totals["gaussian"] = dp_to_zcdp(epsilon, delta)
+        totals["gaussian"] = gaussian_rho(epsilon, delta)
     if gamma is None:
         ks = (min(rule_k(w, h), r),) if candidates is None else tuple(candidates)
         share_list = list(shares) if shares and len(shares) == 1 else [tuple([1.0 / h] * h)]

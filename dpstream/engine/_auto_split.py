@@ -722,9 +722,9 @@ def release_auto_periods_split(
             label = grid.label(o)
             rec = {"period": int(o), "start": str(label), **plan.record()}
             if plan.noise == "gaussian" and cfg.delta is not None:
-                from mechanisms.wevent._gaussian import zcdp_to_dp
+                from mechanisms.wevent._gaussian import gaussian_epsilon
 
-                rec["epsilon_dp"] = zcdp_to_dp(plan.budget, cfg.delta)
+                rec["epsilon_dp"] = gaussian_epsilon(plan.budget, cfg.delta)
             summary = split.prior_summary
             rec["prior_periods"] = 0 if summary is None else summary[0]
             rec["prior_sd"] = None if summary is None else summary[1]

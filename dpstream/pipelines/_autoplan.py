@@ -22,8 +22,8 @@ release (``DataFrame.attrs["measurements"]`` and ``attrs["plan"]``), so anyone c
 every plan and prior from the release alone (:func:`replan`).
 
 *Privacy*: (w, α)-indistinguishability ([FV19] Def. 3) at the user's ε (Laplace, pure DP), or
-at (ε, δ) through ρ-zCDP (Gaussian; Bun and Steinke 2016, Prop. 1.3). Per level and window a
-sample costs (period budget)/k; levels compose sequentially ([FV19] Theorem 13) with the
+at (ε, δ) through ρ (Gaussian; composed Gaussians are one, tight curve: ``gaussian_rho``). Per
+level and window a sample costs (period budget)/k; levels compose sequentially ([FV19] Theorem 13) with the
 planned shares, and :func:`planner.window_budget` keeps every window of w steps, including
 those straddling two differently planned periods, within the total.
 """
@@ -42,7 +42,7 @@ from mechanisms import (
     bit_source,
 )
 from mechanisms.core._validation import check_positive, check_probability
-from mechanisms.wevent._gaussian import dp_to_zcdp, zcdp_to_dp
+from mechanisms.wevent._gaussian import gaussian_epsilon, gaussian_rho
 from planner._stream_plan import TARGETS, PeriodPlan, within_budget
 from planner._stream_planner import LOOKBACK, PRIOR_DAYS, StreamPlanner, carried_previous
 from postproc import profile_prior
@@ -210,14 +210,14 @@ def records(
 ) -> list[dict]:
     """``DataFrame.attrs["plan"]``: one dict per period.
 
-    A Gaussian period's budget is ρ (zCDP); ``epsilon_dp`` is its (ε, δ) conversion
-    (Bun and Steinke 2016, Prop. 1.3) at the user's δ.
+    A Gaussian period's budget is ρ (zCDP); ``epsilon_dp`` is its tight (ε, δ) at the user's
+    δ (composed Gaussians are one Gaussian: ``mechanisms.wevent.gaussian_epsilon``).
     """
     out = []
     for i, (plan, prior) in enumerate(zip(plans, priors, strict=True)):
         rec = {"period": i, "start": str(starts[i]), **plan.record()}
         if plan.noise == "gaussian" and delta is not None:
-            rec["epsilon_dp"] = zcdp_to_dp(plan.budget, delta)
+            rec["epsilon_dp"] = gaussian_epsilon(plan.budget, delta)
         rec["prior_periods"] = 0 if prior is None else prior.n_periods
         rec["prior_sd"] = None if prior is None else float(np.sqrt(prior.variance[:, 0]).mean())
         out.append(rec)
@@ -269,7 +269,7 @@ def _carried(history: object, hist_index, index, cfg: AutoConfig):
                 f"the earlier release passed as 'history' ended with {carried[2]!r} noise: a "
                 "window straddling both would mix currencies. Use its noise (and delta)."
             )
-        total = cfg.epsilon if carried[2] == "laplace" else dp_to_zcdp(cfg.epsilon, cfg.delta)
+        total = cfg.epsilon if carried[2] == "laplace" else gaussian_rho(cfg.epsilon, cfg.delta)
         spent = float(carried[1][carried[0] >= 1].sum())  # the most any window s >= 1 holds
         if spent >= total:
             raise ParameterError(

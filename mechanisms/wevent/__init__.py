@@ -8,7 +8,14 @@ from ._baselines import (
     WEventPegasus,
     dft_coefficient_count,
 )
-from ._gaussian import dp_to_zcdp, gaussian_gain, gaussian_window_noise, zcdp_to_dp
+from ._gaussian import (
+    dp_to_zcdp,
+    gaussian_epsilon,
+    gaussian_gain,
+    gaussian_rho,
+    gaussian_window_noise,
+    zcdp_to_dp,
+)
 
 __all__ = [
     "WEventDFT",
@@ -16,7 +23,9 @@ __all__ = [
     "WEventPegasus",
     "dft_coefficient_count",
     "dp_to_zcdp",
+    "gaussian_epsilon",
     "gaussian_gain",
+    "gaussian_rho",
     "gaussian_window_noise",
     "zcdp_to_dp",
 ]

@@ -11,7 +11,7 @@ from dpstream.pipelines import _autoplan as ap
 from dpstream.pipelines._frames import prepare_frame, to_periods
 from mechanisms import ParameterError
 from mechanisms.optstream._sampling import sample_equal
-from mechanisms.wevent import dp_to_zcdp
+from mechanisms.wevent import gaussian_rho
 
 HIER = {"total": ["a", "b"]}
 
@@ -117,7 +117,7 @@ def test_gaussian_noise_is_accounted_in_zcdp():
     out = dpstream.release_optstream(
         frame, epsilon=1.0, alpha=0.5, hierarchy=HIER, seed=1, noise="gaussian", delta=1e-6
     )
-    rho = dp_to_zcdp(1.0, 1e-6)
+    rho = gaussian_rho(1.0, 1e-6)  # tight: composed Gaussians are one Gaussian
     assert all(p["noise"] == "gaussian" and p["budget"] <= rho for p in out.attrs["plan"])
     assert all(p["epsilon_dp"] <= 1.0 for p in out.attrs["plan"])  # (ε, δ) = (1, 1e-6)
     np.testing.assert_allclose(out["total"], out["a"] + out["b"], atol=1e-6)
