@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from importlib import import_module
 from pathlib import Path
 
 import numpy as np
@@ -92,8 +93,13 @@ def _running_mean(values: np.ndarray, first: np.ndarray, w: int = 48) -> np.ndar
     return out
 
 
+#: A seeded experiment charges no data set's ledger (where releases are charged to one).
+_CHARGES_DATA_SETS = hasattr(import_module("dpstream._dataset"), "account_release")
+_NO_LEDGER = {"ledger": False} if _CHARGES_DATA_SETS else {}
+
+
 def _methods(alpha: float, hierarchy: dict, history: pd.DataFrame) -> dict:
-    common = {"epsilon": 1.0, "alpha": alpha, "hierarchy": hierarchy}
+    common = {"epsilon": 1.0, "alpha": alpha, "hierarchy": hierarchy, **_NO_LEDGER}
     opt = dpstream.release_optstream
     return {
         "auto": (opt, common),
@@ -214,7 +220,7 @@ def share_table(trials: int, rows: list[dict], start: float, csv: Path | None = 
                     out = dpstream.release_optstream(
                         truth[leaves], epsilon=1.0, alpha=alpha, hierarchy=hierarchy,
                         history=history, prior=False, seed=7_000 * i + 100 * trial + int(alpha),
-                        **extra,
+                        **extra, **_NO_LEDGER,
                     )  # fmt: skip
                     errs.append(_errors(out, truth, leaves, root))
                     plans = out.attrs["plan"]
