@@ -144,21 +144,25 @@ def _quantile(noise: str, u: np.ndarray) -> np.ndarray:
     return special.ndtri(u)
 
 
-#: Share of τ's law, at its low end, that ``condition=False`` leaves out (module notes).
-TAIL_FLOOR = 1e-3
+#: Probability of the lowest bin of :func:`_full_law`'s quadrature, [0, TAIL_FLOOR] of τ's law
+#: (evaluated at its midpoint, where τ is clipped to 0 for any setting the grids reach): the
+#: whole law is integrated, this only sets where the geometric refinement of the tail stops.
+TAIL_FLOOR = 1e-15
 
 
 def _full_law() -> tuple[np.ndarray, np.ndarray]:
-    """(u, weight) of a quadrature over τ's law but its lowest ``TAIL_FLOOR``: the
-    ``_QUADRATURE`` midpoints of [0, 1] with the two end bins split geometrically from
-    ``TAIL_FLOOR`` (the low tail of τ, where a threshold near 0 clips everything, is rare and
-    decisive for the mean square); the weights sum to 1."""
+    """(u, weight) of a quadrature over τ's *whole* law: the ``_QUADRATURE`` midpoints of
+    [0, 1] with the two end bins split geometrically down to ``TAIL_FLOOR`` and a last bin
+    [0, TAIL_FLOOR] (the low tail of τ, where a threshold near 0 clips everything, is rare and
+    decisive for the mean square: a τ ≈ 0 with probability q adds q·(Σσ)² to it); the
+    weights sum to 1."""
     step = 1.0 / _QUADRATURE
-    low = np.geomspace(TAIL_FLOOR, step, 21)[:-1]
-    edges = np.concatenate((low, np.arange(1, _QUADRATURE) * step))
+    low = np.geomspace(TAIL_FLOOR, step, 41)[:-1]
+    edges = np.concatenate(([0.0], low, np.arange(1, _QUADRATURE) * step))
     edges = np.unique(np.concatenate((edges, 1.0 - edges[::-1])))
     weight = np.diff(edges)
-    return 0.5 * (edges[1:] + edges[:-1]), weight / weight.sum()
+    mid = 0.5 * (edges[1:] + edges[:-1])
+    return mid, weight / weight.sum()
 
 
 def pak_mean_square_error(
@@ -184,9 +188,10 @@ def pak_mean_square_error(
     data for an analysis), ``loss(τ)`` → (mean, variance) of the clipping loss Σᵢ(σ(i) − τ)⁺
     over the n values for an array of τ. ``r`` may be an array (one result per r). The
     expectation is over τ's law on Eq. 16's event τ ≥ r·x̂_λp (probability 1 − β_lt), or with
-    ``condition=False`` over its law but the lowest ``TAIL_FLOOR`` = 10⁻³ (the realised mean
-    square: the rare τ near 0 that clips everything included down to that probability;
-    :func:`planner.plan_pak_mse`). Reads ``prefix``: private when it is the data.
+    ``condition=False`` over its whole law (the mean square of the release: the rare τ near 0
+    that clips everything weighs by its probability; :func:`planner.plan_pak_mse`). τ is
+    floored at B·2⁻³⁰ as :func:`mechanisms.pak_release` does. Reads ``prefix``: private when
+    it is the data.
     """
     m = int(np.asarray(prefix).size)
     cal = pak_threshold_calibration(
@@ -201,7 +206,7 @@ def pak_mean_square_error(
     else:
         u, weight = _full_law()
         z = _quantile(noise, u)
-    tau = np.clip(rs * (cal.tau_prime + cal.scale * z)[None, :], 0, bound)
+    tau = np.clip(rs * (cal.tau_prime + cal.scale * z)[None, :], bound * 2.0**-30, bound)
     eps2 = (1.0 - eps1_share) * epsilon
     mean, var = loss(tau)
     return (2.0 * (tau / eps2) ** 2 + tau**2 * v + mean**2 + var) @ weight
