@@ -6,25 +6,35 @@ a root mean square) over releases, and the two sides of the decision must be pre
 same footing. :func:`plan_pak_mse` predicts, for the prefix actually at hand,
 
 * with the threshold: E[(ĉ(σ, n) − c(σ, n))²] of Mechanism 1 by
-  :func:`planner.pak_mean_square_error` (the released τ integrated over its law,
-  ``condition=False``: the rare τ near 0 that clips every value is what a realised mean
-  square sees — on the retail invoices one run in a hundred at ε₁/ε = 0.3 had τ ≈ 0 and an
-  error 30 times the others' RMSE — so the plan pays for it instead of leaving it to β_lt as
-  Eq. 16 does; only the lowest 10⁻³ of τ's law is left out: events that rare are not what a
-  realised RMSE over a few hundred releases measures, and at 10⁻¹² they would put the
-  household minutes' prediction 1.7x above its realised error; the Laplace release of
-  c(σ, m) at ε₂; the suffix counter's exact variance at step n − m,
-  :func:`mechanisms.counter_end_variance`; the clipping loss Σᵢ(σ(i) − τ)⁺ over the n
-  values with the prefix's empirical distribution standing for the stream: mean n·E(X − τ)⁺,
-  variance n·Var (X − τ)⁺), with λ, p and β_lt from :func:`plan_pak`'s Eq. 16 optimum (Eq. 5's
-  guarantee on the quantile kept) or Table I's (λ = 0.85, p = 0.005, β_lt = 0.004), and r,
-  ε₁/ε on the grid of :func:`planner.pak_defaults` (Table I's r = 1.5, ε₁/ε = 0.85 on it);
+  :func:`planner.pak_mean_square_error` with ``condition=False``: the released τ integrated
+  over its *whole* law; the Laplace release of c(σ, m) at ε₂; the suffix counter's exact
+  variance at step n − m, :func:`mechanisms.counter_end_variance`; the clipping loss
+  Σᵢ(σ(i) − τ)⁺ over the n values with the prefix's empirical distribution standing for the
+  stream (mean n·E(X − τ)⁺; variance (n − m)·Var (X − τ)⁺, the prefix's own part being
+  known); with λ, p from :func:`plan_pak`'s Eq. 16 optimum (Eq. 5's guarantee on the quantile
+  kept) or Table I's (λ = 0.85, p = 0.005), β_lt from Eq. 16's split, Table I's 0.004 or
+  ``BETA_LT_GRID`` (10⁻³ … 10⁻⁶), and r, ε₁/ε on the grid of :func:`planner.pak_defaults`
+  (Table I's r = 1.5, ε₁/ε = 0.85 on it);
 * without it: the counter's exact variance at step n with bound B (no clipping, no prefix
   release): the plain release's mean square error *exactly*;
 
 and keeps the smaller. Both are mean squares of the same released value, so "the threshold
-pays" means it pays in the realised root mean square error
+pays" means it pays in the root mean square error over releases
 (``docs/results/planner_counters.md`` checks every counter against simulation).
+
+**Why the whole law, and why β_lt is planned.** τ = r·(τ' + S·Z) falls near 0 with
+probability ≈ β_lt·e^{−x̂_λp/S} (τ' = x̂_λp + S·G⁻¹(1 − β_lt), Laplace Z), and then every value
+is clipped: the error is the whole sum Σσ. Eq. 16 leaves that event to β_lt; a mean square
+cannot. Where the data's top quantile is near B (the retail invoices: x̂_λp = 6,250 of
+B = 10,000, τ' ≈ 4.5·B) the threshold sits at B except for that event, whose (Σσ)² at Table
+I's β_lt = 0.004 is most of the mean square: Table I's expected RMSE is 1.7–4× the plain
+counter's although 100 releases usually show it a little below (the event has ~0.2 %
+probability per release). An earlier version left the lowest 10⁻³ of τ's law out, could not
+see that event and chose the plain counter; with the whole law and β_lt on a grid the plan
+takes β_lt = 10⁻⁶ there (the threshold at B almost surely: the prefix released at ε₂ and the
+suffix counter over n − m steps, which pays with most counters) and its prediction equals the
+expected error on the stream. On light-tailed data the rare event weighs little and β_lt
+stays near Eq. 16's.
 
 *Privacy*: none. Like :func:`plan_pak` it reads the prefix (an analysis, [PAK19] §VI-B).
 """
