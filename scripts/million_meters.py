@@ -9,8 +9,9 @@ noise, clipped at 0. The input is written to a *long* Parquet file (``unique_id`
 to a JSON file.
 
 Then one release of the day through :func:`dpstream.store._source.release_parquet_to_store`
-(fixed k, equally spaced samples, default "variance" weights), in a fresh process so that
-its peak memory is its own: ``--engine dask --workers 2`` splits the day into subtrees on a
+with the default ``k="auto"`` (the in-stream planner and prior; ``--k 10``: a fixed k with
+equally spaced samples and the default "variance" weights), in a fresh process so that its
+peak memory is its own: ``--engine dask --workers 2`` splits the day into subtrees on a
 ``LocalCluster`` of single-threaded worker processes (each reads its own meters from the
 file); ``--engine local --cut C`` runs the same subtrees in one process. A sampler thread
 records the resident memory of the whole process tree (client + workers) every 0.5 s; CPU
@@ -20,7 +21,7 @@ closed) and the load average before and after are reported (the 2 cores are shar
 Usage::
 
     python scripts/million_meters.py --workdir /tmp/mm [--meters 100] [--engine dask]
-        [--workers 2] [--cut C] [--out docs/results/scale_million.md]
+        [--workers 2] [--cut C] [--k auto] [--out docs/results/scale_million.md]
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def release(workdir: Path, engine: str, workers: int, cut: int | None, k: int) -> dict:
+def release(workdir: Path, engine: str, workers: int, cut: int | None, k: int | str) -> dict:
     """One release of the day into a fresh store (run in its own process)."""
     from dpstream.store import ReleaseStore
     from dpstream.store._source import release_parquet_to_store
@@ -175,14 +176,15 @@ def main() -> None:
     ap.add_argument("--engine", default="dask", choices=["dask", "local"])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--cut", type=int, default=None)
-    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--k", default="auto", help="'auto' (the default release) or an int")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
+    k = args.k if args.k == "auto" else int(args.k)
     if args.child:
-        res = release(args.workdir, args.engine, args.workers, args.cut, args.k)
+        res = release(args.workdir, args.engine, args.workers, args.cut, k)
         print("RESULT " + json.dumps(res), flush=True)
         return
     shape = (args.regions, args.subs, args.feeders, args.meters)

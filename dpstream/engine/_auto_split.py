@@ -259,13 +259,17 @@ class SubtreeAuto:
         self.solver = SubtreeSolver(self.tree, fs, c, wts)
         return int(c.shape[0])
 
-    def finish(self, collect: bool):
-        """Record the period in the planner; ``collect``: return the subtree's (Measurement,
-        PeriodPlan) rows (the store keeps the whole period's)."""
-        m, plan = self.measurement, self.plan_
-        self.planner.update(m, plan)
-        self.solver = self.measurement = self.prior = None
-        return (m, plan) if collect else None
+    def export(self, key: str) -> np.ndarray:
+        """One array of the subtree's measurement and plan for the store's record
+        (:func:`dpstream.store._auto.pack_parts`)."""
+        return _export(self.measurement, self.plan_, key)
+
+    def finish(self, update: bool) -> None:
+        """Record the period in the planner (``update``; the last period of a call that keeps
+        no planner skips it) and drop the period's arrays."""
+        if update:
+            self.planner.update(self.measurement, self.plan_)
+        self.solver = self.measurement = self.prior = self.plan_ = None
 
     # the elimination (postproc._split.SubtreeSolver), delegated for Dask's actor proxies
     def scale(self, offset_b):
@@ -513,14 +517,17 @@ class AutoSplit:
         ordinal: int,
         seed: object = None,
         charge: Callable[[], None] | None = None,
-        collect: bool = False,
+        pack: bool = False,
+        update: bool = True,
     ):
         """Plan, charge, measure and post-process one full period.
 
-        Returns ``(values (N, w), plan, measurement)``: the released values in
-        ``hierarchy.nodes`` order (>= 0, consistent), the plan of the period (its scalars are
-        every part's; its per-node arrays are the whole tree's only with ``collect``) and,
-        with ``collect``, the whole tree's :class:`Measurement` (else None).
+        Returns ``(values (N, w), plan, record)``: the released values in ``hierarchy.nodes``
+        order (>= 0, consistent), the top's plan (its scalars are every part's: k, noise,
+        shares, budget, predicted) and, with ``pack``, the period's measurement and plan as
+        the store keeps them (:func:`dpstream.store._auto.pack_parts`, streamed from the parts
+        one array at a time; else None). ``update=False`` leaves the planners as they were
+        (the last period of a call whose planners are dropped: no state written).
         """
         cfg, w = self.cfg, self.cfg.w
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
@@ -577,30 +584,56 @@ class AutoSplit:
             self.call("set_leaves", [(_leaf_steps(hier, rel, r),) for r in self.rows])
 
         solve_split(top, self.call, gather=gather)
+        del c, wts
         out = np.empty((len(hier.nodes), w))
         for s, r in enumerate(self.rows):  # one subtree at a time
             out[r] = self.call("node_values", [()] * self.n, only=s)
-        out[self.top_rows] = top.sums(out[top.cut_rows])
-        finished = self.each("finish", collect)
-        self.top_planner.update(top_m, self._top_plan(top_plan, top_m, leaf_var))
-        if not collect:
-            return out, top_plan, None
-        return (out, *self._whole(top_m, top_plan, finished))
+        out[self.top_rows] = self.structure.sums(out[self.structure.cut_rows])
+        record = self._pack(top_m, top_plan) if pack else None
+        self.each("finish", update)
+        if update:
+            self.top_planner.update(top_m, self._top_plan(top_plan, top_m, leaf_var))
+        return out, top_plan, record
 
-    def _whole(self, top_m, top_plan, finished):
-        """The whole tree's (PeriodPlan, Measurement) from the parts' (the store's record)."""
-        n, w = len(self.hierarchy.nodes), self.cfg.w
-        vals, noise = np.empty((n, w)), np.empty((n, w))
-        sampled = np.empty((n, w), dtype=bool)
-        pred, svar = np.empty(n), np.empty(n)
-        var = np.empty((n, w))
-        for (m, p), r in [((top_m, top_plan), self.top_rows)] + [
-            (f, r) for f, r in zip(finished, self.rows, strict=True)
-        ]:
-            vals[r], noise[r], sampled[r] = m.values, m.noise, m.sampled
-            pred[r], svar[r], var[r] = p.predicted_nodes, p.sample_variance, p.variances[:, :w]
-        plan = replace(top_plan, predicted_nodes=pred, variances=var, sample_variance=svar)
-        return plan, Measurement(values=vals, noise=noise, sampled=sampled)
+    def _pack(self, top_m: Measurement, top_plan: PeriodPlan):
+        """The period's measurement and plan of every node, streamed from the parts (top
+        first) into the store's record (:func:`dpstream.store._auto.pack_parts`)."""
+        from ..store._auto import PART_KEYS, pack_parts
+
+        order = np.concatenate([self.top_rows, *self.rows])
+
+        def chunks(key: str):
+            yield _export(top_m, top_plan, key)
+            for s in range(self.n):
+                yield self.call("export", [(key,)] * self.n, only=s)
+
+        return pack_parts(top_plan, order, {key: chunks(key) for key in PART_KEYS})
+
+
+def _export(m: Measurement, plan: PeriodPlan, key: str) -> np.ndarray:
+    """One array of a part's measurement and plan (rows in the part's order): ``values``;
+    ``noise_node``, the one-sample noise variance of each node (the measurement's noise is
+    its product with the interpolation's diagonal, one factor per step, exactly as
+    :func:`~dpstream.pipelines._period_steps.as_measurement` forms it: checked); the plan's
+    per-node arrays."""
+    if key == "values":
+        return np.asarray(m.values)
+    if key == "noise_node":
+        col = int(np.flatnonzero(np.asarray(m.sampled[0]))[0])  # the diagonal is 1 there
+        node = np.array(m.noise[:, col], dtype=np.float64)
+        if not np.array_equal(m.noise, node[:, None] * _noise_steps(plan, m.values.shape[1])):
+            raise RuntimeError("a split measurement's noise is not node x step")  # internal
+        return node
+    return np.asarray(getattr(plan, key[len("plan_") :]))
+
+
+def _noise_steps(plan: PeriodPlan, r: int) -> np.ndarray:
+    """(1, r) the interpolation's diagonal ``diag(M Mᵀ)`` of the plan's samples."""
+    pos = plan.positions(r)
+    mask = np.zeros((1, r), dtype=bool)
+    mask[0, pos] = True
+    m = interpolation_matrix(mask)[0]
+    return np.diag(m @ m.T)[None, :]
 
 
 def _top_measurement(est, plan, top_cfg, level_sizes, leaf_svar) -> Measurement:
@@ -701,7 +734,7 @@ def release_auto_periods_split(
     before any draw."""
     from ..pipelines._autoplan import LOOKBACK, PRIOR_DAYS
     from ..pipelines._period_steps import history_measurements
-    from ..store._auto import pack, unpack
+    from ..store._auto import unpack
     from ._subtree import _maybe_client
 
     hist, carried = history or (None, None)
@@ -714,11 +747,12 @@ def release_auto_periods_split(
             history_measurements(hist, cfg.w), [unpack(blob) for _, _, blob in rows], carried, gap
         )
         del rows
-        for o, source in zip(ordinals, sources, strict=True):
-            held = len(split.top_planner.measurements)
-            out, plan, m = split.release(
-                source, ordinal=o, seed=seed, charge=lambda o=o: charge(o), collect=True
-            )
+        for i, (o, source) in enumerate(zip(ordinals, sources, strict=True)):
+            held = split.top_planner.n_measured
+            out, plan, blob = split.release(
+                source, ordinal=o, seed=seed, charge=lambda o=o: charge(o), pack=True,
+                update=i + 1 < len(ordinals),  # the planners are dropped after the last
+            )  # fmt: skip
             label = grid.label(o)
             rec = {"period": int(o), "start": str(label), **plan.record()}
             if plan.noise == "gaussian" and cfg.delta is not None:
@@ -729,8 +763,6 @@ def release_auto_periods_split(
             rec["prior_periods"] = 0 if summary is None else summary[0]
             rec["prior_sd"] = None if summary is None else summary[1]
             rec["planned_on"] = f"{held} stored period(s)"
-            blob = pack(m, plan)
-            del m
             store._put(o, label, out, rec, seeded=seed is not None, measured=blob)
             del out, blob
             if progress is not None:
