@@ -12,16 +12,26 @@ to ``~/.dpstream``); ``--ledger FILE`` (or ``ledger=``) names another file. Ever
 records a fingerprint is registered in ``$DPSTREAM_HOME/datasets/FINGERPRINT/LEDGER_ID.json``
 (its name and path), so a release of the same streams is recognised wherever its ledger is:
 
-- without ``--dataset``/``--ledger``, the known data set's ledger is charged. Streams never seen
-  get a ledger named ``auto-<fingerprint>`` (its total the store's per-window budget) when a
-  *store* releases them; a plain release of streams never named or seen is not accounted
-  (as before issue 24: name a data set to account it -- ``--dataset``);
+- without ``--dataset``/``--ledger`` (``ledger=None`` in Python), the known data set's ledger
+  is charged. Streams never seen are registered: they get a ledger named
+  ``auto-<fingerprint>`` whose total is the first release's budget (a store's: its per-window
+  budget; the CLI's: ``--budget-epsilon`` if given). Every path does this -- the Python
+  functions (:func:`account_release`), the store, the CLI with or without ``--store`` -- so
+  re-releasing the same streams is charged to the same ledger, and refused once it is spent;
 - a *new* ledger for streams that are a known data set is refused unless ``--new-dataset`` (the
   operator says these are other data), and so is a release whose known ledger file is missing:
   a lost ledger is restored, never replaced.
 
 Seeded runs (experiments, labelled NOT private) are not charged to a data set unless a ledger
-or data set is named.
+or data set is named. A throwaway experiment on real data that must not touch the data set's
+budget says so: ``ledger=False`` (Python) or ``--no-ledger`` (CLI). It is loud: the release's
+record says ``"ledger": {"accounted": false, ...}`` and the CLI prints a warning.
+
+Why charge by default rather than refuse: the same data released twice composes whether or not
+the caller remembered its ledger; charging the data set's own ledger is the accounting that is
+true in every case, and a release the ledger cannot pay is refused before any work
+(:class:`mechanisms.BudgetExceededError`). What *is* refused is a *different* ledger for known
+streams (a new ``--ledger`` file, another data set's ledger): that would start the budget over.
 """
 
 from __future__ import annotations
@@ -33,10 +43,14 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from mechanisms import Budget, ParameterError, PrivacyUnit
+from mechanisms import Budget, BudgetLedger, ParameterError, PrivacyUnit
 
 __all__ = [
     "DataSetError",
+    "DeferredAccount",
+    "account_release",
+    "covering_total",
+    "ledger_summary",
     "fingerprint",
     "home",
     "input_ids",
@@ -264,3 +278,217 @@ def _check_same(ledger, fp: str | None, dataset: str | None, t, owner: str) -> N
             f"The ledger {str(ledger.path)!r} accounts for the data set {ledger.dataset!r}, not "
             f"{dataset!r}."
         )
+
+
+def covering_total(budget: Budget) -> Budget:
+    """The total of a ledger created for one release of ``budget``: the smallest floats whose
+    decimals (:func:`dpstream._ledger.total_decimal`, what a ledger's total means) are not below
+    the exact values charged (``Budget(0.1)`` charges the double just above 1/10, so its total
+    is 0.10000000000000002; a CLI release, calibrated to the decimal, gets 0.1)."""
+    import math
+    from fractions import Fraction
+
+    from ._ledger import total_decimal
+
+    def cover(value: float) -> float:
+        out = float(value)
+        while total_decimal(out) < Fraction(value):
+            out = math.nextafter(out, math.inf)
+        return out
+
+    return Budget(cover(budget.epsilon), cover(budget.delta))
+
+
+#: How the Python functions' options are called in messages.
+PYTHON_TERMS = {
+    "dataset": "ledger=<the data set's SQLiteLedger>",
+    "ledger": "ledger=",
+    "new_dataset": "a ledger of their own (SQLiteLedger(path, total=..., dataset=NAME, "
+    "fingerprint=dpstream._dataset.fingerprint(streams, hierarchy)))",
+}
+
+
+def stream_ids(values: object) -> list[str] | None:
+    """The stream ids of a Python input: a DataFrame's columns, a named Series' name; None for
+    an array or an unnamed Series (no identity to account it by)."""
+    import pandas as pd
+
+    if isinstance(values, pd.DataFrame):
+        return [str(c) for c in values.columns]
+    if isinstance(values, pd.Series) and values.name is not None:
+        return [str(values.name)]
+    return None
+
+
+def account_release(
+    ledger: object,
+    *,
+    streams: Iterable[object] | None,
+    hierarchy: Mapping | None,
+    budget: Budget,
+    unit: PrivacyUnit,
+    seeded: bool,
+    owner: str,
+    label: str | None = None,
+) -> dict | None:
+    """Charge one Python release (after validation, before any draw) to its data set's ledger.
+
+    ``ledger``:
+
+    - ``None`` (default): the data set's ledger, found by the fingerprint of ``streams`` and
+      ``hierarchy`` (module notes); streams never seen are registered with a new ledger
+      ``auto-<fingerprint>`` in ``$DPSTREAM_HOME`` whose total is ``budget``;
+    - a :class:`~dpstream._ledger.SQLiteLedger`: that file, which must be the data set's (a
+      ledger recording other streams, or a new ledger for streams known elsewhere, is refused);
+    - another :class:`~mechanisms.BudgetLedger` (in memory): charged *as well as* the data
+      set's ledger (a sub-budget of a session; it cannot replace the data set's ledger, which
+      outlives it);
+    - ``False``: no ledger (a throwaway experiment). Loud: the record says so.
+
+    A seeded run (an experiment, NOT private) is charged to ``ledger`` only, never to a data
+    set's ledger it did not name. ``label``: the charge's label (default ``owner``). Returns
+    the record's ``ledger`` entry (None: a seeded run).
+
+    Raises
+    ------
+    DataSetError
+        Input without stream ids (an array) and no ledger; a ledger of other streams; a new
+        ledger for known streams. Nothing is charged or created.
+    mechanisms.BudgetExceededError
+        The data set's ledger (or the given one) cannot pay ``budget``; nothing is charged.
+    """
+    from mechanisms import BudgetLedger
+
+    from ._ledger import SQLiteLedger
+
+    label = owner if label is None else label
+    if ledger is False:
+        BudgetLedger(budget, unit=unit).charge(budget, label, unit=unit)  # the unit's checks
+        return {
+            "accounted": False,
+            "why": "ledger=False: a throwaway experiment, not charged to the data set's ledger "
+            "(releases of the same data compose all the same)",
+        }
+    fp = None if streams is None else fingerprint(streams, hierarchy)
+    if isinstance(ledger, SQLiteLedger):
+        if fp is not None and ledger.path is not None:
+            _bind(ledger, fp, owner)
+        ledger.charge(budget, label, unit=unit)
+        if fp is not None and ledger.path is not None:
+            register(ledger)
+        return _entry(ledger)
+    if seeded:
+        target = BudgetLedger(budget, unit=unit) if ledger is None else ledger
+        target.charge(budget, label, unit=unit)
+        return None
+    if fp is None:
+        raise DataSetError(
+            f"The input of {owner} has no stream ids (an array, or a Series without a name), so "
+            "the data set it belongs to cannot be recognised and charged. Pass a named pandas "
+            "Series or a DataFrame, ledger=<the data set's SQLiteLedger>, or ledger=False for a "
+            "throwaway experiment."
+        )
+    book = open_dataset_ledger(
+        streams=streams,
+        hierarchy=hierarchy,
+        total=covering_total(budget),
+        unit=unit,
+        owner=owner,
+        terms=PYTHON_TERMS,
+        auto=True,
+    )
+    try:
+        if ledger is not None:
+            ledger.check(budget, label, unit=unit)
+        book.check(budget, label, unit=unit)
+        if ledger is not None:
+            ledger.charge(budget, label, unit=unit)
+        book.charge(budget, label, unit=unit)
+        return _entry(book)
+    finally:
+        book.close()
+
+
+def _bind(book, fp: str, owner: str) -> None:
+    """Check that ``book`` may account for the streams ``fp`` (Python: the terms of
+    :data:`PYTHON_TERMS`) and record the fingerprint in a ledger that has none."""
+    _check_same(book, fp, None, PYTHON_TERMS, owner)
+    others = [e for e in known_ledgers(fp) if e.get("id") != book.id]
+    if not book.fingerprint and others:
+        raise DataSetError(
+            f"These streams are already the data set {others[0].get('dataset')!r} (ledger "
+            f"{others[0]['ledger']!r}), not {str(book.path)!r}'s: releases of the same data "
+            f"compose, so they are charged to that ledger. Pass {PYTHON_TERMS['dataset']}; if "
+            f"these are truly other data, give them {PYTHON_TERMS['new_dataset']}. Nothing was "
+            "released."
+        )
+    book.adopt(fp, None)
+
+
+def _entry(book) -> dict:
+    """The record's ``ledger`` entry: which ledger paid (public: a path, a name, an id)."""
+    return {
+        "accounted": True,
+        "ledger": None if book.path is None else str(book.path),
+        "dataset": book.dataset,
+        "id": None if book.id is None else book.id[:12],
+    }
+
+
+def ledger_summary(path: str | Path) -> dict:
+    """What a ledger file has spent, per release and per period, and what is left -- the
+    figures of ``dpstream ledger show`` and of the report (opened read-only).
+
+    Returns a dict: dataset, ledger, id, unit, total_epsilon, total_delta, left (text),
+    releases (rows: id, created, label, epsilon, delta, period, store) and periods (rows:
+    period, epsilon, delta -- a period's own charges plus those tied to no period).
+    """
+    from ._ledger import SQLiteLedger, _dec, _period_name, total_decimal
+
+    with SQLiteLedger(Path(path), readonly=True) as book:
+        entries = book.entries()
+        periods = [
+            {
+                "period": _period_name(key),
+                "epsilon": _dec(book._global + book._by_period[key]),
+                "delta": _dec(book._global_dlt + book._by_period_dlt.get(key, 0)),
+            }
+            for key in sorted(book._by_period)
+        ]
+        for e in entries:
+            e["period"] = None if e["period"] is None else _period_name(e["period"])
+        return {
+            "dataset": book.dataset,
+            "ledger": str(path),
+            "id": (book.id or "?")[:12],
+            "unit": "any unit" if book.unit is None else book.unit.describe(),
+            "total_epsilon": _dec(total_decimal(book.total.epsilon)),
+            "total_delta": _dec(total_decimal(book.total.delta)),
+            "left": book.remaining_text,
+            "releases": entries,
+            "periods": periods,
+        }
+
+
+class DeferredAccount(BudgetLedger):
+    """A stand-in ledger for a release whose charge is made deep inside a mechanism
+    (``mechanisms.pak_release``): its :meth:`charge`, called there after validation and before
+    the first draw, is :func:`account_release` for the streams of ``values`` -- so nothing is
+    opened or created for a release that validation refuses. :attr:`entry` is the record's
+    ``ledger`` entry after the charge."""
+
+    def __init__(self, given: object, *, values: object, seeded: bool, owner: str) -> None:
+        BudgetLedger.__init__(self, Budget(1.0))  # its own total is never used
+        self._given, self._streams = given, stream_ids(values)
+        self._seeded, self._owner = seeded, owner
+        self.entry: dict | None = None
+
+    def check(self, budget: Budget, label: str = "", *, unit=None) -> None:
+        """Nothing before the charge (the charge checks every ledger, then records)."""
+
+    def charge(self, budget: Budget, label: str = "", *, unit=None) -> None:
+        """Charge the data set's ledger (:func:`account_release`)."""
+        self.entry = account_release(
+            self._given, streams=self._streams, hierarchy=None, budget=budget, unit=unit,
+            seeded=self._seeded, owner=self._owner, label=label or None,
+        )  # fmt: skip

@@ -27,6 +27,7 @@ from mechanisms import (
 
 __all__ = [
     "check_folder",
+    "check_no_ledger",
     "refuse_overwriting_inputs",
     "write_output_pair",
     "check_writable",
@@ -39,8 +40,14 @@ __all__ = [
 
 
 def ledger_options(func: Callable) -> Callable:
-    """Add ``--ledger``, ``--budget-epsilon``, ``--budget-delta``, ``--dataset`` and
-    ``--new-dataset`` to a command."""
+    """Add ``--ledger``, ``--budget-epsilon``, ``--budget-delta``, ``--dataset``,
+    ``--new-dataset`` and ``--no-ledger`` to a command."""
+    func = click.option(
+        "--no-ledger",
+        is_flag=True,
+        help="Charge no ledger: a throwaway experiment. Said in the record and on stderr; "
+        "releases of the same data compose all the same.",
+    )(func)
     func = click.option(
         "--new-dataset",
         is_flag=True,
@@ -51,7 +58,8 @@ def ledger_options(func: Callable) -> Callable:
         "--dataset",
         help="The data set's name: its releases share one budget, in "
         "$DPSTREAM_HOME/ledgers/NAME.db (default ~/.dpstream). Without it (and without "
-        "--ledger) the data set is recognised by its streams and hierarchy.",
+        "--ledger) the data set is recognised by its streams and hierarchy; streams never "
+        "seen get a ledger of their own (auto-FINGERPRINT) whose total is this release's.",
     )(func)
     func = click.option(
         "--budget-delta",
@@ -94,6 +102,28 @@ def _budget_total(epsilon: float | None, delta: float | None, command: str) -> B
     return Budget(epsilon, delta)
 
 
+def check_no_ledger(
+    no_ledger: bool, ledger_args: tuple, command: str, *, store: bool = False
+) -> bool:
+    """``--no-ledger`` alone (not with --ledger, --dataset, --budget-*, --new-dataset or
+    --store); when given, warn on stderr (loud: the record says it too). Returns it."""
+    if not no_ledger:
+        return False
+    if store or any(a not in (None, False) for a in ledger_args):
+        raise ParameterError(
+            f"The '--no-ledger' option of {command} charges no ledger; it cannot be combined "
+            "with --ledger, --dataset, --budget-epsilon/--budget-delta, --new-dataset or "
+            "--store (a store's periods are always accounted). Drop one of them."
+        )
+    click.secho(
+        "--no-ledger: this release is charged to NO ledger (a throwaway experiment). Releases "
+        "of the same data compose all the same: do not publish it beside accounted ones.",
+        fg="yellow",
+        err=True,
+    )
+    return True
+
+
 _TERMS = {"dataset": "--dataset", "ledger": "--ledger", "new_dataset": "--new-dataset"}
 
 
@@ -116,7 +146,8 @@ def open_ledger(
 
     The ledger is ``--ledger``, or the ``--dataset``'s, or the one the data set is known by
     from its ``streams`` and ``hierarchy`` (a new data set: a ledger in ``$DPSTREAM_HOME``
-    whose total is ``--budget-epsilon``/``--budget-delta``, or this release's budget);
+    whose total is ``--budget-epsilon``/``--budget-delta``, or this release's budget: streams
+    never seen are registered so);
     :mod:`dpstream._dataset`. Returns the :class:`~dpstream._ledger.SQLiteLedger`, or None
     (a seeded run, or the streams unknown, with no ledger or data set named). Raises a
     one-line :class:`~mechanisms.ParameterError` in CLI terms (an overspend, another unit, a
@@ -148,11 +179,14 @@ def open_ledger(
             check_writable(ledger_path, "--ledger", command)
     else:
         name = "of the data set"
+    from dpstream._dataset import covering_total
+
+    covering = covering_total(budget)  # a new data set's total: this release's budget
     try:  # a new file accounts for this release's unit; an old one is checked below
         ledger = open_dataset_ledger(
             streams=streams,
             hierarchy=hierarchy,
-            total=total if (total is not None or ledger_path is not None) else budget,
+            total=total if (total is not None or ledger_path is not None) else covering,
             unit=unit,
             dataset=dataset,
             ledger=ledger_path,
@@ -160,8 +194,8 @@ def open_ledger(
             seeded=seeded,
             owner=command,
             terms=_TERMS,
-            auto=not check,  # a store's data set is always accounted; a plain release's once
-        )  # named or known
+            auto=True,  # streams never seen are registered (a plain release, a store's)
+        )
     except ParameterError as exc:
         if ledger_path is None:
             raise

@@ -133,12 +133,17 @@ def release_stream(
         )
     unit = LocalDP() if method == "topl" else EventLevel()
     budget = _budget(method, eps, eps_t, delta, options.get("counter", "auto"))
-    ledger = open_ledger(*ledger_args, budget=budget, unit=unit, command=owner)
+    series = _read_stream(input_path, time_column, column)  # read and checked first:
+    _check_stream(series, bound)  # nothing may touch the data set's ledger for a bad INPUT
+    ledger = None if options.get("no_ledger") else open_ledger(
+        *ledger_args, budget=budget, unit=unit, command=owner, streams=[str(series.name)],
+        seeded=options["seed"] is not None,
+    )  # fmt: skip
     try:
         names = {"values": "INPUT", "x": "INPUT", "epsilon_perturb": "The '--epsilon' option"}
         with cli_terms(owner, names, _OPTIONS):
             _release_one(
-                method, input_path, time_column, column, options, out_path, ledger,
+                method, series, options, out_path, ledger,
                 owner=owner, bound=bound, eps=eps, lag=lag, budget=budget, unit=unit,
             )  # fmt: skip
     finally:
@@ -146,17 +151,19 @@ def release_stream(
             ledger.close()
 
 
-def _release_one(
-    method, input_path, time_column, column, options, out_path, ledger, *, owner, bound, eps,
-    lag, budget, unit,
-) -> None:  # fmt: skip
-    series = _read_stream(input_path, time_column, column)
-    x, seed = series.to_numpy(), options["seed"]
+def _check_stream(series: pd.Series, bound: float) -> None:
+    x = series.to_numpy()
     if not np.all(np.isfinite(x)) or np.any(x < 0) or np.any(x > bound):
         raise DomainError(  # the rule, never a count of offending (private) values
             f"The value column {str(series.name)!r} of INPUT must lie in [0, {bound:g}] (the "
             "--bound of every value). Clip the data to the bound or declare a larger --bound."
         )
+
+
+def _release_one(
+    method, series, options, out_path, ledger, *, owner, bound, eps, lag, budget, unit,
+) -> None:  # fmt: skip
+    x, seed = series.to_numpy(), options["seed"]
     if lag is not None and lag >= x.size:
         raise ParameterError(
             f"The '--time-lag' option of {owner} must be smaller than the number of values "
@@ -289,8 +296,10 @@ def _release_one(
         seeded=seed is not None,
     )
     meta["privacy"] = record.to_dict()
+    if options.get("no_ledger"):  # loud in the record too
+        meta["privacy"]["ledger"] = {"accounted": False, "why": "--no-ledger"}
     side = write_release(frame, meta, out_path)
-    write_privacy(out_path, record.to_dict())
+    write_privacy(out_path, meta["privacy"])
     show_guarantee(record)  # after the release succeeded, never before an error
     label = " (seeded: NOT private)" if seed is not None else ""
     click.echo(

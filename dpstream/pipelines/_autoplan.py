@@ -393,7 +393,7 @@ def release_auto(
     total = Budget(epsilon, 0.0 if delta is None else delta)
     unit = WAlphaIndistinguishability(w=w, alpha=alpha)
     # Every window of w steps costs at most `total` (window_budget): charged once, before any draw.
-    charge_release(ledger, total, unit, owner)
+    paid = charge_release(ledger, total, unit, owner, frame=sf, seeded=seed is not None)
 
     obs = _periods_of(sf.observed, w)
 
@@ -448,5 +448,5 @@ def release_auto(
         bound=None,
         seeded=seed is not None,
     )
-    attach_record(out, record)
+    attach_record(out, record, paid)
     return out

@@ -124,10 +124,15 @@ def release_optstream(
         Relative budget of sampler, perturbation and feature queries
         (:func:`mechanisms.optstream_split`); default equal shares of the active
         steps ([FV19] §6).
-    ledger : mechanisms.BudgetLedger, optional
+    ledger : mechanisms.BudgetLedger, None or False, default None
         The accountant charged ``epsilon`` under ``WAlphaIndistinguishability(w, alpha)``
-        after validation and before any draw (e.g. :class:`dpstream._ledger.SQLiteLedger`);
-        None: a fresh ledger of exactly ``epsilon``.
+        after validation and before any draw. None: the data set's ledger, recognised by the
+        fingerprint of the columns and hierarchy (``$DPSTREAM_HOME``; streams never seen are
+        registered with a ledger whose total is this release's budget); a
+        :class:`dpstream._ledger.SQLiteLedger`: that file (it must be the data set's); another
+        ledger: charged as well as the data set's; False: none (a throwaway experiment, said
+        in the record). Seeded runs charge only the ledger given
+        (:func:`dpstream._dataset.account_release`).
     delta, noise, target, level_shares, prior, history
         ``k="auto"`` only. ``noise``: "laplace" (ε-DP), "gaussian" (discrete Gaussian under
         ρ-zCDP, converted to (ε, δ); needs ``delta``) or "auto" (the planner compares them at
@@ -266,7 +271,9 @@ def release_optstream(
     levels = BudgetLedger(Budget(eps))  # the per-level split ε/h fits the whole ε exactly
     for li, part in enumerate(levels.total.split([1.0 / n_levels] * n_levels)):
         levels.charge(part, f"{_OWNER} level {li}")
-    charge_release(ledger, Budget(eps), neighbours.unit, _OWNER)  # before any draw
+    paid = charge_release(  # before any draw; the data set's ledger by default
+        ledger, Budget(eps), neighbours.unit, _OWNER, frame=sf, seeded=seed is not None
+    )
     spec = PeriodSpec(
         epsilon=eps,
         w=w,
@@ -318,7 +325,7 @@ def release_optstream(
         bound=None,
         seeded=seed is not None,
     )
-    attach_record(result, record)
+    attach_record(result, record, paid)
     return result
 
 

@@ -42,8 +42,12 @@ def release_pak(
 
     Parameters
     ----------
-    values, bound, epsilon, delta, time_lag, seed, ledger
+    values, bound, epsilon, delta, time_lag, seed
         As for :func:`mechanisms.pak_release`.
+    ledger : mechanisms.BudgetLedger, None or False, default None
+        None: the data set's ledger of the named Series' stream (an array has no stream id:
+        pass a ledger, or False for a throwaway experiment); as for
+        :func:`dpstream._dataset.account_release`.
     parameters
         ``"planned"`` (default): r, λ, p, ε₁/ε, β_lt from :func:`planner.pak_defaults` (public
         inputs only, [PAK19] Eq. 16 on a public model prefix with the counter's exact
@@ -96,6 +100,17 @@ def release_pak(
             raise ParameterError(str(err).replace("pak_defaults", owner)) from None
         chosen = plan.release_parameters()
     chosen.update(local)
+    from mechanisms import BudgetLedger
+
+    from .._dataset import DeferredAccount
+
+    if ledger is not None and ledger is not False and not isinstance(ledger, BudgetLedger):
+        raise ParameterError(
+            f"The 'ledger' parameter of {owner} must be a BudgetLedger, None (the data set's "
+            f"ledger) or False (none). Got {type(ledger).__name__} instead."
+        )
+    # the data set's ledger (a named Series' stream), charged where pak_release charges
+    account = DeferredAccount(ledger, values=values, seeded=seed is not None, owner=owner)
     return pak_release(
         values,
         bound=bound,
@@ -103,6 +118,6 @@ def release_pak(
         delta=delta,
         time_lag=time_lag,
         seed=seed,
-        ledger=ledger,
+        ledger=account,
         **chosen,
     )

@@ -25,27 +25,54 @@ __all__ = ["attach_record", "charge_release", "check_ledger", "release_record"]
 
 
 def check_ledger(ledger: object, owner: str) -> BudgetLedger | None:
-    """Validate the ``ledger`` argument (None: the release is charged to a fresh ledger)."""
-    if ledger is not None and not isinstance(ledger, BudgetLedger):
+    """Validate the ``ledger`` argument (None: the data set's ledger; False: none)."""
+    if ledger is not None and ledger is not False and not isinstance(ledger, BudgetLedger):
         raise ParameterError(
-            f"The 'ledger' parameter of {owner} must be a BudgetLedger or None. Got "
-            f"{type(ledger).__name__} instead."
+            f"The 'ledger' parameter of {owner} must be a BudgetLedger, None (the data set's "
+            f"ledger) or False (none: a throwaway experiment). Got {type(ledger).__name__} "
+            "instead."
         )
     return ledger
 
 
 def charge_release(
-    ledger: BudgetLedger | None, budget: Budget, unit: PrivacyUnit, owner: str
-) -> None:
-    """Charge ``budget`` under ``unit`` (a fresh ledger of exactly ``budget`` when None).
+    ledger: BudgetLedger | None,
+    budget: Budget,
+    unit: PrivacyUnit,
+    owner: str,
+    *,
+    frame: Any = None,
+    seeded: bool = False,
+) -> dict | None:
+    """Charge ``budget`` under ``unit`` to the data set's ledger of ``frame``'s streams
+    (:func:`dpstream._dataset.account_release`: ``ledger`` None, a ledger, or False).
 
-    Call after validation and before the first draw. Raises
-    :class:`~mechanisms.BudgetExceededError` (overspend) or
-    :class:`~mechanisms.ParameterError` (a unit that is not the ledger's); nothing is
-    charged then.
+    Call after validation and before the first draw. Returns the record's ``ledger`` entry.
+    Raises :class:`~mechanisms.BudgetExceededError` (overspend) or
+    :class:`~mechanisms.ParameterError` (a unit that is not the ledger's, a ledger of other
+    streams); nothing is charged then.
     """
-    target = BudgetLedger(budget, unit=unit) if ledger is None else ledger
-    target.charge(budget, owner, unit=unit)
+    from dpstream._dataset import account_release
+
+    tree = None
+    if frame is not None and frame.hierarchy is not None:
+        tree = dict(frame.hierarchy.children)
+    return account_release(
+        ledger,
+        streams=None if frame is None else _ids(frame),
+        hierarchy=tree,
+        budget=budget,
+        unit=unit,
+        seeded=seeded,
+        owner=owner,
+    )
+
+
+def _ids(frame: Any) -> list[str] | None:
+    """A prepared frame's stream ids (its leaves); None for an unnamed Series."""
+    if frame.is_series and frame.series_name is None:
+        return None
+    return [str(leaf) for leaf in frame.leaves]
 
 
 def release_record(
@@ -68,6 +95,11 @@ def release_record(
     )
 
 
-def attach_record(result: pd.DataFrame | pd.Series, record: PrivacyRecord) -> None:
-    """Put the record in ``result.attrs["privacy"]`` (a dict: one release)."""
+def attach_record(
+    result: pd.DataFrame | pd.Series, record: PrivacyRecord, ledger: dict | None = None
+) -> None:
+    """Put the record in ``result.attrs["privacy"]`` (a dict: one release), with the ledger
+    that paid for it (``charge_release``'s entry) under ``"ledger"``."""
     result.attrs["privacy"] = record.to_dict()
+    if ledger is not None:
+        result.attrs["privacy"]["ledger"] = ledger

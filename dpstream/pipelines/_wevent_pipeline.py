@@ -94,7 +94,9 @@ def _run(
     ε is charged to ``ledger`` under the release's unit before the first draw."""
     budget = Budget(epsilon)
     bits = bit_source(seed)  # validates the seed; draws nothing
-    charge_release(ledger, budget, neighbours.unit, owner)  # after validation, before any draw
+    paid = charge_release(  # after validation, before any draw; the data set's by default
+        ledger, budget, neighbours.unit, owner, frame=prepared, seeded=seed is not None
+    )
     periods = to_periods(prepared.values, w)
     levels = level_nodes(prepared)
     if not isinstance(mechanisms, list):
@@ -142,7 +144,7 @@ def _run(
         bound=bound,
         seeded=seed is not None,
     )
-    attach_record(result, record)
+    attach_record(result, record, paid)
     return result
 
 
@@ -216,10 +218,12 @@ def release_laplace(
         Public bound on leaf values (required when ``alpha`` is None).
     progress : callable, optional
         Called with the number of periods released after each batch.
-    ledger : mechanisms.BudgetLedger, optional
+    ledger : mechanisms.BudgetLedger, None or False, default None
         The accountant charged ``epsilon`` under the release's unit
         (``WAlphaIndistinguishability(w, alpha)``, or ``WEvent(w)`` with ``alpha=None``) after
-        validation and before any draw; e.g. :class:`dpstream._ledger.SQLiteLedger`.
+        validation and before any draw. None: the data set's ledger (by the fingerprint of the
+        columns and hierarchy); False: none, said in the record; as for
+        :func:`dpstream._dataset.account_release`.
     missing : {"error", "zero"}, default "error"
         A NaN (a missing reading): refused, naming the first one, or counted as 0 (the record's
         parameters then say ``missing: "zero"``).

@@ -77,10 +77,21 @@ def test_a_ledger_accounts_for_one_unit(files, capsys):
     assert main(_release("laplace", "0.1", "b.csv", "--alpha", "3", "--ledger", "u.db")) == 2
     assert "one ledger per privacy unit" in capsys.readouterr().err
     bt = ["release", "bt", "one.csv", "--epsilon", "0.1", "--bound", "10", "--out", "bt.csv"]
-    assert main([*bt, "--ledger", "u.db"]) == 2
+    assert main([*bt, "--ledger", "u.db"]) == 2  # other streams than the ledger's data set
+    assert "other streams" in capsys.readouterr().err
+    # the same stream, released at w-event on a ledger, then at event level on it
+    power = pd.read_csv("one.csv")
+    power.insert(0, "time", pd.date_range("2016-01-01", periods=len(power), freq="30min"))
+    power.to_csv("one_t.csv", index=False)
+    one = ["release", "laplace", "one_t.csv", "--epsilon", "0.1", "--alpha", "3", "--out", "c.csv"]
+    assert main([*one, "--ledger", "v.db", "--budget-epsilon", "5"]) == 0
+    capsys.readouterr()
+    assert main([*bt, "--ledger", "v.db"]) == 2
     assert "one ledger per privacy unit" in capsys.readouterr().err
     assert not (files / "b.csv").exists() and not (files / "bt.csv").exists()
     with SQLiteLedger(files / "u.db") as ledger:
+        assert len(ledger.charges) == 1
+    with SQLiteLedger(files / "v.db") as ledger:
         assert len(ledger.charges) == 1
 
 
