@@ -7,11 +7,12 @@ readings were *missing* when it released the period (the file's shape, never a v
 input that holds one of them is refused before anything is charged or drawn, naming the first
 late reading, and the released period stands.
 
-What this does not see: a *changed* value of a reading the store had (a correction). The store
-keeps no function of the readings' values (a digest of private values in a file that is copied
-and backed up is itself a disclosure risk), so a correction is not detected; publishing one is a
-new release of that period, charged again to its data set's budget ([FV19] Def. 2: a second
-release of the same period composes, 2ε for every window that meets it).
+A *changed* value of a reading the store had (a meter correction) is refused too, by comparing
+keyed digests of the released input (:mod:`dpstream.store._digest`: no value, and no function of
+the values that can be read without a key kept outside the store), naming the first changed
+series and stamp. Publishing a correction is a new release of that period, charged again to its
+data set's budget ([FV19] Def. 2: a second release of the same period composes, 2ε for every
+window that meets it).
 
 The table ``missing_readings(ordinal, series, step)`` lives in the store file; stores without it
 simply have no missing readings recorded.
@@ -26,6 +27,7 @@ import pandas as pd
 
 from mechanisms import DomainError
 
+from ._digest import check_changed_readings, record_input_digests
 from ._grid import Grid
 
 __all__ = ["check_late_readings", "record_missing_readings"]
@@ -57,10 +59,17 @@ def check_late_readings(
 
     ``observed`` (n_steps, n_series) marks the readings present in ``frame`` (None: all).
     Raises :class:`~mechanisms.DomainError` naming the first late (series, stamp) and its
-    period; reads the store only.
+    period, then (:func:`~dpstream.store._digest.check_changed_readings`) a
+    :class:`~dpstream.store._digest.ChangedReadingError` naming the first changed one; reads
+    the store only.
     """
     if config is None or not released:
         return
+    _check_late(con, config, released, frame, observed, owner, subject)
+    check_changed_readings(con, config, released, frame, observed, owner, subject)
+
+
+def _check_late(con, config, released, frame, observed, owner, subject) -> None:
     grid = Grid.from_config(config)
     _, t = Grid.stamps(frame.index)
     cols = {str(c): j for j, c in enumerate(frame.columns)}
@@ -89,7 +98,9 @@ def record_missing_readings(
     frame: pd.DataFrame,
     observed: np.ndarray | None,
 ) -> None:
-    """Remember the readings missing from ``frame`` in the newly released ``ordinals``."""
+    """Remember the readings missing from ``frame`` in the newly released ``ordinals``, and
+    the keyed digests of their input (:func:`~dpstream.store._digest.record_input_digests`)."""
+    record_input_digests(con, config, ordinals, frame, observed)
     if observed is None or observed.all() or not ordinals:
         return
     grid = Grid.from_config(config)
