@@ -126,8 +126,11 @@ def _check_policy(missing: str, owner: str) -> str:
     return missing
 
 
-def _parse_stamps(raw: pd.Series, ids: pd.Series | None, timezone: str | None, owner: str):
-    """Parse stamps to int64 (ns since epoch, UTC) or keep integers; returns (kind, int64)."""
+def _parse_stamps(
+    raw: pd.Series, ids: pd.Series | None, timezone: str | None, owner: str, row0: int = 0
+):
+    """Parse stamps to int64 (ns since epoch, UTC) or keep integers; returns (kind, int64).
+    ``row0``: rows of the file before ``raw`` (a block of a file read in blocks)."""
     if pd.api.types.is_integer_dtype(raw.dtype):
         if timezone is not None:
             raise ParameterError(
@@ -147,7 +150,7 @@ def _parse_stamps(raw: pd.Series, ids: pd.Series | None, timezone: str | None, o
         bad |= raw.isna().to_numpy()
         if bad.any():
             i = int(np.argmax(bad))
-            where = f"row {i + 2}"
+            where = f"row {row0 + i + 2}"
             if ids is not None:
                 where = f"series {str(ids.iloc[i])!r}, {where}"
             raise DomainError(
@@ -240,6 +243,57 @@ def _grid(kind: str, t: np.ndarray, ids: np.ndarray, owner: str, timezone: str |
     return int(uniq[0]), step, n
 
 
+def _duplicate_message(owner, equal, series, label, hint: bool) -> str:
+    tip = (
+        " Every series repeats this stamp: local time on a daylight-saving day? Pass "
+        "--timezone ZONE to read local times (released on a UTC grid)."
+        if hint
+        else ""
+    )
+    return (
+        f"The readings {_subject(owner)} have a duplicated (series, time stamp) pair, "
+        f"{'with the same value' if equal else 'with different values'}: first "
+        f"{_at(series, label)}. Keep one reading per series and step.{tip}"
+    )
+
+
+def _missing_message(owner, command, series, label) -> str:
+    return (
+        f"The readings {_subject(owner)} have a missing reading: first "
+        f"{_at(series, label)} (no row, an empty value or NaN). {_fix_missing(command)}."
+    )
+
+
+def _infinite_message(owner, series, label) -> str:
+    return (
+        f"The readings {_subject(owner)} must be finite; {_at(series, label)} is infinite. Fix it."
+    )
+
+
+def _negative_message(owner, series, label) -> str:
+    return (
+        f"The readings {_subject(owner)} must be non-negative loads; first negative "
+        f"{_at(series, label)}. Fix the data (or shift it by a public offset)."
+    )
+
+
+def _first_duplicate(t, codes, y, n_ids, kind, timezone):
+    """(code, stamp, equal, hint) of the first duplicated (series, stamp) pair in (series,
+    stamp) order, or None."""
+    order = np.lexsort((t, codes))
+    ts, cs = t[order], codes[order]
+    same = (np.diff(ts) == 0) & (np.diff(cs) == 0)
+    if not same.any():
+        return None
+    j = int(np.argmax(same))
+    a, b = y[order[j]], y[order[j + 1]]
+    equal = bool((a == b) or (np.isnan(a) and np.isnan(b)))
+    stamp = int(ts[j])
+    everyone = all(((t == stamp) & (codes == c)).sum() > 1 for c in range(min(n_ids, 50)))
+    hint = everyone and kind == "datetime" and timezone is None and _sunday(stamp)
+    return int(cs[j]), stamp, equal, hint
+
+
 def _assemble(
     kind: str,
     t: np.ndarray,
@@ -260,27 +314,10 @@ def _assemble(
         )
         return Readings(frame=frame, observed=None, missing=missing)
     # Duplicated (series, stamp) pairs, before the grid (a DST repeat shows up here).
-    order = np.lexsort((t, id_codes))
-    ts, cs = t[order], id_codes[order]
-    same = (np.diff(ts) == 0) & (np.diff(cs) == 0)
-    if same.any():
-        j = int(np.argmax(same))
-        a, b = y[order[j]], y[order[j + 1]]
-        equal = (a == b) or (np.isnan(a) and np.isnan(b))
-        stamp = int(ts[j])
-        everyone = all(((t == stamp) & (id_codes == c)).sum() > 1 for c in range(min(n_ids, 50)))
-        hint = (
-            " Every series repeats this stamp: local time on a daylight-saving day? Pass "
-            "--timezone ZONE to read local times (released on a UTC grid)."
-            if everyone and kind == "datetime" and timezone is None and _sunday(stamp)
-            else ""
-        )
-        raise DomainError(
-            f"The readings {_subject(owner)} have a duplicated (series, time stamp) pair, "
-            f"{'with the same value' if equal else 'with different values'}: first "
-            f"{_at(names[cs[j]], _label(kind, stamp))}. Keep one reading per series and "
-            f"step.{hint}"
-        )
+    dup = _first_duplicate(t, id_codes, y, n_ids, kind, timezone)
+    if dup is not None:
+        code, stamp, equal, hint = dup
+        raise DomainError(_duplicate_message(owner, equal, names[code], _label(kind, stamp), hint))
     origin, step, n = _grid(kind, t, ids, owner, timezone)
     pos = ((t - origin) // step).astype(np.int64)
     values = np.full((n, n_ids), np.nan)
@@ -289,26 +326,18 @@ def _assemble(
     if not observed.all():
         if missing == "error":
             step_i, col = np.argwhere(~observed)[0]
-            raise DomainError(
-                f"The readings {_subject(owner)} have a missing reading: first "
-                f"{_at(names[col], _label(kind, origin + int(step_i) * step))} (no row, an empty "
-                f"value or NaN). {_fix_missing(command)}."
-            )
+            label = _label(kind, origin + int(step_i) * step)
+            raise DomainError(_missing_message(owner, command, names[col], label))
     finite = np.isfinite(values) | ~observed
     if not finite.all():
         step_i, col = np.argwhere(~finite)[0]
-        raise DomainError(
-            f"The readings {_subject(owner)} must be finite; "
-            f"{_at(names[col], _label(kind, origin + int(step_i) * step))} is infinite. Fix it."
-        )
+        label = _label(kind, origin + int(step_i) * step)
+        raise DomainError(_infinite_message(owner, names[col], label))
     neg = observed & (values < 0)
     if neg.any():
         step_i, col = np.argwhere(neg)[0]
-        raise DomainError(
-            f"The readings {_subject(owner)} must be non-negative loads; first negative "
-            f"{_at(names[col], _label(kind, origin + int(step_i) * step))}. Fix the data (or "
-            "shift it by a public offset)."
-        )
+        label = _label(kind, origin + int(step_i) * step)
+        raise DomainError(_negative_message(owner, names[col], label))
     stamps = origin + step * np.arange(n, dtype=np.int64)
     index = (
         pd.DatetimeIndex(stamps.astype("datetime64[ns]"), name=DS)

@@ -122,6 +122,12 @@ def release_with_store(
             "(a Parquet INPUT is read period by period and must be complete). Convert it, or "
             "drop --missing."
         )
+    if lazy and timezone is not None:
+        raise ParameterError(
+            f"The '--timezone' option of {_OWNER} applies to a CSV or SQLite INPUT with --store "
+            "(a Parquet INPUT is read period by period on its own time stamps). Write them in "
+            "UTC or with their offsets, or drop --timezone."
+        )
     w = options["w"]
     if "cut" in options and not lazy:
         raise ParameterError(
@@ -129,6 +135,9 @@ def release_with_store(
             ".parquet INPUT (or drop --cut)."
         )
     if lazy:  # read period by period where each period runs
+        from ..io._parquet_pass import diagnose_parquet
+
+        diagnose_parquet(input_path, time_column=time_column, owner=_OWNER)  # in blocks
         scan = scan_parquet(input_path, time_column, _OWNER)
         long, time_name, ids = scan.long, scan.time, scan.leaves
         n_periods = max(len(scan.stamps) // w, 1)
