@@ -49,17 +49,20 @@ DAYS = 56
 SETTINGS = {
     "regional": {"start": "2016-01-04", "alpha": 50.0, "scored": None},
     "household": {"start": "2007-01-08", "alpha": 10.0, "scored": ["total"]},
+    # The same regional releases, the national series only (the slow peers run on it alone).
+    "regional-national": {"start": "2016-01-04", "alpha": 50.0, "scored": ["national"]},
 }
 #: Series every method forecasts (all nodes are released; only the scored ones are fitted).
 FITTED = {
     "regional": None,
     "household": ["total"],
+    "regional-national": ["national"],
 }
 
 
 def load(name: str) -> tuple[pd.DataFrame, dict, list[str]]:
     """(eight weeks of every node, hierarchy, leaves)."""
-    if name == "regional":
+    if name.startswith("regional"):
         frame, tree = dpstream.load_regional(), dpstream.regional_hierarchy()
     else:
         frame, tree = dpstream.load_household(2007), dpstream.household_hierarchy()
@@ -69,14 +72,25 @@ def load(name: str) -> tuple[pd.DataFrame, dict, list[str]]:
     return span, tree, leaves
 
 
+#: Directory where releases are kept (``--releases``), so that every process of a split run
+#: (the peers in the background, ours later) reads the very same release of each seed.
+RELEASES: Path | None = None
+
+
 def release(span: pd.DataFrame, tree: dict, leaves: list[str], alpha: float, seed: int):
     """(release, its stated error variances: ``dpstream.std_errors`` squared)."""
+    kept = None if RELEASES is None else RELEASES / f"{leaves[0]}_{alpha:g}_{seed}.pkl"
+    if kept is not None and kept.exists():
+        return pd.read_pickle(kept)
     out = dpstream.release_optstream(
         span[leaves], epsilon=1.0, hierarchy=tree, alpha=alpha, seed=seed
     )
     var = dpstream.std_errors(out, seed=seed) ** 2
     out, var = out[span.columns], var[span.columns]
     out.attrs, var.attrs = {}, {}
+    if kept is not None:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        pd.to_pickle((out, var), kept)
     return out, var
 
 
@@ -98,7 +112,12 @@ def peer_models(names: list[str]):
 
     make = {
         "MSTL": lambda: MSTL(season_length=[P, 7 * P]),
-        "AutoARIMA": lambda: AutoARIMA(season_length=P),
+        # statsforecast's documented search limits (its defaults did not finish a fit in 30
+        # min on the shared machine): approximation, stepwise, orders <= 2, <= 20 models.
+        "AutoARIMA": lambda: AutoARIMA(
+            season_length=P, approximation=True, stepwise=True, max_p=2, max_q=2, max_P=1,
+            max_Q=1, nmodels=20,
+        ),  # fmt: skip
         "AutoTheta": lambda: AutoTheta(season_length=P),
         "SeasonalNaive": lambda: SeasonalNaive(P),
     }
@@ -134,7 +153,13 @@ def run(
     names: list[str],
     csv=None,
     peer_seeds: int | None = None,
+    cache: str | None = None,
+    only: str = "all",
+    slow_seeds: int | None = None,
 ) -> pd.DataFrame:
+    """Per-origin rows of ours and the peers; peers' rows cached in ``cache`` (resumable)."""
+    done = _cached(cache, name)
+    slow_seeds = seeds if slow_seeds is None else slow_seeds
     span, tree, leaves = load(name)
     alpha = SETTINGS[name]["alpha"]
     fitted = FITTED[name] or list(span.columns)
@@ -146,7 +171,8 @@ def run(
     for s in range(seeds):
         rel, noise = release(span, tree, leaves, alpha, seed=1000 + s)
         sources.append(("release", s, rel[fitted], noise[fitted]))
-    peers = peer_models([n for n in names if n not in SLOW or slow_origins > 0])
+    peers = [] if only == "ours" else peer_models(
+        [n for n in names if n not in SLOW or slow_origins > 0])  # fmt: skip
     rows = []
     with threadpool_limits(1, user_api="blas"):
         # Warm runs: numba compiles statsforecast's models on their first fit.
@@ -155,14 +181,17 @@ def run(
             peer(model, first.iloc[-3 * P :, :1])  # compiles; the size does not matter
         ours(first.iloc[:, :1], None)
         for data, seed, frame, noise in sources:
-            methods = [("ours", None)]
+            methods = [] if only == "peers" else [("ours", None)]
             if seed is None or peer_seeds is None or seed < peer_seeds:
                 methods += [(n, m) for n, m in peers]
             for o_i, o in enumerate(origins):
                 history = frame.iloc[:o]
                 actual = truth[o : o + P][:, cols]
                 for method, model in methods:
-                    if method in SLOW and (o_i >= slow_origins or (seed or 0) > 0):
+                    if method in SLOW and (o_i >= slow_origins or (seed or 0) >= slow_seeds):
+                        continue
+                    key = (data, -1 if seed is None else seed, str(span.index[o].date()), method)
+                    if key in done:
                         continue
                     t0 = time.process_time()
                     if model is None:
@@ -179,10 +208,43 @@ def run(
                         "mape": 100.0 * float(ape.mean()), "coverage95": float(cover.mean()),
                         "cpu": cpu,
                     })  # fmt: skip
+                    if model is not None and cache:
+                        _append(cache, rows[-1])
                 print(f"{name} {data} {seed} origin {o_i + 1}/{len(origins)}", flush=True)
             if csv:  # partial results, one source at a time (long runs on a shared machine)
                 pd.DataFrame(rows).to_csv(csv, index=False)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if cache and only != "peers":  # the peers' rows of earlier (or concurrent) runs
+        old = _read_cache(cache)
+        old = old[(old["dataset"] == name) & old["method"].isin(names)]
+        table = pd.concat([table[table["method"] == "ours"], old], ignore_index=True)
+    return table
+
+
+def _read_cache(cache: str) -> pd.DataFrame:
+    """Rows of every cache file (comma-separated paths; the first is the one written)."""
+    paths = [c for c in cache.split(",") if Path(c).exists()]
+    if not paths:
+        return pd.DataFrame(columns=["dataset", "data", "seed", "origin", "method"])
+    table = pd.concat([pd.read_csv(c) for c in paths], ignore_index=True)
+    table["seed"] = table["seed"].astype("Int64")
+    return table.drop_duplicates(["dataset", "data", "seed", "origin", "method"], keep="last")
+
+
+def _cached(cache: str | None, name: str) -> set:
+    """Keys (data, seed or -1, origin, method) of the peers' rows already in ``cache``."""
+    if not cache:
+        return set()
+    table = _read_cache(cache)
+    table = table[table["dataset"] == name]
+    seeds = table["seed"].fillna(-1).astype(int)
+    return set(zip(table["data"], seeds, table["origin"], table["method"], strict=True))
+
+
+def _append(cache: str, row: dict) -> None:
+    """One peer's row, appended at once (a killed run resumes where it stopped)."""
+    path = Path(cache.split(",")[0])
+    pd.DataFrame([row]).to_csv(path, mode="a", header=not path.exists(), index=False)
 
 
 def coherent(seeds: int, n_origins: int) -> str:
@@ -324,9 +386,22 @@ def main() -> None:
     parser.add_argument(
         "--slow-origins",
         type=int,
-        default=3,
-        help="Origins of AutoARIMA and AutoTheta (the first ones; 0: skip).",
+        default=28,
+        help="Origins of AutoARIMA and AutoTheta (the first ones; 0: skip; default all 28).",
     )
+    parser.add_argument(
+        "--slow-seeds", type=int, default=None,
+        help="Release seeds of AutoARIMA and AutoTheta (the first ones; default all).",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cache", default=None,
+        help="CSV of the peers' per-origin rows: appended as they finish, read back, and "
+        "skipped on a restart (e.g. /tmp/forecast_peers_cache.csv).",
+    )  # fmt: skip
+    parser.add_argument(
+        "--only", choices=("all", "ours", "peers"), default="all",
+        help="Run only ours (peers read from --cache) or only the peers (into --cache).",
+    )  # fmt: skip
     parser.add_argument("--peers", nargs="*", default=list(PEERS), choices=PEERS)
     parser.add_argument("--datasets", nargs="+", default=["regional", "household"])
     parser.add_argument("--out", default=None, help="Markdown report (default: print only).")
@@ -337,7 +412,13 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--coherent", action="store_true", help="Only the coherent part.")
     parser.add_argument("--from-csv", default=None, help="Only report this per-origin table.")
+    parser.add_argument(
+        "--releases", default=None,
+        help="Directory keeping each seed's release (written once, then read back).",
+    )  # fmt: skip
     args = parser.parse_args()
+    global RELEASES
+    RELEASES = None if args.releases is None else Path(args.releases)
     if args.coherent:
         text = coherent(args.seeds, args.origins)
         print(text)
@@ -363,11 +444,17 @@ def main() -> None:
                 args.peers,
                 args.csv,
                 args.peer_seeds,
+                args.cache,
+                args.only,
+                args.slow_seeds,
             )  # fmt: skip
             for d in args.datasets
         ],
         ignore_index=True,
     )
+    if args.only == "peers":
+        print(f"peers' rows in {args.cache}")
+        return
     text = report(table, args)
     print(text)
     if args.out:

@@ -51,15 +51,17 @@ from mechanisms.core._results import summary_text
 from mechanisms.core._validation import check_integer
 
 from ._arma import one_blas_thread
-from ._multi import AUTO_CANDIDATES, MODELS, min_history, point_forecast
+from ._multi import AUTO_CANDIDATES, LOG_OFFSET, MODELS, min_history, point_forecast
 from ._series import _clock
 
-__all__ = ["CHOICE_DAYS", "INTERVAL_DAYS", "Forecast", "forecast"]
+__all__ = ["CHOICE_DAYS", "INTERVAL_DAYS", "Forecast", "conformal_bounds", "forecast"]
 
 #: Backtest boundaries whose errors give the forecast variances (at most).
-INTERVAL_DAYS = 14
+INTERVAL_DAYS = 21
 #: The most recent backtest boundaries on which "auto" chooses.
-CHOICE_DAYS = 14
+CHOICE_DAYS = 21
+#: Backtest loss of "auto": "relative" (|error| / |actual|, floored) or "absolute".
+CHOICE_LOSS = "relative"
 #: Width of the moving average smoothing the backtest variances over the steps ahead.
 SMOOTH_STEPS = 5
 #: Smallest fraction of the backtest variance kept after removing R (a floor, never 0).
@@ -91,6 +93,14 @@ class Forecast:
     correlation: np.ndarray | None = field(default=None, repr=False)
     """Correlation across series of the backtest errors (used by the reconciliation's
     simulation), or None."""
+    scores: np.ndarray | None = field(default=None, repr=False)
+    """Backtest residuals (actual − forecast) over :attr:`scale`, pooled over the steps ahead
+    (N, series): their empirical quantiles shape the intervals (module notes), or None
+    (Gaussian intervals)."""
+    scale: np.ndarray | None = field(default=None, repr=False)
+    """Standard deviation of the model's error per step (horizon, series), or None."""
+    noise_sd: np.ndarray | None = field(default=None, repr=False)
+    """Release error's standard deviation added on both sides (horizon, series), or None."""
     coherent: bool = False
     """Whether the forecasts were reconciled to a hierarchy (:func:`forecasting.reconcile`)."""
 
@@ -103,7 +113,9 @@ class Forecast:
     def interval(self, level: float = 0.95) -> pd.DataFrame:
         """Lower and upper bounds of the central ``level`` interval (columns lower, upper).
 
-        Gaussian, mean ± z·std ([HA21] §5.5), or the quantiles of :attr:`samples`. For many
+        The quantiles of :attr:`samples` (reconciled forecasts); else the split-conformal
+        quantiles of the backtest :attr:`scores` times :attr:`scale`, widened by z·
+        :attr:`noise_sd` (module notes); else Gaussian, mean ± z·std ([HA21] §5.5). For many
         series the columns are (bound, series): ``fc.interval(0.95)["lower"]`` is a frame.
         """
         level = _check_levels(level, "interval")[0]
@@ -111,6 +123,14 @@ class Forecast:
         if self.samples is not None:
             lo = np.quantile(self.samples, (1.0 - level) / 2.0, axis=0)
             hi = np.quantile(self.samples, (1.0 + level) / 2.0, axis=0)
+            lower = pd.DataFrame(lo, index=mean.index, columns=mean.columns)
+            upper = pd.DataFrame(hi, index=mean.index, columns=mean.columns)
+        elif self.scores is not None:
+            q_lo, q_hi = conformal_bounds(self.scores, level)
+            z = float(ndtri(0.5 + level / 2.0))
+            centre = mean.to_numpy()
+            lo = centre + self.scale * q_lo[None, :] - z * self.noise_sd
+            hi = centre + self.scale * q_hi[None, :] + z * self.noise_sd
             lower = pd.DataFrame(lo, index=mean.index, columns=mean.columns)
             upper = pd.DataFrame(hi, index=mean.index, columns=mean.columns)
         else:
@@ -154,6 +174,22 @@ class Forecast:
             ("mean std of a step", float(np.mean(std.to_numpy()))),
         ]
         return summary_text("Forecast", rows, result=self)
+
+
+def conformal_bounds(scores: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Split-conformal lower and upper quantiles of ``scores`` (N, m) for a central ``level``.
+
+    The ⌊(N + 1)·a⌋-th and ⌈(N + 1)·(1 − a)⌉-th order statistics, a = (1 − level) / 2
+    ([AB23] §1 and §2, the finite-sample correction of split conformal prediction, each
+    tail at a), clipped to the smallest and largest score when N is too small.
+    """
+    n = scores.shape[0]
+    tail = (1.0 - level) / 2.0
+    hi = min(1.0, np.ceil((n + 1) * (1.0 - tail)) / n)
+    lo = max(0.0, np.floor((n + 1) * tail) / n)
+    upper = np.quantile(scores, hi, axis=0, method="inverted_cdf")
+    lower = np.quantile(scores, lo, axis=0, method="inverted_cdf") if lo > 0 else scores.min(0)
+    return lower, upper
 
 
 def _pct(level: float) -> str:
@@ -435,12 +471,12 @@ def forecast(
     args = (fits, horizon, period, z, zf, noise == "white")
     if client is None:
         with one_blas_thread():
-            mean, var, chosen, corr = _forecast_block(values, r_steps, *args)
+            mean, scale, noise_sd, chosen, corr, scores = _forecast_block(values, r_steps, *args)
     else:
-        mean, var, chosen, corr = _on_dask(client, values, r_steps, args)
+        mean, scale, noise_sd, chosen, corr, scores = _on_dask(client, values, r_steps, args)
     index = _future_index(wide.index, horizon)
     mean_f = pd.DataFrame(mean, index=index, columns=wide.columns)
-    std_f = pd.DataFrame(np.sqrt(var), index=index, columns=wide.columns)
+    std_f = pd.DataFrame(scale + noise_sd, index=index, columns=wide.columns)
     out = Forecast(
         mean=mean_f.iloc[:, 0] if single else mean_f,
         std=std_f.iloc[:, 0] if single else std_f,
@@ -448,6 +484,9 @@ def forecast(
         models=dict(zip(wide.columns, chosen, strict=True)),
         target="series" if r_steps is None else "truth",
         correlation=corr,
+        scores=scores,
+        scale=scale,
+        noise_sd=noise_sd,
     )
     if hierarchy is not None:
         from ._coherent import reconcile
@@ -472,11 +511,11 @@ def _on_dask(client, values, noise, args):
         for b in blocks
     ]
     parts = client.gather(futures)
-    mean = np.hstack([p[0] for p in parts])
-    var = np.hstack([p[1] for p in parts])
-    chosen = [c for p in parts for c in p[2]]
-    corr = scipy.linalg.block_diag(*[p[3] for p in parts])  # blocks apart: no cross terms
-    return mean, var, chosen, corr
+    mean, scale, noise_sd = (np.hstack([p[i] for p in parts]) for i in range(3))
+    chosen = [c for p in parts for c in p[3]]
+    corr = scipy.linalg.block_diag(*[p[4] for p in parts])  # blocks apart: no cross terms
+    scores = np.hstack([p[5] for p in parts])
+    return mean, scale, noise_sd, chosen, corr, scores
 
 
 def _forecast_block_threads(*args):
@@ -493,8 +532,8 @@ def _forecast_block(
     z: np.ndarray | None,
     zf: np.ndarray | None,
     white: bool,
-) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
-    """(mean (h, m), variance (h, m), model per series, error correlation (m, m))."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], np.ndarray, np.ndarray]:
+    """(mean, scale, noise sd (h, m), model per series, error correlation (m, m), scores)."""
     n, m = values.shape
     r_series = None if noise is None else noise[-28 * period :].mean(axis=0)
     need = {k: min_history(k, period) for k in models}
@@ -514,10 +553,15 @@ def _forecast_block(
         choice = np.zeros(m, dtype=int)
     else:
         depth = min(CHOICE_DAYS, *(errors[k].shape[0] for k in models))
-        scores = np.stack([np.mean(np.abs(errors[k][:depth]), axis=(0, 1)) for k in models])
-        choice = np.argmin(scores, axis=0)
+        # |error| / |actual| (floored): the percentage error the forecasts are judged by
+        floor = LOG_OFFSET * np.maximum(np.abs(values).mean(axis=0), 1e-12)
+        actual = np.stack([values[b : b + horizon] for b in bounds[:depth]])
+        denom = np.maximum(np.abs(actual), floor) if CHOICE_LOSS == "relative" else 1.0
+        loss = np.stack([np.mean(np.abs(errors[k][:depth]) / denom, axis=(0, 1)) for k in models])
+        choice = np.argmin(loss, axis=0)
     mean = np.empty((horizon, m))
-    var = np.empty((horizon, m))
+    scale = np.empty((horizon, m))
+    noise_sd = np.zeros((horizon, m))
     depth = min(errors[k].shape[0] for k in models)
     chosen_errs = np.empty((depth, horizon, m))
     for i, k in enumerate(models):
@@ -526,9 +570,21 @@ def _forecast_block(
             continue
         sub_noise = None if r_series is None else r_series[cols]
         mean[:, cols] = point_forecast(k, values[:, cols], horizon, period, sub_noise, z, zf)
-        var[:, cols] = _variance(errors[k][:, :, cols], noise, cols, n, horizon, period, white)
+        scale[:, cols], noise_sd[:, cols] = _spread(
+            errors[k][:, :, cols], noise, cols, n, horizon, period, white
+        )
         chosen_errs[:, :, cols] = errors[k][:depth, :, cols]
-    return mean, var, [models[i] for i in choice], _correlation(chosen_errs)
+    return (
+        mean, scale, noise_sd, [models[i] for i in choice], _correlation(chosen_errs),
+        _scores(chosen_errs),
+    )  # fmt: skip
+
+
+def _scores(errs: np.ndarray) -> np.ndarray:
+    """Residuals actual − forecast over their smoothed RMS per step ahead, pooled: (B·h, m)."""
+    rms = np.sqrt(_smooth(np.mean(errs**2, axis=0)))
+    rms[rms == 0] = 1.0
+    return (-errs / rms[None]).reshape(-1, errs.shape[2])
 
 
 def _correlation(errs: np.ndarray) -> np.ndarray:
@@ -545,7 +601,19 @@ def _correlation(errs: np.ndarray) -> np.ndarray:
     return corr / np.outer(d, d)
 
 
-def _variance(
+def _smooth(sq: np.ndarray) -> np.ndarray:
+    """Moving average of (h, m) over :data:`SMOOTH_STEPS` steps ahead (edges repeated)."""
+    if sq.shape[0] < SMOOTH_STEPS:
+        return sq
+    kernel = np.ones(SMOOTH_STEPS) / SMOOTH_STEPS
+    pad = SMOOTH_STEPS // 2
+    padded = np.pad(sq, ((pad, pad), (0, 0)), mode="edge")
+    return np.column_stack(
+        [np.convolve(padded[:, j], kernel, mode="valid") for j in range(sq.shape[1])]
+    )
+
+
+def _spread(
     errs: np.ndarray,
     noise: np.ndarray | None,
     cols: np.ndarray,
@@ -553,25 +621,22 @@ def _variance(
     horizon: int,
     period: int,
     white: bool,
-) -> np.ndarray:
-    """Backtest variance per step ahead, smoothed; for the truth (module notes) when R given."""
-    sq = np.mean(errs**2, axis=0)  # (h, m)
-    if horizon >= SMOOTH_STEPS:
-        kernel = np.ones(SMOOTH_STEPS) / SMOOTH_STEPS
-        pad = SMOOTH_STEPS // 2
-        padded = np.pad(sq, ((pad, pad), (0, 0)), mode="edge")
-        sq = np.column_stack(
-            [np.convolve(padded[:, j], kernel, mode="valid") for j in range(sq.shape[1])]
-        )
+) -> tuple[np.ndarray, np.ndarray]:
+    """(model error sd, release error sd) per step ahead (h, m), for the truth when R given.
+
+    The backtest RMS per step ahead, smoothed; with R (module notes) the "correlated" case keeps
+    it and adds √R on top (Minkowski), the "white" case subtracts R from its square.
+    """
+    sq = _smooth(np.mean(errs**2, axis=0))  # (h, m)
     if noise is None:
-        return sq
+        return np.sqrt(sq), np.zeros_like(sq)
     if not white:  # sd(ŷ − x) <= sd(ŷ − y) + sd(y − x): Minkowski
         days = min(7, n // period)
         phase = np.arange(horizon) % period
         pos = n - days * period + phase[None, :] + period * np.arange(days)[:, None]
         r = noise[pos][:, :, cols].mean(axis=0)  # (h, m): R at the same step of the day
-        return (np.sqrt(sq) + np.sqrt(r)) ** 2
+        return np.sqrt(sq), np.sqrt(r)
     b = n - horizon - period * np.arange(errs.shape[0])
     targets = b[:, None] + np.arange(horizon)[None, :]  # (B, h) positions
     r = noise[targets][:, :, cols].mean(axis=0)  # (h, m)
-    return np.maximum(sq - r, MIN_SHARE * sq)
+    return np.sqrt(np.maximum(sq - r, MIN_SHARE * sq)), np.zeros_like(sq)

@@ -18,6 +18,14 @@ errors of the same model on a backtest inside the training window (:mod:`forecas
   noise as a fixed measurement error when R is known ([DK12] §3.4).
 * ``holt-winters`` and ``profile``: the daily-season models of :mod:`forecasting._seasonal`.
 * ``weekly-profile``: the mean of the last (up to 4) weeks at the same time of the week.
+* ``mape-profile``: at each time of day, the point that minimises the MAPE of the last
+  :data:`MAPE_DAYS` days at that time, i.e. the median of their empirical distribution
+  reweighted by 1/y (the β-median with β = −1, the optimal point forecast under the absolute
+  percentage error, [Gne11] §3). Spiky, heteroscedastic loads (a household:
+  appliances switch on at varying times) are far from their mean most of the time, and the
+  percentage error punishes an over-forecast of a quiet hour most; this is the forecast that
+  loss asks for. Values below :data:`LOG_OFFSET` × the series' mean are floored there (a
+  release may be near zero or negative) so that the weights stay finite.
 
 Regressors (``exog``) enter the harmonic regression directly; the other models forecast
 y − Zγ̂, γ̂ from the harmonic regression of y on the Fourier terms and Z (so that the effect of
@@ -29,6 +37,7 @@ References
         Series with Multiple Seasonal Patterns, 2021.
 [HA21]  Hyndman, Athanasopoulos. Forecasting: Principles and Practice, 3rd ed., 2021.
 [DK12]  Durbin, Koopman. Time Series Analysis by State Space Methods, 2nd ed., 2012.
+[Gne11] Gneiting. Making and Evaluating Point Forecasts. JASA 106(494), 746–762, 2011.
 """
 
 from __future__ import annotations
@@ -40,23 +49,25 @@ from ._fit import _Quiet
 from ._harmonic import _ar1_remainder, design, harmonic
 from ._seasonal import holt_winters, profile
 
-__all__ = ["AUTO_CANDIDATES", "MODELS", "min_history", "point_forecast"]
+__all__ = ["AUTO_CANDIDATES", "MODELS", "min_history", "point_forecast", "relative_median"]
 
 #: Models of :func:`forecasting.forecast` ("auto" chooses among :data:`AUTO_CANDIDATES`).
 MODELS = (
     "auto", "harmonic", "log-harmonic", "mstl", "sarimax", "holt-winters", "profile",
-    "weekly-profile",
+    "weekly-profile", "mape-profile",
 )  # fmt: skip
 #: The candidates of "auto": fast ones (numpy only), so that its backtest stays cheap. (With
 #: the profiles as well, the backtest's choice cost 0.5 point of MAPE on the bundled releases:
 #: ``bench/bench_forecast_peers.py``.)
-AUTO_CANDIDATES = ("log-harmonic", "harmonic")
+AUTO_CANDIDATES = ("log-harmonic", "harmonic", "mape-profile")
 #: Offset of "log-harmonic", as a share of the series' mean: log(max(y, 0) + c·mean).
 LOG_OFFSET = 0.05
 #: Weeks averaged by "weekly-profile" (at most).
 PROFILE_WEEKS = 4
 #: Days of history "mstl" and "sarimax" fit (the last 8 weeks at most).
 MAX_DAYS = 56
+#: Days whose values at the same time of day "mape-profile" weighs.
+MAPE_DAYS = 7
 
 
 def min_history(model: str, period: int) -> int:
@@ -69,6 +80,7 @@ def min_history(model: str, period: int) -> int:
         "holt-winters": 2 * period,
         "profile": 8 * period,
         "weekly-profile": 7 * period,
+        "mape-profile": MAPE_DAYS * period,
     }[model]
 
 
@@ -105,6 +117,10 @@ def point_forecast(
         weeks = min(PROFILE_WEEKS, n // (7 * period))
         cycles = values[n - weeks * 7 * period :].reshape(weeks, 7 * period, m).mean(axis=0)
         out = cycles[np.arange(horizon) % (7 * period)]  # whole weeks back: same phase
+    elif model == "mape-profile":
+        floor = LOG_OFFSET * np.maximum(np.abs(values).mean(axis=0), 1e-12)
+        cycles = values[n - MAPE_DAYS * period :].reshape(MAPE_DAYS, period, m)
+        out = relative_median(np.maximum(cycles, floor))[np.arange(horizon) % period]
     elif model == "profile":
         out = np.column_stack([profile(values[:, j], horizon, period)[0] for j in range(m)])
     elif model == "holt-winters":
@@ -120,6 +136,18 @@ def point_forecast(
     else:  # pragma: no cover - validated by the caller
         raise AssertionError(model)
     return out + effect
+
+
+def relative_median(samples: np.ndarray) -> np.ndarray:
+    """The β-median, β = −1, of positive ``samples`` along axis 0 ([Gne11] §3).
+
+    The smallest sample x_(i) whose weights 1/x up to it reach half their total: the minimiser
+    of Σ_k |x − x_k| / x_k, the empirical MAPE of the point x.
+    """
+    ordered = np.sort(samples, axis=0)
+    cum = np.cumsum(1.0 / ordered, axis=0)
+    first = np.argmax(cum >= 0.5 * cum[-1:], axis=0)
+    return np.take_along_axis(ordered, first[None], axis=0)[0]
 
 
 def _remove_exog(
@@ -143,10 +171,11 @@ def _mstl(y: np.ndarray, horizon: int, period: int, noise: float) -> np.ndarray:
 
     with _Quiet():
         res = MSTL(y, periods=(period, 7 * period)).fit()
-    seasonal = np.asarray(res.seasonal, dtype=np.float64)  # (n, 2)
+    # (n, 2); statsmodels drops the weekly season when the history holds two weeks or less
+    seasonal = np.asarray(res.seasonal, dtype=np.float64).reshape(y.size, -1)
     steps = np.arange(horizon)
     out = np.full(horizon, float(np.asarray(res.trend)[-1]))
-    for col, length in enumerate((period, 7 * period)):
+    for col, length in enumerate((period, 7 * period)[: seasonal.shape[1]]):
         last = seasonal[-length:, col]
         out += last[steps % length]
     remainder = np.asarray(res.resid, dtype=np.float64)[:, None]

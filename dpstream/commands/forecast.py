@@ -122,7 +122,8 @@ def _derived_record(input_path: str) -> dict:
     default="auto",
     show_default=True,
     help="Forecaster. Past the end: harmonic (daily + weekly Fourier regression), "
-    "log-harmonic, mstl, sarimax, holt-winters, profile, weekly-profile or auto. With --truth: "
+    "log-harmonic, mstl, sarimax, holt-winters, profile, weekly-profile, mape-profile (the "
+    "point of least percentage error, for spiky loads) or auto. With --truth: "
     "arma, sarima, holt-winters, profile or auto (chosen per day by a backtest inside the "
     "training window).",
 )
