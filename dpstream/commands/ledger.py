@@ -91,46 +91,30 @@ def show(path: str | None, dataset: str | None) -> None:
         _show_one(file, detail=False)
 
 
-def _period_text(key: int | None) -> str:
-    if key is None:
-        return "none (counts for every period)"
-    if abs(int(key)) >= 10**15:  # ns since the epoch: a date
-        import pandas as pd
-
-        return str(pd.Timestamp(int(key)))
-    return str(key)
-
-
 def _show_one(file: Path, *, detail: bool) -> None:
-    from dpstream._ledger import SQLiteLedger, _dec, total_decimal
+    from dpstream._dataset import ledger_summary
 
-    with SQLiteLedger(file, readonly=True) as book:
-        entries = book.entries()
-        name = book.dataset or "(no data set name)"
-        unit = "any unit" if book.unit is None else book.unit.describe()
-        left = book.remaining_text
+    book = ledger_summary(file)  # the report's figures too (dpstream.demo._summary)
+    click.echo(
+        f"Data set {book['dataset'] or '(no data set name)'}: ledger {file} (id {book['id']}); "
+        f"total ε={book['total_epsilon']}, δ={book['total_delta']}; {book['unit']}."
+    )
+    periods = book["periods"]
+    click.echo(
+        f"  {len(book['releases'])} charge(s); left for the most spent period: {book['left']}"
+        + ("" if not periods else f" ({len(periods)} period(s) charged)")
+    )
+    if not detail:
+        return
+    click.echo("  Per release:")
+    for e in book["releases"]:
+        store = "" if e["store"] is None else f", store id {e['store'][:12]}"
+        period = "none (counts for every period)" if e["period"] is None else e["period"]
         click.echo(
-            f"Data set {name}: ledger {file} (id {(book.id or '?')[:12]}); total "
-            f"ε={_dec(total_decimal(book.total.epsilon))}, "
-            f"δ={_dec(total_decimal(book.total.delta))}; {unit}."
+            f"    #{e['id']} {e['created']}  {e['label']}: ε={e['epsilon']}, "
+            f"δ={e['delta']}, period {period}{store}"
         )
-        click.echo(
-            f"  {len(entries)} charge(s); left for the most spent period: {left}"
-            + ("" if not book._by_period else f" ({len(book._by_period)} period(s) charged)")
-        )
-        if not detail:
-            return
-        click.echo("  Per release:")
-        for e in entries:
-            store = "" if e["store"] is None else f", store id {e['store'][:12]}"
-            click.echo(
-                f"    #{e['id']} {e['created']}  {e['label']}: ε={e['epsilon']}, "
-                f"δ={e['delta']}, period {_period_text(e['period'])}{store}"
-            )
-        if book._by_period:
-            click.echo("  Per period (its charges plus those tied to no period):")
-            for key in sorted(book._by_period):
-                click.echo(
-                    f"    {_period_text(key)}: ε={_dec(book._global + book._by_period[key])}, "
-                    f"δ={_dec(book._global_dlt + book._by_period_dlt.get(key, 0))}"
-                )
+    if periods:
+        click.echo("  Per period (its charges plus those tied to no period):")
+        for p in periods:
+            click.echo(f"    {p['period']}: ε={p['epsilon']}, δ={p['delta']}")

@@ -17,7 +17,7 @@ from dpstream.demo._optstream import run_optstream_stage
 from dpstream.demo._pak import run_pak_stage
 from dpstream.demo._report import format_number as fmt
 from dpstream.demo._report import write_report
-from dpstream.demo._summary import glossary_section, privacy_section
+from dpstream.demo._summary import glossary_section, ledger_section, privacy_section
 from dpstream.demo._tops import run_tops_stage
 
 __all__ = ["run_demo"]
@@ -56,6 +56,44 @@ def _answers(key: dict) -> list[str]:
     return out
 
 
+def run_operator_ledger(config: DemoConfig):
+    """The operator's job in miniature, to show a data set's ledger (issue 24): three days of
+    the regional hierarchy released through a store, day by day, charged to the data set's
+    ledger -- per period, so each day costs its own ε.
+
+    The demo's ledger is *throwaway*: ``OUT/operator/regional.db`` (and its store), made anew
+    on every run, never in ``$DPSTREAM_HOME`` -- a demo of bundled public data, seeded (an
+    experiment, NOT private), must run again on any machine without touching (or being
+    refused by) the user's data sets. Returns the report section."""
+    from dpstream import datasets
+    from dpstream._dataset import fingerprint
+    from dpstream._ledger import SQLiteLedger
+    from dpstream.store import ReleaseStore
+    from mechanisms import Budget, WAlphaIndistinguishability
+
+    folder = config.out / "operator"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("regional.db", "store.db"):  # the demo's own files only
+        for side in ("", "-wal", "-shm", "-journal"):
+            (folder / f"{name}{side}").unlink(missing_ok=True)
+    hierarchy = datasets.regional_hierarchy()
+    days = datasets.load_regional().loc[config.month][hierarchy["national"]].iloc[: 48 * 3]
+    book = SQLiteLedger(
+        folder / "regional.db",
+        total=Budget(1.0),
+        unit=WAlphaIndistinguishability(w=48, alpha=config.alpha),
+        dataset="regional-demo",
+        fingerprint=fingerprint(days.columns, hierarchy),
+    )
+    kw = {"epsilon": 1.0, "alpha": config.alpha, "k": 10, "hierarchy": hierarchy}
+    with book, ReleaseStore(folder / "store.db", ledger=book) as store:
+        for n in (1, 2, 3):  # the daily job: each run releases the new day only
+            store.release_optstream(days.iloc[: 48 * n], seed=config.experiment_seed(9), **kw)
+    return ledger_section(
+        [folder / "regional.db"], where="this report's folder (operator/, a demo's throwaway)"
+    )
+
+
 def run_demo(config: DemoConfig, *, progress: bool = True) -> tuple[Path, dict]:
     """Run every stage; return the path of ``index.html`` and the key numbers."""
     started = time.perf_counter()
@@ -77,6 +115,7 @@ def run_demo(config: DemoConfig, *, progress: bool = True) -> tuple[Path, dict]:
     sections.append(section)
     key.update(numbers)
     entries += more
+    ledgers = run_operator_ledger(config)
     steps.finish()
     meta = {
         "dpstream": "0.1.0",
@@ -88,7 +127,7 @@ def run_demo(config: DemoConfig, *, progress: bool = True) -> tuple[Path, dict]:
     # Every kind of release the report shows, with its privacy record (issues 8 and 17).
     records = [{"label": e.label, "section": e.stage, **e.record} for e in entries]
     index = write_report(
-        [privacy_section(entries), *sections, glossary_section()],
+        [privacy_section(entries), ledgers, *sections, glossary_section()],
         config.out,
         title="dpstream report",
         subtitle="Which parameters, how accurate is the release, how good are forecasts on it: "

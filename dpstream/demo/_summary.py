@@ -18,7 +18,14 @@ import pandas as pd
 
 from dpstream.demo._report import ReportSection, ReportTable, format_number
 
-__all__ = ["GLOSSARY", "ReleaseEntry", "glossary_section", "plain_guarantee", "privacy_section"]
+__all__ = [
+    "GLOSSARY",
+    "ReleaseEntry",
+    "glossary_section",
+    "ledger_section",
+    "plain_guarantee",
+    "privacy_section",
+]
 
 #: Plain names of the mechanisms in the records.
 MECHANISM_NAMES = {
@@ -203,6 +210,81 @@ GLOSSARY = {
     "FV19, PAK19, ToPS21": "the papers followed: Fioretto & Van Hentenryck (OptStream), "
     "Perrier, Asghar & Kaafar (PAK), Wang et al. (ToPS); docs/ lists them.",
 }
+
+
+def ledger_section(ledgers: list, *, where: str) -> ReportSection:
+    """The budget of each data set: what its ledger has spent per release and per period, and
+    what is left -- the figures of ``dpstream ledger show`` (both read
+    :func:`dpstream._dataset.ledger_summary`). ``ledgers``: ledger files; ``where``: where
+    they are, in words. Only public facts: budgets, labels, dates of periods."""
+    from dpstream._dataset import ledger_summary
+
+    books = [ledger_summary(path) for path in ledgers]
+    overview = pd.DataFrame(
+        [
+            {
+                "data set": b["dataset"] or "(no name)",
+                "privacy unit": b["unit"],
+                "total ε": b["total_epsilon"],
+                "total δ": b["total_delta"],
+                "left (most spent period)": b["left"],
+                "releases charged": len(b["releases"]),
+                "periods charged": len(b["periods"]),
+                "ledger": b["ledger"],
+            }
+            for b in books
+        ],
+        columns=["data set", "privacy unit", "total ε", "total δ", "left (most spent period)",
+                 "releases charged", "periods charged", "ledger"],
+    )  # fmt: skip
+    releases = pd.DataFrame(
+        [
+            {"data set": b["dataset"] or "(no name)", "charge": e["id"], "made": e["created"],
+             "release": e["label"], "ε": e["epsilon"], "δ": e["delta"],
+             "period": e["period"] or "every period"}
+            for b in books
+            for e in b["releases"]
+        ],
+        columns=["data set", "charge", "made", "release", "ε", "δ", "period"],
+    )  # fmt: skip
+    periods = pd.DataFrame(
+        [
+            {"data set": b["dataset"] or "(no name)", "period": p["period"],
+             "spent ε": p["epsilon"], "spent δ": p["delta"]}
+            for b in books
+            for p in b["periods"]
+        ],
+        columns=["data set", "period", "spent ε", "spent δ"],
+    )  # fmt: skip
+    caption = "Each data set's budget and what is left"
+    tables = [ReportTable(name="ledgers", caption=caption, frame=overview)]
+    if len(releases):
+        tables.append(
+            ReportTable(name="ledger_releases", caption="Per release: every charge", frame=releases)
+        )
+    if len(periods):
+        tables.append(
+            ReportTable(
+                name="ledger_periods",
+                caption="Per period: its own charges plus those tied to no period",
+                frame=periods,
+            )
+        )
+    return ReportSection(
+        key="ledgers",
+        title="The budget of each data set",
+        paragraphs=(
+            "A data set has one budget: every release of its streams, from any file, store or "
+            "program, is charged to its ledger before any noise is drawn, and a release the "
+            "ledger cannot pay is refused. A release through a store is charged per period "
+            "(every window of w steps within the total); other releases count for every "
+            "period. 'Left' is what the most spent period has left: a period not yet released "
+            "has the whole total, less the charges tied to no period. These are the figures of 'dpstream ledger show' for the ledgers in "
+            f"{where}."
+            + ("" if books else " There are none yet."),
+        ),
+        tables=tuple(tables),
+    )
 
 
 def glossary_section() -> ReportSection:

@@ -40,7 +40,7 @@ class StoreLedger(SQLiteLedger):
     first (keyed by the period's first time stamp and the store's id).
     """
 
-    __slots__ = ("_dataset", "_grid", "_owns", "_store_id", "_store_name")
+    __slots__ = ("_dataset", "_grid", "_owns", "_store_id", "_store_name", "before_charge")
 
     def __init__(
         self, con: sqlite3.Connection, total: Budget, *, unit=None, name: str = "the store"
@@ -53,6 +53,8 @@ class StoreLedger(SQLiteLedger):
         self._owns = False
         self._store_id = None
         self._store_name = name
+        #: Called before every charge (the store writes a new store's configuration then).
+        self.before_charge = None
         self._start(total, unit)
 
     def attach(self, dataset: SQLiteLedger, *, grid, store_id: str, owns: bool) -> None:
@@ -81,6 +83,8 @@ class StoreLedger(SQLiteLedger):
         SQLiteLedger.check(self, budget, label, unit=unit, period=period)
 
     def charge(self, budget, label="", *, unit=None, period=None) -> None:
+        if self.before_charge is not None:
+            self.before_charge()
         if self._dataset is not None and period is not None:
             SQLiteLedger.check(self, budget, label, unit=unit, period=period)  # own balance
             key, span = self._key(period)

@@ -185,6 +185,11 @@ class ReleaseStore:
         self._dataset_ledger = ledger
         self._dataset = dataset
         self._new_dataset = bool(new_dataset)
+        # A new store's configuration (and its data set binding) is written with its first
+        # charge, not before: a release refused before it (another store released its days,
+        # an overspend) leaves the store as it was (issue 24).
+        self._pending_config: dict | None = None
+        self._pending_meta: dict[str, str] = {}
         self._terms = _terms or {
             "dataset": "dataset=",
             "ledger": "ledger=",
@@ -406,14 +411,45 @@ class ReleaseStore:
 
     @property
     def config(self) -> dict | None:
-        """The store's configuration (public parameters), or None before its first release."""
+        """The store's configuration (public parameters), or None before its first release
+        (during a new store's first release: the configuration it will write with its first
+        charge)."""
+        stored = self._stored_config()
+        return self._pending_config if stored is None else stored
+
+    def _stored_config(self) -> dict | None:
         row = self._con.execute("SELECT value FROM meta WHERE key='config'").fetchone()
         return None if row is None else json.loads(row[0])
 
+    def _write_pending(self) -> None:
+        """Write a new store's configuration and data set binding (one transaction), just
+        before its first charge: nothing is written for a release refused before it."""
+        if self._pending_config is None:
+            return
+        config = json.dumps(self._pending_config, sort_keys=True)
+        with transaction(self._con, self._what):
+            if self._stored_config() is None:
+                self._con.execute("INSERT INTO meta VALUES ('config', ?)", (config,))
+                self._con.executemany(
+                    "INSERT OR REPLACE INTO meta VALUES (?, ?)", list(self._pending_meta.items())
+                )
+        self._pending_config, self._pending_meta = None, {}
+
+    def _drop_pending(self) -> None:
+        """Forget a configuration never written (a refused first release) and its ledger."""
+        if self._ledger is not None:
+            self._ledger.close_dataset()
+        self._ledger, self._pending_config, self._pending_meta = None, None, {}
+        for key in ("ledger_id", "dataset"):
+            self.meta.pop(key, None)
+
     def _check_config(self, config: dict) -> None:
         """Refuse a configuration that is not the store's (nothing written)."""
-        stored = self.config
+        stored = self._stored_config()
         if stored is None:
+            fresh = json.loads(json.dumps(config))
+            if self._pending_config is not None and self._pending_config != fresh:
+                self._drop_pending()  # an earlier, refused first release's: not the store's
             return
         fresh = json.loads(json.dumps(config))
         diff = sorted(k for k in set(stored) | set(fresh) if stored.get(k) != fresh.get(k))
@@ -429,18 +465,21 @@ class ReleaseStore:
             )
 
     def _fix_config(self, config: dict) -> dict:
-        """Write the configuration on first use; refuse a different one afterwards."""
+        """Fix the configuration on first use -- written with the first charge (or period),
+        so a first release refused before it leaves nothing; refuse a different one
+        afterwards."""
         self._check_config(config)
-        stored = self.config
+        stored = self._stored_config()
         if stored is None:
             fresh = json.loads(json.dumps(config))
+            self._pending_config = fresh
             if self._ledger is None and not self.readonly:
                 # the data set's ledger first: a release it refuses fixes nothing in the store
-                self._ledger = self._make_ledger(fresh)
-            with transaction(self._con, self._what):
-                self._con.execute(
-                    "INSERT INTO meta VALUES ('config', ?)", (json.dumps(config, sort_keys=True),)
-                )
+                try:
+                    self._ledger = self._make_ledger(fresh)
+                except BaseException:
+                    self._pending_config, self._pending_meta = None, {}
+                    raise
             return fresh
         return stored
 
@@ -465,6 +504,7 @@ class ReleaseStore:
         )
         total = Budget(cfg["epsilon"], cfg.get("delta") or 0.0)
         ledger = StoreLedger(self._con, total, unit=unit, name=self.path.name)
+        ledger.before_charge = self._write_pending
         if not self.readonly:
             self._attach_dataset(ledger, cfg, total, unit)
         return ledger
@@ -508,10 +548,14 @@ class ReleaseStore:
                 "data set's ledger (its releases compose with this store's), or name it."
             )
         if not recorded and dataset.id:
-            with transaction(self._con, self._what):
-                for key, value in (("ledger_id", dataset.id), ("dataset", dataset.dataset or "")):
-                    self._con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
-            self.meta.update(ledger_id=dataset.id, dataset=dataset.dataset or "")
+            binding = {"ledger_id": dataset.id, "dataset": dataset.dataset or ""}
+            if self._stored_config() is None:  # a new store: written with its first charge
+                self._pending_meta.update(binding)
+            else:
+                with transaction(self._con, self._what):
+                    for key, value in binding.items():
+                        self._con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+            self.meta.update(binding)
         try:
             self._advance_run(dataset)
         except BaseException:
@@ -612,6 +656,7 @@ class ReleaseStore:
         """Commit one released period with its plan and (k="auto") measurements: one
         transaction; a period already there is kept."""
         data = np.ascontiguousarray(values, dtype="<f8")
+        self._write_pending()  # (charged already; a no-op unless a new store's first period)
         self._mark_running(True)  # in the main file before the period's commit (module notes)
         with transaction(self._con, self._what):
             self._con.execute(
