@@ -26,14 +26,31 @@ y = x + v, and the intervals are for the truth x. Two cases (``noise=``):
   the dependence, so the standard deviation for x is the backtest's plus √R (R of the same
   step of the day, averaged over the last 7 days). Conservative when v is independent.
 
-``model="auto"`` chooses, per series,
-the candidate (:data:`forecasting._multi.AUTO_CANDIDATES`) with the least mean absolute
-backtest error (the L1 error of [FV19] §6.1.3) on the last :data:`CHOICE_DAYS` boundaries.
+The intervals are split-conformal ([AB23] §1) in the shape of the backtest's errors: the
+residuals actual − forecast over the smoothed RMS of their step ahead, pooled over the steps
+(:attr:`Forecast.scores`), give the lower and upper quantiles q_lo, q_hi (with the
+finite-sample correction, :func:`conformal_bounds`), and the band is
+[ŷ + q_lo·s_h − z·√R, ŷ + q_hi·s_h + z·√R] (s_h the RMS of step h; √R only in the "correlated"
+case, the Minkowski bound above applied to each side). For Gaussian errors q = ±z and this is
+the Gaussian band; a spiky load (a household: appliances switching on) has errors skewed
+upwards and heavy-tailed, where the Gaussian band covered 0.91 of the truth at 95 %
+(``docs/results/forecast_peers.md``).
+
+``model="auto"`` chooses, per series, the candidate (:data:`forecasting._multi.AUTO_CANDIDATES`)
+with the least mean absolute percentage error on the backtest (|error| / |actual|, the actual
+floored at :data:`forecasting._multi.LOG_OFFSET` × the series' mean) over the last
+:data:`CHOICE_DAYS` boundaries, all inside the history. The percentage error is the loss the
+forecasts are judged by (issue 28); a point forecast should be chosen for its loss ([Gne11]):
+by the absolute error (the previous rule) "auto" kept the harmonic regressions on a household,
+at 1.3 × the percentage error of a seasonal naive forecast.
 
 References
 ----------
 [HA21] Hyndman, Athanasopoulos. Forecasting: Principles and Practice, 3rd ed., 2021.
 [FV19] Fioretto, Van Hentenryck. OptStream: Releasing Time Series Privately. JAIR 2019.
+[AB23] Angelopoulos, Bates. Conformal Prediction: A Gentle Introduction. Foundations and
+       Trends in Machine Learning 16(4), 2023.
+[Gne11] Gneiting. Making and Evaluating Point Forecasts. JASA 106(494), 2011.
 """
 
 from __future__ import annotations
@@ -180,7 +197,7 @@ def conformal_bounds(scores: np.ndarray, level: float) -> tuple[np.ndarray, np.n
     """Split-conformal lower and upper quantiles of ``scores`` (N, m) for a central ``level``.
 
     The ⌊(N + 1)·a⌋-th and ⌈(N + 1)·(1 − a)⌉-th order statistics, a = (1 − level) / 2
-    ([AB23] §1 and §2, the finite-sample correction of split conformal prediction, each
+    ([AB23] §1, the finite-sample correction of split conformal prediction, each
     tail at a), clipped to the smallest and largest score when N is too small.
     """
     n = scores.shape[0]
@@ -379,8 +396,10 @@ def forecast(
         One of :data:`forecasting.FORECAST_MODELS`: ``"harmonic"`` (daily + weekly Fourier
         regression, AR(1) remainder), ``"mstl"`` (statsmodels MSTL, daily + weekly),
         ``"sarimax"`` (Fourier terms + ARMA(1, 1) errors), ``"holt-winters"``, ``"profile"``
-        (mean of the last 7 days), ``"weekly-profile"`` (mean of the last 4 weeks), or
-        ``"auto"`` (per series, the least backtest error among the fast ones).
+        (mean of the last 7 days), ``"weekly-profile"`` (mean of the last 4 weeks),
+        ``"mape-profile"`` (per time of day, the point of least percentage error over the
+        last 7 days: spiky loads), or ``"auto"`` (per series, the least backtest percentage
+        error among the fast ones).
     level : float or sequence of float, default (0.8, 0.95)
         Interval levels (fractions) of :meth:`Forecast.to_frame`.
     exog, future_exog : DataFrame or array, optional
@@ -421,7 +440,8 @@ def forecast(
 
     Notes
     -----
-    Intervals come from the model's errors on a backtest inside the history (module notes);
+    Intervals come from the model's errors on a backtest inside the history, split-conformal
+    (module notes);
     *Privacy*: a forecast of a release is post-processing ([FV19] Theorem 3) and spends no
     budget; forecasts of private data are as private as that data.
 
