@@ -169,6 +169,10 @@ def release_with_store(
             from ._late import check_late_readings
 
             check_late_readings(store._con, store.config, before, frame, observed, _OWNER)
+        else:  # a changed reading of a released period (issue 25 §3), period by period
+            from ._digest import check_parquet_periods
+
+            check_parquet_periods(store._con, store.config, before, scan, _OWNER)
         common = {"hierarchy": hierarchy, "engine": engine, "scheduler": scheduler, **options}
         desc = "Releasing (optstream, new periods)"
         with progress_bar(n_periods, unit="period", desc=desc) as bar:
@@ -186,6 +190,10 @@ def release_with_store(
 
             new = store.ordinals() - before
             record_missing_readings(store._con, store.config, new, frame, observed)
+        elif not store.readonly:
+            from ._digest import record_parquet_periods
+
+            record_parquet_periods(store._con, store.config, store.ordinals() - before, scan)
         record = store.privacy_record()
         added = len(store.ordinals() - before)
         total = len(store.ordinals())

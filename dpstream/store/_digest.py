@@ -25,6 +25,10 @@ system's secure source, mode 0600), where the data sets' ledgers live. A store l
 leaks no function of its readings; a store moved without its key can no longer check re-supplied
 periods (a notice says so; nothing is refused for it).
 
+A Parquet INPUT (read period by period, :mod:`dpstream.store._source`) is checked and recorded
+one period at a time (:func:`check_parquet_periods`, :func:`record_parquet_periods`): each
+re-supplied or newly released period is read once more, alone, in the job's process.
+
 Table ``input_digests(ordinal, series, digests, tags)`` in the store file: ``series`` the JSON
 list of the series in the blobs' order, ``digests`` (n × 16 bytes), ``tags`` (n × steps bytes).
 Nothing here is charged, drawn or written to an output.
@@ -47,7 +51,14 @@ from mechanisms import DomainError
 
 from ._grid import Grid
 
-__all__ = ["ChangedReadingError", "check_changed_readings", "key_path", "record_input_digests"]
+__all__ = [
+    "ChangedReadingError",
+    "check_changed_readings",
+    "check_parquet_periods",
+    "key_path",
+    "record_input_digests",
+    "record_parquet_periods",
+]
 
 _TABLE = (
     "CREATE TABLE IF NOT EXISTS input_digests (ordinal INTEGER PRIMARY KEY, series TEXT NOT "
@@ -248,3 +259,60 @@ def check_changed_readings(
             "release the others. A correction is a new release of that period, charged again "
             f"to its data set's budget: --correct {grid.label(o)!r} without --store."
         )
+
+
+def _parquet_period(scan, grid: Grid, ordinal: int, leaves: list[str]) -> pd.DataFrame | None:
+    """Period ``ordinal`` of a Parquet INPUT (:class:`~dpstream.store._source.ParquetScan`) as a
+    wide frame on the store's grid (None if the file does not hold it whole)."""
+    from ..io._long import DS, ID, Y
+
+    _, t = Grid.stamps(scan.stamps)
+    start = grid.start(ordinal)
+    stop = start + (grid.w - 1) * grid.step
+    lo, hi = np.searchsorted(t, start), np.searchsorted(t, stop)
+    if hi >= t.size or t[lo] != start or t[hi] != stop:
+        return None
+    filters = [(scan.time, ">=", scan.stamps[lo]), (scan.time, "<=", scan.stamps[hi])]
+    if scan.long:
+        rows = pd.read_parquet(scan.path, columns=[ID, DS, Y], filters=filters)
+        rows[ID] = rows[ID].astype(str)
+        frame = rows.pivot(index=DS, columns=ID, values=Y)
+    else:
+        frame = pd.read_parquet(scan.path, columns=[scan.time, *leaves], filters=filters)
+        frame = frame.set_index(scan.time)
+    frame = frame.reindex(columns=[c for c in leaves if c in frame.columns])
+    _, stamps = Grid.stamps(
+        pd.DatetimeIndex(frame.index) if grid.kind == "datetime" else frame.index
+    )
+    frame.index = (
+        pd.DatetimeIndex(stamps.astype("datetime64[ns]")) if grid.kind == "datetime" else stamps
+    )
+    return frame.sort_index()
+
+
+def check_parquet_periods(con, config: dict | None, released: set[int], scan, owner: str) -> None:
+    """:func:`check_changed_readings` for a Parquet INPUT read period by period (the store's
+    scale path): each re-supplied period that has digests is read once more, alone."""
+    if config is None or not released:
+        return
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "input_digests" not in tables:
+        return
+    have = {int(r[0]) for r in con.execute("SELECT ordinal FROM input_digests")} & set(released)
+    grid, leaves = Grid.from_config(config), _leaves(config)
+    for o in sorted(have):
+        frame = _parquet_period(scan, grid, o, leaves)
+        if frame is not None:
+            check_changed_readings(con, config, {o}, frame, None, owner)
+
+
+def record_parquet_periods(con, config: dict, ordinals: set[int], scan) -> None:
+    """:func:`record_input_digests` for the newly released periods of a Parquet INPUT, one
+    period in memory at a time."""
+    if not ordinals or config is None:
+        return
+    grid, leaves = Grid.from_config(config), _leaves(config)
+    for o in sorted(int(x) for x in ordinals):
+        frame = _parquet_period(scan, grid, o, leaves)
+        if frame is not None:
+            record_input_digests(con, config, {o}, frame, None)

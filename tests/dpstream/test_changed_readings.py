@@ -159,3 +159,37 @@ def test_cli_names_the_changed_reading_and_does_nothing(tmp_path, capsys):
     assert _charges(tmp_path / "ops.db") == charges  # nothing charged
     assert run("day.csv") == 0  # identical re-supply: returned as stored
     assert "returned 3 from the store" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("layout", ["long", "wide"])
+def test_cli_parquet_store_names_the_changed_reading(tmp_path, capsys, layout):
+    """A Parquet INPUT is read period by period: its periods are digested one at a time."""
+    (tmp_path / "reg.json").write_text(json.dumps(regional_hierarchy()))
+    wide = _wide()
+    if layout == "long":
+        table = (
+            wide.rename_axis("ds").reset_index().melt("ds", var_name="unique_id", value_name="y")
+        )
+        hit = (table["unique_id"] == "rural") & (table["ds"] == pd.Timestamp("2016-10-30 21:00"))
+    else:
+        table = wide.rename_axis("time").reset_index()
+        hit = (table["time"] == pd.Timestamp("2016-10-30 21:00")).to_numpy()
+    table.to_parquet(tmp_path / "day.parquet", index=False)
+    fixed = table.copy()
+    if layout == "long":
+        fixed.loc[hit, "y"] = SECRET
+    else:
+        fixed.loc[hit, "rural"] = SECRET
+    fixed.to_parquet(tmp_path / "fixed.parquet", index=False)
+    args = ["--epsilon", "1", "--alpha", "50", "--k", "10", "--seed", "1"]
+    args += ["--hierarchy", str(tmp_path / "reg.json"), "--store", str(tmp_path / "ops.db")]
+    args += ["--out", str(tmp_path / "out.parquet")]
+    run = lambda name: main(["release", "optstream", str(tmp_path / name), *args])  # noqa: E731
+    assert run("day.parquet") == 0, capsys.readouterr().err
+    capsys.readouterr()
+    charges = _charges(tmp_path / "ops.db")
+    assert run("fixed.parquet") == 2
+    err = capsys.readouterr().err
+    assert "changed reading: series 'rural' at 2016-10-30 21:00:00" in err and "123456" not in err
+    assert _charges(tmp_path / "ops.db") == charges
+    assert run("day.parquet") == 0  # identical: returned as stored
