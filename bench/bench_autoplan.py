@@ -7,8 +7,12 @@ to one thread so that CPU seconds are work, not spinning threads) on a synthetic
 substations (100 feeders each) -> national tree: daily profile x a per-feeder level plus a
 random walk and noise (a benchmark: nothing is released, the runs are seeded).
 
-    python bench/bench_autoplan.py [--sizes 1000 10000 100000] [--days 30 30 7] [--store]
+    python bench/bench_autoplan.py [--sizes 1000 10000 100000] [--days 30 30 30] [--store]
     python bench/bench_autoplan.py --one 10000 3 auto     # one run, JSON on stdout
+    python bench/bench_autoplan.py --rows a.json b.json   # the table of rows run apart
+
+Each row also gives the in-memory planner's state after the last period (``state_gb``:
+:attr:`planner.StreamPlanner.nbytes`, running sums and the last released periods it holds).
 
 The table goes to ``docs/results/bench_autoplan.md`` (``--out``). The ratio default / fixed
 is measured in the same run, sizes one after the other, on a machine shared with other jobs:
@@ -62,9 +66,13 @@ def synthetic(n_feeders: int, days: int, *, seed: int = 0):
 def one(n_feeders: int, days: int, k: str, store: bool) -> dict:
     """One release, timed (CPU of this process, after the data are built)."""
     import dpstream
+    from dpstream.pipelines import _autoplan
 
     frame, children = synthetic(n_feeders, days)
     kk = "auto" if k == "auto" else int(k)
+    planners = []  # the release's planner, to measure its state at the end
+    make = _autoplan.new_planner
+    _autoplan.new_planner = lambda cfg: planners.append(make(cfg)) or planners[-1]
     kw = dict(epsilon=1.0, alpha=5.0, hierarchy=children, k=kk, seed=1)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     if store:
@@ -90,6 +98,7 @@ def one(n_feeders: int, days: int, k: str, store: bool) -> dict:
         "wall": wall,
         "cpu_per_day": cpu / days,
         "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+        "state_gb": planners[-1].nbytes / 1e9 if planners else None,
         "ks": sorted({p["k"] for p in plans}) if plans else [kk],
     }
 
@@ -99,6 +108,10 @@ def run(n: int, days: int, k: str, store: bool) -> dict:
     cmd = [sys.executable, __file__, "--one", str(n), str(days), k] + (["--store"] if store else [])
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, cwd=ROOT)
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _gb(x: float | None) -> str:
+    return "" if x is None else f"{x:.3f}"
 
 
 def exponent(rows: list[dict]) -> float:
@@ -111,11 +124,12 @@ def exponent(rows: list[dict]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
-    parser.add_argument("--days", type=int, nargs="+", default=[30, 30, 7])
+    parser.add_argument("--days", type=int, nargs="+", default=[30, 30, 30])
     parser.add_argument("--fixed-k", default="10")
     parser.add_argument("--store", action="store_true", help="release through a ReleaseStore")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--one", nargs=3, metavar=("FEEDERS", "DAYS", "K"))
+    parser.add_argument("--rows", type=Path, nargs="+", help="JSON rows of --one runs")
     args = parser.parse_args()
     if args.one:
         n, days, k = args.one
@@ -123,7 +137,13 @@ def main() -> None:
         return
     days = dict(zip(args.sizes, args.days + args.days[-1:] * len(args.sizes), strict=False))
     rows = []
-    for n in args.sizes:
+    if args.rows:  # rows run apart (in parallel, or a size at a time): fixed and auto pairs
+        for path in args.rows:
+            rows += [json.loads(x) for x in path.read_text().splitlines() if x.startswith("{")]
+        rows.sort(key=lambda r: (r["feeders"], r["k"] == "auto"))
+        args.sizes = sorted({r["feeders"] for r in rows})
+        days = {r["feeders"]: r["days"] for r in rows}
+    for n in [] if args.rows else args.sizes:
         for k in (args.fixed_k, "auto"):
             r = run(n, days[n], k, args.store)
             print(json.dumps(r), flush=True)
@@ -141,8 +161,8 @@ def main() -> None:
         f"with other jobs (load average {os.getloadavg()[0]:.0f} at the end).",
         "",
         "| feeders | nodes | days | k | CPU s | CPU s / day | default / fixed | peak GB | "
-        "k chosen |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "planner state GB | k chosen |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for f, a in zip(fixed, auto, strict=True):
         for r in (f, a):
@@ -150,7 +170,7 @@ def main() -> None:
             lines.append(
                 f"| {r['feeders']:,} | {r['nodes']:,} | {r['days']} | {r['k']} | {r['cpu']:.1f} "
                 f"| {r['cpu_per_day']:.2f} | {ratio:.2f} | {r['peak_gb']:.2f} | "
-                f"{', '.join(map(str, r['ks']))} |"
+                f"{_gb(r.get('state_gb'))} | {', '.join(map(str, r['ks']))} |"
             )
     lines.append("")
     if len(fixed) > 1:
