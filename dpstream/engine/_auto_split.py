@@ -180,7 +180,7 @@ class SubtreeAuto:
         self.is_leaf[self.tree.parent[self.tree.parent >= 0]] = False
         self.planner: StreamPlanner = new_planner(task.cfg)
         self.values = None
-        self.plan_ = self.prior = self.measurement = self.solver = None
+        self.plan_ = self.prior = self.measurement = self.solver = self.noise_node = None
 
     # -- the planner's state (public values) ---------------------------------------------------
     def rebuild(self, history: list, items: list, carried, gap: bool) -> None:
@@ -240,9 +240,12 @@ class SubtreeAuto:
         leaves = cfg.leaf_nodes
         if missing.any():  # share-0 aggregates: the sum of their leaves' estimates
             est[missing] = cfg.matrix[missing] @ est[leaves]
-        self.measurement = as_measurement(est, plan, cfg, level_sizes=task.level_sizes)
+        m = as_measurement(est, plan, cfg, level_sizes=task.level_sizes)
+        self.noise_node = _export(m, plan, "noise_node")  # (n,): the noise is node x step
+        self.measurement = replace(m, noise=None)  # rebuilt when the planner records it
+        del m
         r = est.shape[1]
-        svar_leaf = _sample_noise(self.measurement, leaves)
+        svar_leaf = self.noise_node[leaves]
         v = plan.variances[:, :r]
         return (
             est[leaves].sum(axis=0),
@@ -262,14 +265,18 @@ class SubtreeAuto:
     def export(self, key: str) -> np.ndarray:
         """One array of the subtree's measurement and plan for the store's record
         (:func:`dpstream.store._auto.pack_parts`)."""
+        if key == "noise_node":
+            return self.noise_node
         return _export(self.measurement, self.plan_, key)
 
     def finish(self, update: bool) -> None:
         """Record the period in the planner (``update``; the last period of a call that keeps
         no planner skips it) and drop the period's arrays."""
         if update:
-            self.planner.update(self.measurement, self.plan_)
-        self.solver = self.measurement = self.prior = self.plan_ = None
+            m, r = self.measurement, self.measurement.values.shape[1]
+            noise = self.noise_node[:, None] * _noise_steps(self.plan_, r)
+            self.planner.update(replace(m, noise=noise), self.plan_)
+        self.solver = self.measurement = self.prior = self.plan_ = self.noise_node = None
 
     # the elimination (postproc._split.SubtreeSolver), delegated for Dask's actor proxies
     def scale(self, offset_b):
@@ -305,12 +312,6 @@ class SubtreeAuto:
     def node_values(self) -> np.ndarray:
         """The released values (n, w) of the subtree's nodes, >= 0 and consistent."""
         return self.solver.node_values()
-
-
-def _sample_noise(m: Measurement, nodes: np.ndarray) -> np.ndarray:
-    """One-sample noise variance of ``nodes`` (the measurement's noise at a sampled step)."""
-    col = int(np.flatnonzero(np.asarray(m.sampled[0]))[0])
-    return np.asarray(m.noise[nodes, col], dtype=np.float64)
 
 
 #: Bytes of a pickled source above which shipping it to every subtree is refused (Dask's own

@@ -658,19 +658,29 @@ class ReleaseStore:
         data = np.ascontiguousarray(values, dtype="<f8")
         self._write_pending()  # (charged already; a no-op unless a new store's first period)
         self._mark_running(True)  # in the main file before the period's commit (module notes)
+        # the blobs are written in place (incremental blob I/O into zeroblobs): bound as
+        # parameters, SQLite copied each twice while building the row (2.4 GB at 1M meters)
+        blobs = {"data": memoryview(data.reshape(-1)).cast("B")}
+        if measured is not None:
+            blobs["measured"] = memoryview(measured).cast("B")
         with transaction(self._con, self._what):
-            self._con.execute(
-                "INSERT OR IGNORE INTO periods VALUES (?, ?, ?, ?, ?, datetime('now'), ?, ?)",
+            cur = self._con.execute(
+                "INSERT OR IGNORE INTO periods VALUES (?, ?, ?, ?, ?, datetime('now'), "
+                f"zeroblob(?), {'zeroblob(?)' if measured is not None else '?'})",
                 (
                     int(ordinal),
                     start,
                     int(data.shape[1]),
                     json.dumps(plan, sort_keys=True),
                     int(seeded),
-                    memoryview(data.reshape(-1)),  # no bytes copy (388 MB at 1M meters)
-                    measured,
+                    blobs["data"].nbytes,
+                    None if measured is None else blobs["measured"].nbytes,
                 ),
             )
+            if cur.rowcount:  # inserted (a period already there is kept)
+                for column, view in blobs.items():
+                    with self._con.blobopen("periods", column, int(ordinal)) as blob:
+                        blob.write(view)
             self._con.execute("DELETE FROM meta WHERE key = 'running'")  # with the period
         self.checkpoint()  # the main file holds the period (module notes)
 
