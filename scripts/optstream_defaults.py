@@ -301,6 +301,7 @@ def _markdown(table: pd.DataFrame, shares: pd.DataFrame | None, trials: int) -> 
 
 
 def main() -> None:
+    global MONTHS, ALPHAS  # --months/--alphas: a part of the table (parts run side by side)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=30)
     parser.add_argument("--datasets", nargs="*", default=["regional", "household"])
@@ -308,11 +309,15 @@ def main() -> None:
     parser.add_argument("--stem", default="optstream_defaults", help="output file name stem")
     parser.add_argument("--share-stem", default="optstream_level_shares")
     parser.add_argument("--first-trial", type=int, default=0, help="index of the first trial")
+    parser.add_argument("--months", nargs="+", default=list(MONTHS), choices=list(MONTHS))
+    parser.add_argument("--alphas", type=float, nargs="+", default=list(ALPHAS))
     parser.add_argument(
         "--merge", nargs="*", default=None, help="average these stems' CSVs (equal trials)"
     )
     args = parser.parse_args()
     start = time.perf_counter()
+    MONTHS = {m: MONTHS[m] for m in args.months}
+    ALPHAS = tuple(args.alphas)
     if args.merge:
         parts = [pd.read_csv(OUT / f"{stem}.csv") for stem in args.merge]
         keys = ["dataset", "month", "alpha/eps", "method"]
