@@ -90,22 +90,23 @@ def _law() -> tuple[np.ndarray, np.ndarray]:
     return z, np.diff(edges)
 
 
-def expected_rmse(x, bound, m, params) -> float:
+def expected_rmse(x, bound, m, params, *, epsilon: float = EPS) -> float:
     """RMSE of ĉ(σ, n) over the releases of ``x`` with ``params`` (module notes), no sampling."""
     n = x.size
     counter = params["counter"]
     if not params["threshold"]:
-        return math.sqrt(counter_end_variance(counter, n, epsilon=EPS, bound=bound, delta=DELTA))
+        var = counter_end_variance(counter, n, epsilon=epsilon, bound=bound, delta=DELTA)
+        return math.sqrt(var)
     share = params["eps1_share"]
     cal = pak_threshold_calibration(
-        x[:m], bound=bound, epsilon=share * EPS, delta=DELTA, lam=params["lam"], p=params["p"],
-        beta_lt=params["beta_lt"],
+        x[:m], bound=bound, epsilon=share * epsilon, delta=DELTA, lam=params["lam"],
+        p=params["p"], beta_lt=params["beta_lt"],
     )  # fmt: skip
-    v = counter_end_variance(counter, n - m, epsilon=EPS, bound=1.0, delta=DELTA)
+    v = counter_end_variance(counter, n - m, epsilon=epsilon, bound=1.0, delta=DELTA)
     z, w = _law()
     tau = np.clip(params["r"] * (cal.tau_prime + cal.scale * z), bound * 2.0**-30, bound)
     loss = empirical_loss(x, n)(tau)[0]  # Σᵢ(σ(i) − τ)⁺ over the whole stream
-    mse = 2.0 * (tau / ((1.0 - share) * EPS)) ** 2 + tau**2 * v + loss**2
+    mse = 2.0 * (tau / ((1.0 - share) * epsilon)) ** 2 + tau**2 * v + loss**2
     return math.sqrt(float(mse @ w))
 
 
