@@ -80,6 +80,8 @@ def load(name: str) -> tuple[pd.DataFrame, dict, list[str]]:
 #: Directory where releases are kept (``--releases``), so that every process of a split run
 #: (the peers in the background, ours later) reads the very same release of each seed.
 RELEASES: Path | None = None
+#: Data the run covers (``--sources``): "real" and release seeds ("0", "1", ...), or "all".
+SOURCES: tuple[str, ...] = ("all",)
 
 
 def release(span: pd.DataFrame, tree: dict, leaves: list[str], alpha: float, seed: int):
@@ -173,8 +175,11 @@ def run(
     cols = [fitted.index(c) for c in scored]
     truth = span[fitted].to_numpy(dtype=np.float64)
     origins = np.arange(DAYS - n_origins, DAYS) * P
-    sources = [("real", None, span[fitted], None)]
+    every = SOURCES == ("all",)
+    sources = [("real", None, span[fitted], None)] if every or "real" in SOURCES else []
     for s in range(seeds):
+        if not every and str(s) not in SOURCES:
+            continue
         rel, noise = release(span, tree, leaves, alpha, seed=1000 + s)
         sources.append(("release", s, rel[fitted], noise[fitted]))
     peers = [] if only == "ours" else peer_models(
@@ -414,9 +419,14 @@ def main() -> None:
         "--releases", default=None,
         help="Directory keeping each seed's release (written once, then read back).",
     )  # fmt: skip
+    parser.add_argument(
+        "--sources", nargs="+", default=["all"],
+        help="Only these data: real and/or release seeds (0 1 ...); default all (split runs).",
+    )  # fmt: skip
     args = parser.parse_args()
-    global RELEASES
+    global RELEASES, SOURCES
     RELEASES = None if args.releases is None else Path(args.releases)
+    SOURCES = tuple(args.sources)
     if args.coherent:
         text = coherent(args.seeds, args.origins)
         print(text)
