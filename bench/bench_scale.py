@@ -4,25 +4,29 @@ The daily job releases one period, so only parallelism *inside* the period helps
 (``dpstream.engine._subtree``). Input: national -> 10 regions -> 1,000 substations -> 100,000
 feeders (``--feeders``), the synthetic feeders of ``bench_hierarchy.Feeders`` (SimBench
 profiles, scaled, shifted, noisy), one day, written to a long Parquet file sorted by feeder
-(one row group per substation, names sorting in hierarchy order). Fixed k = 10, equally spaced
-samples, "variance" weights, seed 1 (the runs must agree), each run in a fresh process:
+(one row group per substation, names sorting in hierarchy order). The default release
+(``k="auto"``: the in-stream planner and prior; ``--k 10``: a fixed k with equally spaced
+samples and "variance" weights), seed 1 (the runs must agree), each run in a fresh process:
 
 1. ``classic``: ``release_parquet_to_store(engine="local")`` without a cut: the period read
-   whole (wide) and released by ``release_period`` (today's one-process path; its seeded
-   noise is drawn differently, so its output is not compared);
+   whole (wide), planned by one planner and released in one piece (k="auto":
+   ``dpstream.store._auto``; fixed k: ``release_period``) -- the one-process path; its seeded
+   noise is drawn differently, so its output is not compared;
 2. ``split-1``: ``engine="local", cut=1``: the split release in one process (the subtrees
    are objects of this process);
 3. ``dask-2``: ``engine="dask", n_workers=2``: the same subtrees as Dask actors on a
    ``LocalCluster`` of 2 single-threaded worker processes (made and closed by the call, its
-   start-up included in the wall time), each reading its feeders from the file.
+   start-up included in the wall time), each reading its feeders from the file (k="auto":
+   each subtree planning its own nodes, ``dpstream.engine._auto_split``).
 
 Printed per run: wall seconds, CPU seconds of the client and of the workers (``RUSAGE_CHILDREN``
 once the cluster is closed), peak resident memory of the process tree (sampled every 0.5 s),
 the load average before the run (the 2 cores are shared), and for ``dask-2`` the largest
 difference from ``split-1`` (must be rounding). Ratios are against ``split-1``.
 
-Usage: ``python bench/bench_scale.py [--feeders 100000] [--workdir DIR] [--out FILE]``. The
-million-meter day is ``scripts/million_meters.py`` (results in docs/results/scale_million.md).
+Usage: ``python bench/bench_scale.py [--feeders 100000] [--k auto] [--workdir DIR]
+[--out FILE]``. The million-meter day is ``scripts/million_meters.py`` (results in
+docs/results/scale_million.md).
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 W = 48
-KW = {"epsilon": 1.0, "alpha": 50.0, "k": 10, "sampling": "equal", "seed": 1}
+KW = {"epsilon": 1.0, "alpha": 50.0, "seed": 1}
 
 
 def tree(feeders: int, regions: int = 10, per_sub: int = 100) -> dict[str, list[str]]:
@@ -104,7 +108,7 @@ def _tree_rss() -> int:
     return total
 
 
-def run(workdir: Path, name: str) -> dict:
+def run(workdir: Path, name: str, k: int | str = "auto") -> dict:
     """One release into a fresh store (in a fresh process); the store's values saved."""
     from dpstream.store import ReleaseStore
     from dpstream.store._source import release_parquet_to_store
@@ -137,6 +141,7 @@ def run(workdir: Path, name: str) -> dict:
             n_workers=2,
             cut=cut,
             **KW,
+            **({} if k == "auto" else {"k": k, "sampling": "equal"}),
         )
         wall = time.perf_counter() - t0
         values = st.read(st.ordinals()).to_numpy()
@@ -146,6 +151,7 @@ def run(workdir: Path, name: str) -> dict:
     np.save(workdir / f"{name}.npy", values)
     return {
         "run": name,
+        "k": k,
         "wall_s": round(wall, 1),
         "client_cpu_s": round(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, 1),
         "workers_cpu_s": round(kids.ru_utime + kids.ru_stime, 1),
@@ -160,12 +166,14 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--runs", nargs="+", default=["split-1", "dask-2", "classic"])
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--k", default="auto", help="'auto' (the default release) or an int")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    k = args.k if args.k == "auto" else int(args.k)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench_scale_"))
     workdir.mkdir(parents=True, exist_ok=True)
     if args.child:
-        print("RESULT " + json.dumps(run(workdir, args.child)), flush=True)
+        print("RESULT " + json.dumps(run(workdir, args.child, k)), flush=True)
         return
     stamp = workdir / "feeders.json"
     if not stamp.exists() or json.loads(stamp.read_text()) != args.feeders:
@@ -173,7 +181,7 @@ def main() -> None:
         stamp.write_text(json.dumps(args.feeders))
     rows = []
     for name in args.runs:
-        cmd = [sys.executable, __file__, "--child", name, "--workdir", str(workdir)]
+        cmd = [sys.executable, __file__, "--child", name, "--workdir", str(workdir), "--k", str(k)]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
         if not lines:

@@ -363,3 +363,39 @@ def test_store_split_from_sqlite_equals_the_whole_release(tmp_path):
     ref = _whole(_cfg(), loads, 2, seed=4)
     for d in range(2):
         assert np.abs(got[d] - ref[d][0]).max() <= 1e-9 * np.abs(ref[d][0]).max()
+
+
+def test_cli_default_release_splits_the_day_and_equals_the_whole_release(tmp_path, capsys):
+    import json
+
+    from dpstream.cli import main
+
+    path, tree = tmp_path / "in.parquet", tmp_path / "tree.json"
+    loads = _loads(1, seed=10)
+    _parquet(path, loads)
+    tree.write_text(json.dumps(CH))
+    args = ["release", "optstream", str(path), "--epsilon", "1", "--alpha", "0.5"]
+    args += ["--hierarchy", str(tree), "--store", str(tmp_path / "s.db"), "--seed", "3"]
+    assert main([*args, "--out", str(tmp_path / "o.parquet"), "--cut", "2"]) == 0  # k auto
+    got = pd.read_parquet(tmp_path / "o.wide.parquet").set_index("ds")[list(H.nodes)]
+    want = _whole(_cfg(), loads, 1, seed=3)[0][0]
+    assert np.abs(got.to_numpy().T - want).max() <= 1e-9 * np.abs(want).max()
+    capsys.readouterr()
+
+
+def test_the_split_store_records_what_the_whole_store_records(tmp_path):
+    """Privacy: the same record and the same charges whether a day is split or not."""
+    path = tmp_path / "in.parquet"
+    _parquet(path, _loads(1, seed=12))
+    kw = {"epsilon": 0.7, "alpha": 0.5, "hierarchy": CH, "delta": 1e-6, "noise": "auto", "seed": 1}
+    records, charges = [], []
+    for name, extra in (("whole", {}), ("split", {"cut": 1})):
+        with ReleaseStore(tmp_path / f"{name}.db") as store:
+            release_parquet_to_store(store, path, **kw, **extra)
+            record = store.privacy_record().to_dict()
+            assert record["parameters"].pop("store") == f"{name}.db"  # the one difference
+            records.append(record)
+            charges.append(store.ledger.spent(0))
+            plan = store.periods()["plan"].iloc[0] if "plan" in store.periods() else None
+            assert plan is None or "k" in str(plan)
+    assert records[0] == records[1] and charges[0] == charges[1] > 0
