@@ -23,6 +23,11 @@ from ._laplace import (
     LaplaceRelease,
     laplace_prefix_sums,
 )
+from ._open_blt import (
+    UnboundedBLTCounter,
+    unbounded_blt_release,
+    unbounded_blt_variance,
+)
 from ._smooth import (
     SmoothBinaryCounter,
     SmoothBinaryRelease,
@@ -80,4 +85,7 @@ __all__ = [
     "unbounded_kary_range_variance",
     "unbounded_kary_release",
     "unbounded_kary_variance",
+    "UnboundedBLTCounter",
+    "unbounded_blt_release",
+    "unbounded_blt_variance",
 ]

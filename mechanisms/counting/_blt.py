@@ -200,17 +200,25 @@ def _rounding_slack(strategy: BLTStrategy, n: int, units_bound: float, coef: np.
     """
     from ._factorisation import _rounding_slack as fft_slack
 
+    fft = fft_slack(n, float(units_bound), coef) / 10.0
+    return 10.0 * fft + _stream_slack(strategy, units_bound)
+
+
+def _stream_slack(strategy: BLTStrategy, units_bound: float, unit: float = _U) -> float:
+    """10·(the buffers' bound + the coefficients' bound) of :func:`_rounding_slack`: η for
+    the streaming arithmetic alone (``push``/``push_many``), whatever the stream's length;
+    ``unit`` is the unit roundoff of the encoder's arithmetic (2⁻⁵³ in doubles, 2⁻⁶⁴ in the
+    x87 extended precision of :class:`._open_blt.UnboundedBLTCounter`)."""
     th = np.array(strategy.theta)
     om = np.array(strategy.omega)
     m = float(units_bound)
-    fft = fft_slack(n, m, coef) / 10.0
     s = m / (1.0 - th)
-    e = 2.0 * _U * s / (1.0 - th - 2.0 * _U)
+    e = 2.0 * unit * s / (1.0 - th - 2.0 * unit)
     d = th.size
-    gamma = (d + 1) * _U / (1.0 - (d + 1) * _U)
+    gamma = (d + 1) * unit / (1.0 - (d + 1) * unit)
     stream = float(om @ e) + gamma * (m + float(om @ (s + e)))
     coef_err = m * _U * float(om @ (4.0 / (1.0 - th) + th * np.abs(np.log(th)) / (1.0 - th) ** 2))
-    return 10.0 * (fft + stream + coef_err)
+    return 10.0 * (stream + coef_err)
 
 
 @functools.lru_cache(maxsize=64)
@@ -352,6 +360,17 @@ def blt_release(
     )
 
 
+@functools.lru_cache(maxsize=16)
+def _modes(strategy: BLTStrategy) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(λ, V, V⁻¹1, ωV) of M = Θ − 1ωᵀ = VΛV⁻¹: the decoder in M's eigenbasis (real: checked
+    by :class:`BLTStrategy`). Public constants, memoised."""
+    th = np.array(strategy.theta)
+    om = np.array(strategy.omega)
+    lam, vec = np.linalg.eig(np.diag(th) - np.outer(np.ones_like(th), om))
+    lam, vec = lam.real, vec.real
+    return lam, vec, np.linalg.solve(vec, np.ones_like(th)), om @ vec
+
+
 class BLTCounter:
     """Streaming BLT counter: ``push(x)`` returns the prefix sum so far in O(d) per step.
 
@@ -368,6 +387,9 @@ class BLTCounter:
     True
     """
 
+    #: Encoder in extended precision (np.longdouble) instead of doubles (subclasses).
+    _wide = False
+
     def __init__(
         self,
         n: int,
@@ -379,11 +401,16 @@ class BLTCounter:
         seed: object = None,
     ) -> None:
         n, eps, dlt, bnd, strat = _check(n, epsilon, delta, bound, at, "BLTCounter")
+        self._setup(n, eps, dlt, bnd, strat, _calibrate(n, eps, dlt, bnd, strat), seed)
+
+    def _setup(self, n, eps, dlt, bnd, strat, cal, seed) -> None:
+        """State of a counter of at most n steps with validated inputs and calibration."""
         self.n, self.epsilon, self.delta, self.bound, self.strategy = n, eps, dlt, bnd, strat
-        self._cal = _calibrate(n, eps, dlt, bnd, strat)
+        self._cal = cal
         self._theta = list(strat.theta)
         self._omega = list(strat.omega)
-        self._enc = [0.0] * strat.buffers  # s: the encoder's buffers
+        zero = np.longdouble(0.0) if self._wide else 0.0
+        self._enc = [zero] * strat.buffers  # s: the encoder's buffers (extended if _wide)
         self._dec = [0.0] * strat.buffers  # the decoder's buffers (same Θ, module notes)
         self._last = 0.0  # x̂ of the last step, not yet added to the decoder's buffers
         self._bits = bit_source(seed)
@@ -391,7 +418,13 @@ class BLTCounter:
         self._block_array = np.zeros(0)
         self._sum = 0.0
         self._t = 0
-        self._modes: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    @property
+    def noise(self) -> GaussianNoise:
+        """One coordinate's noise (σ and the lattice γ, in the values' units)."""
+        return GaussianNoise(
+            sigma=self._cal.sigma_units * self._cal.granularity, granularity=self._cal.granularity
+        )
 
     @property
     def guarantee(self) -> PrivacyGuarantee:
@@ -421,7 +454,8 @@ class BLTCounter:
         t, cal = self._t, self._cal
         if t >= self.n:
             raise ParameterError(
-                f"BLTCounter was sized for n={self.n} steps; every step has been pushed. Size a "
+                f"{type(self).__name__} was sized for n={self.n} steps; every step has been "
+                "pushed. Size a "
                 "new counter for the whole stream."
             )
         u = min(max(round(min(max(xf, 0.0), self.bound) / cal.granularity), 0), cal.units_bound)
@@ -472,9 +506,12 @@ class BLTCounter:
         numpy.ndarray
             c̃(t) for each pushed step.
         """
+        return self._push_many(values, "BLTCounter.push_many")[0]
+
+    def _push_many(self, values: object, owner: str) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`push_many`, also returning the published encoding γ·ŷ of the steps."""
         from scipy.signal import lfilter
 
-        owner = "BLTCounter.push_many"
         arr = _real_array(values, "values", owner, True)
         if arr.ndim != 1:
             raise DomainError(
@@ -489,21 +526,25 @@ class BLTCounter:
         t, k, cal = self._t, arr.size, self._cal
         if t + k > self.n:
             raise ParameterError(
-                f"BLTCounter was sized for n={self.n} steps; {t} have been pushed, so "
+                f"{type(self).__name__} was sized for n={self.n} steps; {t} have been pushed, so "
                 f"{self.n - t} remain and {k} were given. Size a new counter for the whole "
                 "stream."
             )
         if k == 0:
-            return np.zeros(0)
+            return np.zeros(0), np.zeros(0)
         units = np.clip(arr, 0.0, self.bound)
         units /= cal.granularity  # as push: x/γ, rounded half to even, clipped
         np.rint(units, out=units)
         np.clip(units, 0.0, cal.units_bound, out=units)
+        dt = np.longdouble if self._wide else np.float64  # the push's arithmetic
+        units = units.astype(dt)
         acc = units.copy()
+        one = np.array([0.0, 1.0], dtype=dt)
         for i, (th, w) in enumerate(zip(self._theta, self._omega, strict=True)):
-            s_i, zf = lfilter([0.0, 1.0], [1.0, -th], units, zi=[self._enc[i]])
-            acc += w * s_i  # the push's order: u, then ω₀s₀, ω₁s₁, ...
-            self._enc[i] = float(zf[0])
+            den = np.array([1.0, -th], dtype=dt)
+            s_i, zf = lfilter(one, den, units, zi=np.array([self._enc[i]], dtype=dt))
+            acc += dt(w) * s_i  # the push's order: u, then ω₀s₀, ω₁s₁, ...
+            self._enc[i] = zf[0] if self._wide else float(zf[0])
         noise = np.empty(k)
         done = 0
         while done < k:  # the noise blocks of push, drawn at the same steps
@@ -514,14 +555,8 @@ class BLTCounter:
             take = min(k - done, self._block_array.size - start)
             noise[done : done + take] = self._block_array[start : start + take]
             done += take
-        encoded = np.rint(acc) + noise  # ŷ (integers, exact)
-        if self._modes is None:
-            th = np.array(self._theta)
-            om = np.array(self._omega)
-            lam, vec = np.linalg.eig(np.diag(th) - np.outer(np.ones_like(th), om))
-            lam, vec = lam.real, vec.real  # real: checked by BLTStrategy
-            self._modes = (lam, vec, np.linalg.solve(vec, np.ones_like(th)), om @ vec)
-        lam, vec, gain, out = self._modes
+        encoded = np.rint(acc).astype(np.float64) + noise  # ŷ (integers, exact)
+        lam, vec, gain, out = _modes(self.strategy)
         dec = [a * q + self._last for a, q in zip(self._theta, self._dec, strict=True)]
         q = np.linalg.solve(vec, np.array(dec))  # decoder state q_t in M's eigenbasis
         back = np.zeros(k)
@@ -536,7 +571,7 @@ class BLTCounter:
         sums = np.cumsum(steps)
         self._sum = float(sums[-1])
         self._t = t + k
-        return sums * cal.granularity
+        return sums * cal.granularity, encoded * cal.granularity
 
     def variance(self, t: int | None = None) -> float:
         """Exact noise variance of c̃(t) (default: the last step pushed)."""

@@ -129,12 +129,21 @@ class _Calibration:
 
 
 def _place_on_lattice(
-    n: int, epsilon: float, delta: float, bound: float, coef: np.ndarray, slack
+    n: int,
+    epsilon: float,
+    delta: float,
+    bound: float,
+    coef: np.ndarray | None,
+    slack,
+    *,
+    norm: float | None = None,
 ) -> _Calibration:
     """γ, ⌊B/γ⌋, Δ (inflated, units) and σ (units, in [2²⁴, 2²⁵)) for the encoding C·u with
-    first column ``coef`` and rounding slack ``slack(⌊B/γ⌋)`` (η): public inputs only. Shared
-    by the square root and the BLT counters (:mod:`._blt`)."""
-    norm = math.sqrt(float(np.dot(coef, coef)))
+    first column ``coef`` (or its L2 ``norm``, given instead: the open BLT's infinite column)
+    over n rounded coordinates and rounding slack ``slack(⌊B/γ⌋)`` (η): public inputs only.
+    Shared by the square root and the BLT counters (:mod:`._blt`, :mod:`._open_blt`)."""
+    if norm is None:
+        norm = math.sqrt(float(np.dot(coef, coef)))
     factor = _analytic_gaussian_factor(epsilon, delta)  # σ/Δ [BW18 Alg. 1]
     # γ such that σ/γ ∈ [2²⁴, 2²⁵): σ ≈ factor·B·‖c‖₂ before the (small) inflation; the loop
     # re-derives γ from the inflated σ until it is stable (at most a step or two).
