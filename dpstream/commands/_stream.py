@@ -91,7 +91,7 @@ def _read_stream(path: str, time_column: str | None, column: str | None) -> pd.S
 
 
 #: Counters with Gaussian noise: they spend the release's δ (mechanisms.counting._counters).
-_GAUSSIAN_COUNTERS = ("smooth_binary", "sqrt_factorisation", "blt")
+_GAUSSIAN_COUNTERS = ("smooth_binary", "sqrt_factorisation", "blt", "unbounded_blt")
 
 
 def _budget(
@@ -126,9 +126,10 @@ def release_stream(
     eps_t = option_float(options["epsilon_threshold"], "--epsilon-threshold", owner)
     delta = option_probability(options["delta"], "--delta", owner)
     option_int(options["fanout"], "--fanout", owner, minimum=2)
-    if options.get("counter") == "unbounded" and method != "bt":
+    if options.get("counter") in ("unbounded", "unbounded_blt") and method != "bt":
         raise ParameterError(
-            f"The '--counter' option of {owner} may be 'unbounded' for bt only. Got it for "
+            f"The '--counter' option of {owner} may be 'unbounded' or 'unbounded_blt' for bt "
+            "only. Got it for "
             f"{method}: choose another counter."
         )
     unit = LocalDP() if method == "topl" else EventLevel()
@@ -249,6 +250,11 @@ def _release_one(
         if counter == "unbounded":  # no n: an open stream's prefix never changes
             rel = mechanisms.counting.unbounded_kary_release(x, epsilon=eps, bound=bound, seed=seed)
             parameters["counter"] = meta["counter"] = "unbounded"
+        elif counter == "unbounded_blt":  # Gaussian, no n: calibrated for 2^32 rows
+            rel = mechanisms.counting.unbounded_blt_release(
+                x, epsilon=eps, delta=budget.delta, bound=bound, seed=seed
+            )
+            parameters["counter"] = meta["counter"] = "unbounded_blt"
         elif counter == "binary_tree" or x.size < 2:  # the paper's BT
             rel = mechanisms.binary_tree_release(x, epsilon=eps, bound=bound, seed=seed)
             parameters["counter"] = meta["counter"] = "binary_tree"

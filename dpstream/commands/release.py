@@ -202,12 +202,14 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
 )
 @click.option(
     "--counter",
-    type=click.Choice(("auto", *COUNTERS, "unbounded")),
+    type=click.Choice(("auto", *COUNTERS, "unbounded", "unbounded_blt")),
     default="auto",
     show_default=True,
     help="pak/bt: continual counter of the released sums; auto = the smallest exact variance "
     "for the budget (public), binary_tree = the paper's BT; bt only: unbounded = a counter "
-    "sized for no stream length (epochs of k-ary trees; each run is a new release, charged).",
+    "sized for no stream length (epochs of k-ary trees; each run is a new release, charged); "
+    "unbounded_blt = its Gaussian twin at (--epsilon, --delta) (a time-invariant BLT, "
+    "calibrated for streams of up to 2^32 rows).",
 )
 @click.option(
     "--parameters",
