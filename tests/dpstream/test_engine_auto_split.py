@@ -83,7 +83,7 @@ def _whole(cfg, loads, days, seed, history=None):
     [
         {},
         {"level_shares": (0.0, 0.3, 0.0, 0.7), "target": "leaves"},  # share-0 levels both sides
-        {"noise": "auto", "delta": 1e-6},
+        pytest.param({"noise": "auto", "delta": 1e-6}, marks=pytest.mark.slow),
     ],
 )
 def test_split_equals_the_whole_release_for_every_cut(kw):
@@ -269,6 +269,7 @@ def test_store_split_day_by_day_equals_the_whole_release(tmp_path):
     assert spent[0] > 0 and plans is None or len(plans) == 3
 
 
+@pytest.mark.slow
 def test_store_history_is_the_planner_history(tmp_path):
     path = tmp_path / "in.parquet"
     loads = _loads(4, seed=6)
@@ -294,7 +295,7 @@ def test_store_history_is_the_planner_history(tmp_path):
         assert np.abs(got[d] - want).max() <= 1e-6 * np.abs(want).max()
 
 
-def test_store_refuses_a_cut_for_a_small_tree_and_dask_falls_back(tmp_path):
+def test_store_refuses_a_cut_for_a_small_tree(tmp_path):
     small = _children(feeders=4)
     path = tmp_path / "in.parquet"
     rng = np.random.default_rng(0)
@@ -399,3 +400,55 @@ def test_the_split_store_records_what_the_whole_store_records(tmp_path):
             plan = store.periods()["plan"].iloc[0] if "plan" in store.periods() else None
             assert plan is None or "k" in str(plan)
     assert records[0] == records[1] and charges[0] == charges[1] > 0
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """A running cluster of two worker processes, reached by address."""
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
+    yield cluster.scheduler_address
+    cluster.close()
+
+
+@pytest.mark.slow  # a cluster of worker processes (the threads test is the fast tier)
+def test_store_dask_processes_split_the_default_day_and_small_trees_fall_back(tmp_path, scheduler):
+    path = tmp_path / "in.parquet"
+    loads = _loads(2, seed=13)
+    _parquet(path, loads)
+    kw = {"epsilon": 1.0, "alpha": 0.5, "seed": 5}
+    with ReleaseStore(tmp_path / "a.db") as store:
+        release_parquet_to_store(
+            store, path, engine="dask", scheduler=scheduler, hierarchy=CH, **kw
+        )
+        got = _read(store, 2)
+    ref = _whole(_cfg(), loads, 2, seed=5)
+    for d in range(2):
+        assert np.abs(got[d] - ref[d][0]).max() <= 1e-9 * np.abs(ref[d][0]).max()
+    # at most 64 leaves: planned whole, each period on a worker (the store's own bits)
+    small = {k: v for k, v in CH.items() if not k.startswith("r1")}
+    small["N"] = ["r0"]
+    for s in small["r0"]:
+        small[s] = small[s][:8]
+    leaves = [x for s in small["r0"] for x in small[s]]
+    rows = [H.leaves.index(x) for x in leaves]
+    sub = tmp_path / "small.parquet"
+    idx = pd.date_range("2024-01-01", periods=2 * W, freq="30min")
+    pd.concat(
+        [
+            pd.DataFrame({"unique_id": x, "ds": idx, "y": loads[r]})
+            for x, r in zip(leaves, rows, strict=True)
+        ]
+    ).to_parquet(sub)
+    out = []
+    for name, engine in (("d", "dask"), ("l", "local")):
+        with ReleaseStore(tmp_path / f"{name}.db") as store:
+            release_parquet_to_store(
+                store, sub, engine=engine, scheduler=scheduler if engine == "dask" else None,
+                hierarchy=small, **kw,
+            )  # fmt: skip
+            out.append(store.read(store.ordinals()).to_numpy())
+    assert np.array_equal(out[0], out[1])
