@@ -226,7 +226,15 @@ def _shared_correlation(var: np.ndarray, matrix: np.ndarray, leaves: np.ndarray)
 
 
 def _dense_period(
-    v, noise, pv, matrix, leaves, rho_prior: float | None = None, cross=None, prior_scale=None
+    v,
+    noise,
+    pv,
+    matrix,
+    leaves,
+    rho_prior: float | None = None,
+    cross=None,
+    prior_scale=None,
+    interp=None,
 ) -> np.ndarray:
     """(N, r) error variance of Algorithm 4's linear estimate with errors shared between levels.
 
@@ -255,7 +263,8 @@ def _dense_period(
         cl[:, idx, idx] = sd.T**2
         return np.einsum("nl,tlm,km->tnk", a, cl, a)
 
-    interp = np.maximum(v - noise, 0.0)
+    if interp is None:  # the weights' own interpolation error (as planned)
+        interp = np.maximum(v - noise, 0.0)
     cov_c = shared(interp)
     idx = np.arange(n)
     cov_c[:, idx, idx] += noise.T
@@ -325,6 +334,46 @@ def _blind_interpolation(measured, plans, cfg) -> dict[int, np.ndarray]:
         mask = np.zeros((1, r), dtype=bool)
         mask[0, plans[i].positions(r)] = True
         out[i] = kriging_bias(gamma[:, :r], interpolation_matrix(mask)[0])
+    return out
+
+
+def _rough_interpolation(measured, plans, cfg) -> dict[int, np.ndarray] | None:
+    """Interpolation error variance (N, r) of every period under the *rough* variogram.
+
+    The variogram of the released measurements (pooled over the periods, noise taken out,
+    :func:`planner.variogram`) is only observed at lags between sample steps; below the
+    sample spacing the planner extrapolates it as a random walk (``γ(h) ∝ h``), which a load
+    that switches within a spacing (a household: appliances on and off) exceeds several times,
+    and which the published values cannot check (the samples sit at the same steps every day).
+    The rough figure takes ``γ(h) = sill`` for every lag ``h >= 1`` (the sill: the variogram's
+    value at its longest lags), the largest interpolation error a stationary load with that
+    sill can have between samples: an upper figure, by the kriging identity
+    (:func:`planner.kriging_bias`). None without two full measured periods.
+    """
+    from mechanisms.optstream._sampling import interpolation_matrix
+    from planner import kriging_bias, period_roughness, variogram
+
+    stats = [
+        period_roughness(m.values, m.noise, m.sampled)
+        for m in measured
+        if m.values.shape[1] == cfg.w
+    ]
+    if len(stats) < 2:
+        return None
+    total = stats[0]
+    for s in stats[1:]:
+        total = total + s
+    gamma = variogram(total)
+    if gamma is None:
+        return None
+    flat = np.repeat(gamma.max(axis=1, keepdims=True), gamma.shape[1], axis=1)
+    flat[:, 0] = 0.0
+    out = {}
+    for i, m in enumerate(measured):
+        r = m.values.shape[1]
+        mask = np.zeros((1, r), dtype=bool)
+        mask[0, plans[i].positions(r)] = True
+        out[i] = kriging_bias(flat[:, :r], interpolation_matrix(mask)[0])
     return out
 
 
@@ -419,7 +468,9 @@ def _residual_check(measured, plans, priors) -> tuple[np.ndarray, np.ndarray] | 
     return scale, c
 
 
-def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndarray, str]:
+def _optstream_auto(
+    released, tree, history, n_bootstrap, seed, interpolation="planned"
+) -> tuple[np.ndarray, str]:
     from dpstream.pipelines._period_steps import as_measurement
 
     record = released.attrs.get("privacy", {})
@@ -435,6 +486,7 @@ def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndar
         hist = np.asarray(history, dtype=np.float64)
     measured, plans, priors = _replay(meas, cfg, hist)
     blind = _blind_interpolation(measured, plans, cfg)
+    rough = _rough_interpolation(measured, plans, cfg) if interpolation == "rough" else None
     x = np.asarray(released, dtype=np.float64)
     n = x.shape[1]
     parent = tree.parent if tree is not None else np.full(n, -1)
@@ -455,10 +507,13 @@ def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndar
         v, pv = _weights(plan, prior, r)
         if i in blind:  # planned blind: its interpolation error from the other periods
             v = v + blind[i]
+        noise = as_measurement(meas[lo : lo + r].T, plan, cfg).noise
+        interp = None
+        if rough is not None:  # the rough variogram's interpolation error (an upper figure)
+            interp = np.maximum(v - noise, rough[i])
         if dense:
-            noise = as_measurement(meas[lo : lo + r].T, plan, cfg).noise
             se = np.sqrt(
-                _dense_period(v, noise, pv, matrix, leaves, rho_prior, cross, prior_scale)
+                _dense_period(v, noise, pv, matrix, leaves, rho_prior, cross, prior_scale, interp)
             )
         elif tree is None and pv is not None and cross is not None:
             # independent columns: x̂ = (c/v + f/τ²) / (1/v + 1/τ²) per value, with Cov(c, f)
@@ -467,11 +522,14 @@ def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndar
             scaled = wf * prior_scale[:, None]  # wf² · (s·τ²)
             se = np.sqrt((wc + scaled + 2.0 * wc * wf * cov) / (wc + wf) ** 2)
         else:
+            if interp is not None:  # weights as planned, the error variance as stated
+                v = noise + interp
             combined = v if pv is None else 1.0 / (1.0 / v + 1.0 / pv)
             se = np.sqrt(tree_posterior_variance(combined, parent))
         period = x[lo : lo + r].T
         if (period <= 0).any() and n_bootstrap > 0:  # non-negativity binds somewhere
-            se = _bootstrap(period, v, pv, tree, n_bootstrap, rng)
+            vb = v if interp is None else noise + interp
+            se = _bootstrap(period, vb, pv, tree, n_bootstrap, rng)
             boot += 1
         out[lo : lo + r] = se.T
     how = (
@@ -479,7 +537,210 @@ def _optstream_auto(released, tree, history, n_bootstrap, seed) -> tuple[np.ndar
         "(noise; interpolation and prior errors shared between levels) "
         f"{'dense per step' if dense else 'independent between nodes (tree passes)'}, exact "
         f"where non-negativity does not bind; parametric bootstrap ({n_bootstrap} draws) in "
-        f"the {boot} of {len(plans)} period(s) holding a 0."
+        f"the {boot} of {len(plans)} period(s) holding a 0; interpolation error "
+        + ("as planned." if rough is None else "of the rough variogram (an upper figure).")
+    )
+    return out, how
+
+
+def _level_variograms(published, levels, w: int) -> np.ndarray | None:
+    """(N, w) variogram of every node from the published samples (noise taken out).
+
+    A node's singletons at its level's sampled steps are its value plus noise of known
+    variance; pairs of sampled steps of every full period give the empirical variogram
+    (:func:`planner.period_roughness`, :func:`planner.variogram`). The L1 sampler moves its
+    samples from day to day, so many lags are seen; equally spaced samples see only multiples
+    of their spacing (the planner's random-walk model below it, see ``interpolation``).
+    """
+    from planner import period_roughness, variogram
+
+    n = published[0]["estimates"].shape[0]
+    gamma = np.full((n, w), np.nan)
+    for li, nodes in enumerate(levels):
+        total = None
+        for period in published:
+            masks = np.asarray(period["samples"], dtype=bool)
+            if masks.shape[1] != w:
+                continue
+            vals = np.asarray(period["estimates"], dtype=np.float64)[nodes, :w]
+            noise = np.asarray(period["noise"], dtype=np.float64)[nodes, :w]
+            sampled = np.broadcast_to(masks[li], vals.shape)
+            stats = period_roughness(vals, noise, sampled)
+            total = stats if total is None else total + stats
+        g = None if total is None else variogram(total)
+        if g is None:
+            return None
+        gamma[nodes] = g
+    return gamma
+
+
+def _fixed_covariance(period, gamma, rho, tree, levels, n) -> tuple[np.ndarray, np.ndarray]:
+    """Observation design H_f (P, r) and the error covariance (N·P, N·P) of one period.
+
+    Singletons of node a: ``x̃_a = M_a(x_a + n_a)``, an error ``M_a n_a`` (Laplace at the
+    samples, independent between nodes) minus the interpolation error ``(I − M_a) x_a``; with
+    ``x_a`` the sum of its leaves, ``Cov = −Σ_{l,m} (I − M_a) Γ_lm (I − M_b)ᵀ`` over the leaves
+    under a and b (Γ_lm(s, t) = γ_lm(|s − t|), the cross-variogram ``ρ·√(γ_l γ_m)``, ρ from the
+    root's own variogram; the constant of a covariance cancels because the rows of ``M`` sum
+    to 1: the kriging identity). Feature parts: exact sums plus independent Laplace noise.
+    """
+    from mechanisms.optstream._sampling import interpolation_matrix
+
+    fs = period["features"]
+    noise = np.asarray(period["noise"], dtype=np.float64)
+    masks = np.asarray(period["samples"], dtype=bool)
+    r = masks.shape[1]
+    p = noise.shape[1]
+    hf = np.zeros((p, r))
+    hf[np.arange(r), np.arange(r)] = 1.0
+    row = r
+    for feature in fs.partitions[1:]:
+        for part in feature:
+            hf[row, list(part)] = 1.0
+            row += 1
+    level_of = np.empty(n, dtype=np.int64)
+    for li, nodes in enumerate(levels):
+        level_of[nodes] = li
+    mats = [interpolation_matrix(m[None])[0] for m in masks]  # (r, r) per level
+    cov = np.zeros((n * p, n * p))
+    for a in range(n):  # noise: independent between nodes
+        li = level_of[a]
+        at = np.flatnonzero(masks[li])
+        m = mats[li]
+        cov[a * p : a * p + r, a * p : a * p + r] = (m[:, at] * noise[a, at]) @ m[:, at].T
+        idx = np.arange(a * p + r, (a + 1) * p)
+        cov[idx, idx] = noise[a, r:]
+    if gamma is not None:
+        lag = np.abs(np.arange(r)[:, None] - np.arange(r)[None, :])
+        if tree is None:
+            under = np.eye(n)
+            leaf_rows = np.arange(n)
+        else:
+            under = np.asarray(tree.matrix, dtype=np.float64)  # (N, L)
+            leaf_rows = np.array([tree.index(leaf) for leaf in tree.leaves])
+        gl = gamma[leaf_rows][:, lag]  # (L, r, r)
+        ops = [np.eye(r) - mats[level_of[a]] for a in range(n)]
+        for a in range(n):
+            for b in range(a, n):
+                la = np.flatnonzero(under[a])
+                lb = np.flatnonzero(under[b])
+                g = np.zeros((r, r))
+                for i in la:
+                    for j in lb:
+                        if i == j:
+                            g += gl[i]
+                        elif tree is not None and rho > 0:
+                            g += rho * np.sqrt(gl[i] * gl[j])
+                block = -ops[a] @ g @ ops[b].T
+                cov[a * p : a * p + r, b * p : b * p + r] += block
+                if b != a:
+                    cov[b * p : b * p + r, a * p : a * p + r] += block.T
+    return hf, cov
+
+
+def _gls_operator(under: np.ndarray, hf: np.ndarray, variances: np.ndarray) -> np.ndarray:
+    """K (N·r, N·P): Algorithm 4's linear estimate of every node from the observations.
+
+    Observations of node a: ``H_f A_a x`` (singletons and feature parts of the sum of its
+    leaves), weights ``1/v``; the leaves' estimate ``G Hᵀ W c̃`` with ``H = A ⊗ H_f`` and
+    ``G = (Hᵀ W H)⁻¹`` ([FV19] Alg. 4 line 2 without (O3), §5.2), the nodes' ``(A ⊗ I) G Hᵀ W``.
+    """
+    r = hf.shape[1]
+    h = np.kron(under, hf)
+    hw = h.T / np.asarray(variances, dtype=np.float64).reshape(-1)
+    return np.kron(under, np.eye(r)) @ np.linalg.solve(hw @ h, hw)
+
+
+def _root_correlation(gamma, tree) -> float:
+    """One correlation of the leaves' variograms from the root's own (the cross-variogram
+    ``ρ·√(γ_l γ_m)``): ``γ_root = Σ γ_l + ρ Σ_{l≠m} √(γ_l γ_m)``, pooled over lags."""
+    if tree is None or gamma is None:
+        return 0.0
+    leaves = np.array([tree.index(leaf) for leaf in tree.leaves])
+    gl = gamma[leaves]
+    s1 = gl.sum(axis=0)
+    s2 = np.sqrt(gl).sum(axis=0) ** 2 - s1
+    den = s2.sum()
+    return float(np.clip((gamma[0] - s1).sum() / den, 0.0, 1.0)) if den > 0 else 0.0
+
+
+#: Largest number of leaf values (leaves x steps) of one period for the exact int-k path.
+FIXED_VARIABLES = 64 * 48
+
+
+def _optstream_fixed(frame, tree, n_draws, seed) -> tuple[np.ndarray, str]:
+    """Int-k OptStream: the exact error of Algorithm 4's linear estimate (module notes), a
+    parametric bootstrap in the periods where non-negativity binds."""
+    from postproc import Hierarchy, project_consistent
+
+    published = frame.attrs["estimates"]
+    x = np.asarray(frame, dtype=np.float64)
+    n = x.shape[1]
+    w = int(frame.attrs["privacy"].get("w") or published[0]["samples"].shape[1])
+    if tree is None:
+        levels = [np.arange(n)]
+        under = np.eye(n)
+    else:
+        levels = [np.array([tree.index(c) for c in lv]) for lv in tree.levels]
+        under = np.asarray(tree.matrix, dtype=np.float64)
+    n_leaves = under.shape[1]
+    if n_leaves * w > FIXED_VARIABLES:
+        raise ParameterError(
+            f"The 'released' parameter of {_OWNER} is an int-k OptStream release of "
+            f"{n_leaves} leaves: its exact errors need a ({n_leaves}·w)² matrix per period; "
+            f"int-k standard errors are computed up to {FIXED_VARIABLES // w} leaves (w = {w})."
+        )
+    gamma = _level_variograms(published, levels, w)
+    rho = _root_correlation(gamma, tree)
+    rng = np.random.default_rng(seed)  # simulation only: publishes nothing private
+    out = np.empty_like(x)
+    lo = boot = 0
+    for period in published:
+        fs = period["features"]
+        wts = np.asarray(period["variances"], dtype=np.float64).reshape(-1)
+        r = np.asarray(period["samples"]).shape[1]
+        hf, cov = _fixed_covariance(period, None if gamma is None else gamma[:, :r], rho,
+                                    tree, levels, n)  # fmt: skip
+        k = _gls_operator(under, hf, wts)
+        var = ((k @ cov) * k).sum(axis=1).reshape(n, r)
+        se = np.sqrt(np.maximum(var, 0.0))
+        truth = x[lo : lo + r].T  # (N, r): the released period stands for the truth
+        if (truth <= 0).any() and n_draws > 0:  # non-negativity binds: parametric bootstrap
+            jitter = 1e-9 * float(np.trace(cov)) / cov.shape[0]
+            try:
+                root = np.linalg.cholesky(cov + jitter * np.eye(cov.shape[0]))
+            except np.linalg.LinAlgError:  # an empirical variogram need not be valid: clip
+                ev, evec = np.linalg.eigh(cov)
+                root = evec * np.sqrt(np.maximum(ev, 0.0))
+            draws = root @ rng.standard_normal((cov.shape[0], n_draws))
+            c0 = np.stack([hf @ truth[a] for a in range(n)])  # (N, P)
+            sims = c0[None] + draws.T.reshape(n_draws, n, -1)
+            vs = np.broadcast_to(wts.reshape(n, -1), sims.shape)
+            if tree is not None:
+                sol = project_consistent(sims, hierarchy=tree, features=fs, variances=vs).values
+            else:
+                sol = np.stack(
+                    [
+                        project_consistent(
+                            sims[:, j : j + 1],
+                            hierarchy=Hierarchy.single(str(name)),
+                            features=fs,
+                            variances=vs[:, j : j + 1],
+                        ).values[:, 0]
+                        for j, name in enumerate(frame.columns)
+                    ],
+                    axis=1,
+                )
+            se = np.sqrt(np.mean((np.maximum(sol, 0.0) - truth[None]) ** 2, axis=0))
+            boot += 1
+        out[lo : lo + r] = se.T
+        lo += r
+    how = (
+        f"OptStream k={frame.attrs['privacy']['parameters'].get('k')}: the error of "
+        "Algorithm 4's linear estimate (features included) under the published noise and the "
+        f"interpolation error of the samples' variogram (leaves correlated, ρ = {rho:.2f}), "
+        f"exact where non-negativity does not bind; parametric bootstrap ({n_draws} draws) in "
+        f"the {boot} of {len(published)} period(s) holding a 0."
     )
     return out, how
 
@@ -491,6 +752,7 @@ def std_errors(
     history: object = None,
     n_bootstrap: int = 200,
     seed: int | None = 0,
+    interpolation: str = "planned",
 ) -> pd.DataFrame | pd.Series:
     """The standard error (root-mean-square error) of every value of a release.
 
@@ -509,6 +771,13 @@ def std_errors(
     seed : int, default 0
         Seed of the bootstrap's simulation (it releases nothing; a fixed seed makes the stated
         errors reproducible).
+    interpolation : {"planned", "rough"}, default "planned"
+        The interpolation error between samples: ``"planned"``, the planner's own prediction
+        (a random-walk variogram below the sample spacing; calibrated for aggregated loads such
+        as the regional hierarchy); ``"rough"``, the largest a stationary load with the
+        measured sill can have (``γ(h) = sill`` from lag 1), an upper figure for loads that
+        switch within a sample spacing, such as single households, where ``"planned"``
+        understates 1.5-4x (``docs/results/std_errors_calibration.md``).
 
     Returns
     -------
@@ -545,6 +814,11 @@ def std_errors(
             f"The 'released' parameter of {_OWNER} must be a pandas DataFrame or Series "
             f"returned by a dpstream release. Got {type(released).__name__} instead."
         )
+    if interpolation not in ("planned", "rough"):
+        raise ParameterError(
+            f"The 'interpolation' parameter of {_OWNER} must be one of ('planned', 'rough'). "
+            f"Got {interpolation!r} instead."
+        )
     if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 0:
         raise ParameterError(
             f"The 'n_bootstrap' parameter of {_OWNER} must be an int in [0, inf). "
@@ -563,7 +837,22 @@ def std_errors(
         )
     mechanism = record.get("mechanism")
     params = record.get("parameters") or {}
-    if mechanism == "optstream":
+    if mechanism == "optstream" and params.get("k") != "auto" and "estimates" in frame.attrs:
+        if params.get("missing") == "unmeasured" or params.get("weights") == "paper":
+            raise ParameterError(
+                f"The 'released' parameter of {_OWNER} is an int-k OptStream release with "
+                f"weights={params.get('weights')!r}, missing={params.get('missing', 'error')!r}: "
+                "standard errors are computed for the 'variance' and 'noise' weights of "
+                "complete readings."
+            )
+        tree = _hierarchy(frame, hierarchy)
+        values, how = _optstream_fixed(frame, tree, n_bootstrap, seed)
+        note = (
+            "Root-mean-square error: noise, and the interpolation error between samples as "
+            "the weights estimate it from the feature residuals; a simulation (Monte Carlo) "
+            "figure."
+        )
+    elif mechanism == "optstream":
         if params.get("k") != "auto" or "measurements" not in frame.attrs:
             raise ParameterError(
                 f"The 'released' parameter of {_OWNER} is an OptStream release with k = "
@@ -572,7 +861,7 @@ def std_errors(
                 "the release. Release with k='auto' (the default), which publishes them."
             )
         tree = _hierarchy(frame, hierarchy)
-        values, how = _optstream_auto(frame, tree, history, n_bootstrap, seed)
+        values, how = _optstream_auto(frame, tree, history, n_bootstrap, seed, interpolation)
         note = (
             "Root-mean-square error: noise, interpolation between samples and the prior's "
             "shrinkage as the planner predicts them."

@@ -14,7 +14,13 @@ from postproc import FeatureSet
 
 from ._autoplan import release_auto
 from ._frames import prepare_frame, to_periods, value_neighbours
-from ._period import PeriodSpec, _post_process, release_block, release_periods  # noqa: F401
+from ._period import (  # noqa: F401
+    PeriodSpec,
+    _post_process,
+    published_estimates,
+    release_block,
+    release_periods,
+)
 from ._privacy import attach_record, charge_release, check_ledger, release_record
 
 __all__ = ["OPTSTREAM_WEIGHTS", "release_optstream"]
@@ -288,9 +294,10 @@ def release_optstream(
         shares=shares,
     )
     # One implementation with the store and the Dask engine (dpstream.pipelines._period).
+    keep: list = []  # the measurements and weights, published for dpstream.std_errors
     if progress is None:
         both = None if obs is None else (obs_full, obs_tail)
-        out = release_block(spec, periods.full, periods.tail, bits, both)
+        out = release_block(spec, periods.full, periods.tail, bits, both, keep)
     else:
         # Periods are independent once planned: with a listener, release them in batches and
         # report each batch (issue 17); without one, in a single call as before.
@@ -298,11 +305,11 @@ def release_optstream(
         for lo in range(0, periods.full.shape[0], PROGRESS_BATCH):
             hi = lo + PROGRESS_BATCH
             both = None if obs is None else (obs_full[lo:hi], None)
-            parts.append(release_block(spec, periods.full[lo:hi], None, bits, both))
+            parts.append(release_block(spec, periods.full[lo:hi], None, bits, both, keep))
             progress(min(PROGRESS_BATCH, periods.full.shape[0] - lo))
         if periods.tail.shape[1]:
             both = None if obs is None else (obs_full[:0], obs_tail)
-            parts.append(release_block(spec, periods.full[:0], periods.tail, bits, both))
+            parts.append(release_block(spec, periods.full[:0], periods.tail, bits, both, keep))
             progress(1)
         out = np.concatenate(parts) if parts else np.empty((0, sf.n_nodes))
     if sf.observed is not None:
@@ -326,6 +333,7 @@ def release_optstream(
         seeded=seed is not None,
     )
     attach_record(result, record, paid)
+    result.attrs["estimates"] = published_estimates(keep)
     return result
 
 

@@ -32,7 +32,14 @@ from postproc import FeatureSet, Hierarchy, bias_aware_variances, project_consis
 
 from ._frames import from_periods
 
-__all__ = ["PeriodSpec", "period_bits", "release_block", "release_period", "release_periods"]
+__all__ = [
+    "PeriodSpec",
+    "period_bits",
+    "published_estimates",
+    "release_block",
+    "release_period",
+    "release_periods",
+]
 
 
 def _weights(
@@ -58,9 +65,16 @@ def _post_process(
     levels: list[list[int]],
     weights: str,
     observed: np.ndarray | None = None,
+    keep: list | None = None,
 ) -> np.ndarray:
-    """Algorithm 4 line 2 over the whole hierarchy, one problem per period: (B, N, r)."""
+    """Algorithm 4 line 2 over the whole hierarchy, one problem per period: (B, N, r).
+
+    ``keep``: a list that receives ``(est, variances)``, the published measurements and the
+    weights Algorithm 4 used (both public: post-processing of the release,
+    :func:`dpstream.std_errors`)."""
     kw = _weights(est, fs, levels, weights)
+    if keep is not None:
+        keep.append((est, kw.get("variances"), fs))
     if observed is not None:  # missing="unmeasured": see _pin_unobserved
         est, kw = _pin_unobserved(est, kw, observed)
     if hierarchy is not None:
@@ -110,6 +124,7 @@ def release_periods(
     windows: str = "any",
     bits: BitSource,
     observed: np.ndarray | None = None,
+    keep: list | None = None,
 ) -> np.ndarray:
     """OptStream on periods already cut and validated: (B, N, r) -> released (B, N, r).
 
@@ -141,7 +156,43 @@ def release_periods(
         bits=bits,
         observed=observed,
     )
-    return _post_process(est, hierarchy, nodes, features, levels, weights, observed)
+    return _post_process(est, hierarchy, nodes, features, levels, weights, observed, keep)
+
+
+def published_estimates(keep: list) -> list[dict[str, np.ndarray | None]]:
+    """Per period (in order), what the release publishes for :func:`dpstream.std_errors`.
+
+    ``estimates`` (N, P): the noisy measurements c̃ (the reconstructed singletons, then every
+    feature's parts); ``noise`` (N, P): their noise variances; ``variances`` (N, P): the
+    weights Algorithm 4 used (None for the paper's weights); ``samples`` (h, r): each level's
+    sample set; ``features``: the period's feature chain (public). ``keep`` as
+    :func:`release_block` filled it.
+
+    Notes
+    -----
+    *Privacy*: no extra loss. Per period and level the mechanism's outputs are the sample set
+    S (for the L1 sampler the SVT's own output, its vector of above/below answers, ε_s: [FV19]
+    Alg. 3, Theorem 7; Lyu et al. 2017 Thm. 2, see
+    :func:`mechanisms.optstream._sampling.sample_l1`; a public pattern when equally spaced),
+    the noisy samples (ε_p, Theorem 8) and the noisy feature answers (ε_o, Theorem 9
+    with w·α): Lemma 1 and Theorem 13 compose exactly these outputs, so the release's ε already
+    covers publishing them. The reconstruction ξ^S, the noise variances (functions of S and
+    public parameters) and the weights (functions of the above, ``postproc.bias_aware_variances``)
+    are post-processing (Theorem 3).
+    """
+    out: list[dict[str, np.ndarray | None]] = []
+    for est, var, fs in keep:
+        for b in range(est.estimates.shape[0]):
+            out.append(
+                {
+                    "estimates": est.estimates[b],
+                    "noise": est.variances[b],
+                    "variances": None if var is None else np.asarray(var)[b],
+                    "samples": est.samples[b],
+                    "features": fs,
+                }
+            )
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -209,6 +260,7 @@ def release_block(
     tail: np.ndarray | None,
     bits,
     observed: tuple[np.ndarray, np.ndarray | None] | None = None,
+    keep: list | None = None,
 ) -> np.ndarray:
     """Release full periods (B, N, w) and a partial tail (N, r), r < w: (B·w + r, N), >= 0.
 
@@ -216,7 +268,9 @@ def release_block(
     singletons + the whole tail, even for r = 1), the rule of ``dpstream.pipelines``.
     ``observed``: the public masks (full, tail) of ``missing="unmeasured"``, or None (then,
     with ``spec.missing == "unmeasured"``, the NaN in the values mark the missing readings).
-    Missing readings come back as NaN.
+    Missing readings come back as NaN. ``keep``: a list that receives, per block of periods
+    (the full ones, then the tail), the measurements and Algorithm 4's variances
+    (:func:`_post_process`).
     """
     n_nodes = len(spec.nodes)
     if observed is None and spec.missing == "unmeasured":
@@ -228,7 +282,12 @@ def release_block(
     out_full = np.empty((0, n_nodes, spec.w))
     if full.shape[0]:
         out_full = release_periods(
-            full, features=spec.features, bits=bits, observed=obs_full, **spec._common()
+            full,
+            features=spec.features,
+            bits=bits,
+            observed=obs_full,
+            keep=keep,
+            **spec._common(),
         )
     out_tail = None
     if tail is not None and tail.shape[1]:
@@ -239,6 +298,7 @@ def release_block(
             features=tail_fs,
             bits=bits,
             observed=None if obs_tail is None else obs_tail[None],
+            keep=keep,
             **spec._common(),
         )[0]
     out = np.maximum(from_periods(out_full, out_tail), 0.0)

@@ -143,8 +143,11 @@ def test_bad_inputs_are_typed_errors(regional):
     fixed = dpstream.release_optstream(
         frame.iloc[:96], epsilon=1.0, alpha=50, hierarchy=tree, k=10, seed=1
     )
-    with pytest.raises(ParameterError, match="k='auto'"):
+    fixed.attrs = {k: v for k, v in fixed.attrs.items() if k != "estimates"}
+    with pytest.raises(ParameterError, match="k='auto'"):  # int k without its measurements
         dpstream.std_errors(fixed, hierarchy=tree)
+    with pytest.raises(ParameterError, match="'interpolation'"):
+        dpstream.std_errors(out, hierarchy=tree, interpolation="smooth")
 
 
 @pytest.mark.slow
@@ -205,3 +208,14 @@ def test_residual_check_recovers_the_prior_scale_and_the_shared_error():
     scale, cross = _residual_check(measured, plans, priors)
     assert np.allclose(scale, 2.0, rtol=0.1)
     assert np.allclose(cross, gamma * interp, rtol=0.2)
+
+
+def test_rough_interpolation_states_at_least_the_planned_error(regional):
+    """``interpolation="rough"`` (the variogram at its sill from lag 1) never states less than
+    the planner's random-walk figure, and more between samples (issue 28's households)."""
+    _, tree, out = regional
+    planned = dpstream.std_errors(out, hierarchy=tree, n_bootstrap=0)
+    rough = dpstream.std_errors(out, hierarchy=tree, n_bootstrap=0, interpolation="rough")
+    assert (rough.to_numpy() >= planned.to_numpy() * (1 - 1e-9)).all()
+    assert (rough.to_numpy() > planned.to_numpy() * 1.01).mean() > 0.3
+    assert "rough variogram" in rough.attrs["method"]

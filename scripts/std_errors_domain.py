@@ -1,0 +1,143 @@
+"""Where the stated OptStream errors hold (issue 30, item 4): ``docs/results/std_errors_domain.md``.
+
+Issue 28's forecasting benchmark (``bench/bench_forecast_peers.py``) fed ``dpstream.std_errors``
+squared to the forecaster and found it understating 2-4x. Its releases: eight weeks of the
+bundled regional hierarchy (α = 50 kW) and of the household sub-meters (2007, α = 10 Wh), ε = 1,
+``k="auto"``, with the benchmark's seeds. Per node, pooled over steps and seeds: empirical RMSE
+against the truth / stated RMSE, for ``interpolation="planned"`` (the default) and ``"rough"``,
+with and without the bootstrap where non-negativity binds; and the diagnosis: the measurements'
+mean squared error against the truth over the planner's predicted variance (noise plus
+interpolation), which only the truth can show (the samples sit at the same steps every day, so
+the published values never see a lag shorter than the sample spacing).
+
+Seeded releases are experiments (not private). Run: ``python scripts/std_errors_domain.py
+[--seeds 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "results" / "std_errors_domain.md"
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def measurement_factor(out: pd.DataFrame, truth: pd.DataFrame) -> np.ndarray:
+    """Per node: Σ (measurement − truth)² / Σ planned variance, over measured steps."""
+    import dpstream._std_errors as se_mod
+
+    tree = se_mod._hierarchy(out, None)
+    cfg = se_mod._auto_config(out, tree, out.attrs["privacy"])
+    measured, plans, _ = se_mod._replay(np.asarray(out.attrs["measurements"]), cfg, None)
+    t = truth[list(out.columns)].to_numpy()
+    num = np.zeros(t.shape[1])
+    den = np.zeros(t.shape[1])
+    for i, (m, p) in enumerate(zip(measured, plans, strict=True)):
+        r = m.values.shape[1]
+        v = np.asarray(p.variances[:, :r], dtype=np.float64)
+        ok = np.isfinite(v)
+        e2 = (m.values - t[i * cfg.w : i * cfg.w + r].T) ** 2
+        num += np.where(ok, e2, 0.0).sum(axis=1)
+        den += np.where(ok, v, 0.0).sum(axis=1)
+    return num / den
+
+
+def table(name: str, seeds: int) -> tuple[pd.DataFrame, float, float]:
+    from bench_forecast_peers import SETTINGS, load
+
+    import dpstream
+
+    span, tree, leaves = load(name)
+    alpha = SETTINGS[name]["alpha"]
+    modes = {
+        "planned": ("planned", 200),
+        "planned, linear": ("planned", 0),
+        "rough": ("rough", 200),
+    }
+    err = np.zeros(len(span.columns))
+    stated = {m: np.zeros(len(span.columns)) for m in modes}
+    factor = np.zeros(len(span.columns))
+    cpu_rel = cpu_se = 0.0
+    for seed in range(seeds):
+        t0 = time.process_time()
+        out = dpstream.release_optstream(
+            span[leaves], epsilon=1.0, hierarchy=tree, alpha=alpha, seed=seed
+        )
+        cpu_rel += time.process_time() - t0
+        cols = list(out.columns)
+        err += ((out - span[cols]) ** 2).mean().to_numpy()
+        factor += measurement_factor(out, span)
+        for m, (interp, boot) in modes.items():
+            t0 = time.process_time()
+            se = dpstream.std_errors(out, seed=seed, n_bootstrap=boot, interpolation=interp)
+            if m == "planned":
+                cpu_se += time.process_time() - t0
+            stated[m] += (se**2).mean().to_numpy()
+    rows = pd.DataFrame(index=pd.Index(cols, name="node"))
+    rows["empirical RMSE"] = np.sqrt(err / seeds)
+    for m in modes:
+        rows[f"ratio, {m}"] = rows["empirical RMSE"] / np.sqrt(stated[m] / seeds)
+    rows["measurement MSE / planned variance"] = factor / seeds
+    return rows, cpu_rel / seeds, cpu_se / seeds
+
+
+def markdown(rows: pd.DataFrame) -> str:
+    """A pipe table (no tabulate dependency)."""
+    head = [rows.index.name or ""] + [str(c) for c in rows.columns]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for idx, row in rows.iterrows():
+        out.append("| " + " | ".join([str(idx)] + [f"{v:,.3f}" for v in row]) + " |")
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    args = parser.parse_args()
+    lines = [
+        "# Where the stated OptStream errors hold (issue 30, item 4)",
+        "",
+        f"Written by `python scripts/std_errors_domain.py --seeds {args.seeds}`. The releases of "
+        'issue 28\'s forecasting benchmark (eight weeks, ε = 1, `k="auto"`, regional α = 50 kW, '
+        "household sub-meters α = 10 Wh), seeds 0..{}. Ratio: empirical RMSE against the truth "
+        "over the stated RMSE, per node pooled over steps and seeds (target 0.8-1.25). Seeded "
+        "releases: experiments, not private.".format(args.seeds - 1),
+        "",
+    ]
+    for name in ("regional", "household"):
+        rows, cpu_rel, cpu_se = table(name, args.seeds)
+        print(name, rows, flush=True)
+        lines += [f"## {name}", "", markdown(rows), "",
+                  f"CPU per release {cpu_rel:.2f} s, per `std_errors` {cpu_se:.2f} s "
+                  f"(ratio {cpu_se / cpu_rel:.2f}).", ""]  # fmt: skip
+    lines += [
+        "## Reading",
+        "",
+        "The last column is the cause. Between samples the planner predicts the interpolation "
+        "error from the variogram of the released measurements, which only sees lags that are "
+        "multiples of the sample spacing (the samples sit at the same steps every day); below "
+        "it the variogram is extrapolated as a random walk (`planner.variogram`). An aggregated "
+        "load (the regional hierarchy) is that smooth, and the measurements' error matches the "
+        "plan (column about 1); a household's sub-meters switch within a spacing (a kettle, a "
+        "washing machine): the measurements' error is several times the plan's, and the "
+        "published values cannot show it. So the stated figures hold for aggregated loads "
+        "(the calibration table of `std_errors_calibration.md`) and understate for single "
+        'households, which is what issue 28 measured. `interpolation="rough"` (the variogram '
+        "at its sill from lag 1) narrows the gap but does not close it on every sub-meter; it "
+        "is not an upper bound. The bootstrap where non-negativity binds lowers the stated "
+        "figure further on the sparse sub-meters (it clips around the released values).",
+        "",
+    ]
+    OUT.write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
