@@ -20,7 +20,8 @@ samples and "variance" weights), seed 1 (the runs must agree), each run in a fre
    each subtree planning its own nodes, ``dpstream.engine._auto_split``).
 
 Printed per run: wall seconds, CPU seconds of the client and of the workers (``RUSAGE_CHILDREN``
-once the cluster is closed), peak resident memory of the process tree (sampled every 0.5 s),
+once the cluster is closed), peak resident memory of the process tree (sampled every 0.5 s)
+and of each process (the client's, the largest worker's: ``ru_maxrss``),
 the load average before the run (the 2 cores are shared), and for ``dask-2`` the largest
 difference from ``split-1`` (must be rounding). Ratios are against ``split-1``.
 
@@ -156,6 +157,8 @@ def run(workdir: Path, name: str, k: int | str = "auto") -> dict:
         "client_cpu_s": round(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, 1),
         "workers_cpu_s": round(kids.ru_utime + kids.ru_stime, 1),
         "peak_gb": round(peak[0] / 1e9, 2),
+        "client_maxrss_gb": round(r1.ru_maxrss / 1e6, 2),
+        "worker_maxrss_gb": round(kids.ru_maxrss / 1e6, 2),  # the largest worker's
         "load": round(load, 1),
     }
 

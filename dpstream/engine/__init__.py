@@ -10,14 +10,18 @@ Two ways to spread a release:
 * *inside a period* (the daily job): :func:`release_split` cuts the hierarchy into subtrees
   (:func:`choose_cut`), one object per subtree reads its leaves from the source, measures
   them and takes part in the distributed elimination of Algorithm 4
-  (:mod:`dpstream.engine._subtree`, :mod:`postproc._split`), here or as Dask actors.
+  (:mod:`dpstream.engine._subtree`, :mod:`postproc._split`), here or as Dask actors; the
+  default ``k="auto"`` the same way with one in-stream planner per subtree kept across
+  periods (:class:`~dpstream.engine._auto_split.AutoSplit`).
 """
 
+from ._auto_split import AutoSplit
 from ._run import ENGINES, PeriodTask, map_periods, run_period
 from ._subtree import SplitSpec, choose_cut, release_split
 
 __all__ = [
     "ENGINES",
+    "AutoSplit",
     "PeriodTask",
     "SplitSpec",
     "choose_cut",

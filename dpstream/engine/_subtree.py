@@ -19,9 +19,9 @@ fixed order. The draws therefore do not depend on the cut, the number of workers
 order of work: a split release equals its one-process run to rounding. With ``seed=None``
 every subtree object draws from its own :class:`~mechanisms.core._random.SecureBits`.
 
-Scope: equally spaced samples (``sampling="equal"``, what the in-stream planner uses too);
-the L1 sampler's one SVT per level needs the level's summed score at every step (a round of
-the subtrees per step) and is not split. Fixed k.
+Scope: a fixed k, equally spaced samples or the L1 sampler (one SVT per level on the level's
+summed score: one round of the subtrees per step). The default ``k="auto"`` is split by
+:mod:`dpstream.engine._auto_split`, which reuses this module's streams, cut and calls.
 """
 
 from __future__ import annotations

@@ -25,10 +25,13 @@ Differences, on purpose:
   (the budget rule across a changed k reads the previous period's plan; a stored *later* period
   would need the next plan too). A gap (a day never released) starts the window rule afresh:
   no window of w steps straddles it.
-* Sequential by nature (each plan reads the previous period's measurement): with
-  ``engine="dask"`` each period's private step and post-processing (:func:`measure_task`:
-  read the values, draw, Alg. 4) run in a worker of one cluster kept for the call, one period
-  after the other -- the values never enter this process, but nothing runs in parallel.
+* Sequential by nature across periods (each plan reads the previous period's measurement),
+  parallel *inside* one: a Parquet or SQLite input with ``engine="dask"`` (or a ``cut``) and a
+  hierarchy of more than 64 leaves is split into subtrees, each planning, measuring and
+  post-processing its nodes on a worker (:mod:`dpstream.engine._auto_split`; its record is
+  written by :func:`pack_parts`). Otherwise, with ``engine="dask"``, each period's private
+  step and post-processing (:func:`measure_task`: read the values, draw, Alg. 4) run whole in
+  a worker of one cluster kept for the call, one period after the other.
 
 *Privacy*: as ``release_optstream(k="auto")``: plans and priors read public measurements only
 (post-processing, [FV19] Theorem 3); each period is charged the store's (ε, δ) per window before

@@ -82,7 +82,9 @@ def release_to_store(
         from ``SeedSequence(seed, spawn_key=(ordinal,))``, the same on any number of workers.
     engine : {"local", "dask"}
         Run the periods here, or map them over a Dask cluster (``scheduler`` address, or a
-        ``LocalCluster`` of ``n_workers`` made and closed here). k="auto": "local" only.
+        ``LocalCluster`` of ``n_workers`` made and closed here). k="auto": each period
+        whole on a worker, in time order (a Parquet or SQLite input is split inside the
+        period: :func:`~dpstream.store._source.release_parquet_to_store`).
     lock_timeout : float, default 0
         Seconds to wait for another job releasing into the same store; then (or at once)
         :class:`~dpstream.store.StoreBusyError`. Nothing is read, charged or drawn before.
