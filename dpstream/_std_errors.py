@@ -75,7 +75,7 @@ import pandas as pd
 
 from mechanisms import ParameterError
 
-__all__ = ["std_errors", "tree_posterior_variance"]
+__all__ = ["PlanningRecord", "std_errors", "tree_posterior_variance"]
 
 _OWNER = "std_errors"
 
@@ -305,6 +305,43 @@ def _replay(meas: np.ndarray, cfg, hist):
     )
 
 
+class PlanningRecord:
+    """What a ``k="auto"`` release planned, kept with it so that :func:`std_errors` need not
+    replay the planner (``attrs["planning"]``): every period's measurement, plan and prior.
+
+    All three are functions of the published measurements and public parameters
+    (``_autoplan.replan``), so keeping them publishes nothing new; :func:`std_errors` uses them
+    only while they belong to the measurements beside them (else it replays). Shared, never
+    copied (``DataFrame.attrs`` are deep-copied by pandas operations: this object is immutable
+    and returns itself), and not written to files (a release read back replays).
+    """
+
+    __slots__ = ("measured", "plans", "priors", "_key")
+
+    def __init__(self, measured, plans, priors, measurements) -> None:
+        self.measured = tuple(measured)
+        self.plans = tuple(plans)
+        self.priors = tuple(priors)
+        self._key = id(measurements), np.shape(measurements)
+
+    def __deepcopy__(self, memo) -> PlanningRecord:
+        return self
+
+    def __copy__(self) -> PlanningRecord:
+        return self
+
+    def __repr__(self) -> str:
+        return f"PlanningRecord({len(self.plans)} periods)"
+
+    def matches(self, measurements: np.ndarray) -> bool:
+        """True if these plans were made from exactly ``measurements`` (T, N)."""
+        meas = np.asarray(measurements, dtype=np.float64)
+        if not self.measured or np.shape(meas) != self._key[1]:
+            return False
+        mine = np.concatenate([m.values.T for m in self.measured], axis=0)
+        return mine.shape == meas.shape and np.array_equal(mine, meas, equal_nan=True)
+
+
 def _blind_interpolation(measured, plans, cfg) -> dict[int, np.ndarray]:
     """Interpolation error variance (N, r) of the periods planned blind (``basis == "rule"``).
 
@@ -484,7 +521,11 @@ def _optstream_auto(
                 "public history, which its plans and priors read. Pass the same history frame."
             )
         hist = np.asarray(history, dtype=np.float64)
-    measured, plans, priors = _replay(meas, cfg, hist)
+    planning = released.attrs.get("planning")
+    if isinstance(planning, PlanningRecord) and planning.matches(meas):
+        measured, plans, priors = planning.measured, planning.plans, planning.priors
+    else:  # read back from a file, or changed: recompute from the published measurements
+        measured, plans, priors = _replay(meas, cfg, hist)
     blind = _blind_interpolation(measured, plans, cfg)
     rough = _rough_interpolation(measured, plans, cfg) if interpolation == "rough" else None
     x = np.asarray(released, dtype=np.float64)

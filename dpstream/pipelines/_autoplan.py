@@ -421,6 +421,9 @@ def release_auto(
     starts = [sf.index[i * w] for i in range(len(plans))]
     out.attrs["plan"] = records(plans, priors, starts, delta)
     out.attrs["measurements"] = from_periods(est_full, est_tail)
+    from dpstream._std_errors import PlanningRecord  # public by-products: no replay (issue 30)
+
+    out.attrs["planning"] = PlanningRecord(measured, plans, priors, out.attrs["measurements"])
     out.attrs["plan_config"] = {
         "epsilon": epsilon, "delta": delta, "alpha": alpha, "w": w, "noise": noise,
         "target": target, "prior": prior, "history": hist is not None,

@@ -219,3 +219,25 @@ def test_rough_interpolation_states_at_least_the_planned_error(regional):
     assert (rough.to_numpy() >= planned.to_numpy() * (1 - 1e-9)).all()
     assert (rough.to_numpy() > planned.to_numpy() * 1.01).mean() > 0.3
     assert "rough variogram" in rough.attrs["method"]
+
+
+def test_the_release_keeps_its_plans_so_std_errors_need_not_replay(regional):
+    """``attrs["planning"]`` (public by-products of planning) gives the figures the replay
+    gives; it is shared by copies and ignored once it does not belong to the measurements."""
+    import copy
+
+    from dpstream._std_errors import PlanningRecord
+
+    _, tree, out = regional
+    planning = out.attrs["planning"]
+    assert isinstance(planning, PlanningRecord) and copy.deepcopy(planning) is planning
+    assert out[["national"]].attrs["planning"] is planning
+    assert planning.matches(out.attrs["measurements"])
+    replayed = out.copy()
+    replayed.attrs = {k: v for k, v in out.attrs.items() if k != "planning"}
+    pd.testing.assert_frame_equal(
+        dpstream.std_errors(out, hierarchy=tree), dpstream.std_errors(replayed, hierarchy=tree)
+    )
+    moved = np.array(out.attrs["measurements"], dtype=float)
+    moved[0, 0] += 1.0
+    assert not planning.matches(moved)  # another release's plans are not used
