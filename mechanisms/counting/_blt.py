@@ -26,6 +26,9 @@ Floating-point safety: as :mod:`._factorisation` (``docs/privacy.md``). y = rint
 fl(C·u) by FFT (batch) or by the buffers (streaming); η bounds |v_t − (Ĉ·u)_t| for both
 (:func:`_rounding_slack`: the FFT's normwise bound, the buffers' error recursion, and the
 coefficients' own rounding, times 10), and the L2 sensitivity is ⌊B/γ⌋·‖ĉ‖₂ + √n·(2η + 1).
+Beyond n = 2²⁰ both bounds grow too fast (η ≈ 400 lattice units at 2²⁴: the worst step was
+2.3× the square root's); there the batch release runs the streaming encoder too, in x87
+extended precision (``np.longdouble``, u = 2⁻⁶⁴, :func:`_stream_slack`), and η falls by 2¹¹.
 
 *Privacy*: event-level (ε, δ)-DP by the analytic Gaussian mechanism ([BW18] Thm. 8) on the
 integer vector y, σ ∈ [2²⁴, 2²⁵) lattice units; the prefix sums are post-processing.
@@ -74,6 +77,11 @@ _PROOF = (
 _U = 2.0**-53
 #: Largest stream (the largest shipped horizon).
 _MAX_N = 1 << 24
+#: Longer streams encode in extended precision, batch and push alike (module notes).
+_WIDE_FROM = 1 << 20
+#: Unit roundoff of numpy's long double (2⁻⁶⁴ with x87 extended precision; 2⁻⁵³ where it is a
+#: double: the calibration then pays the larger rounding, still private).
+_EXTENDED_UNIT = float(np.finfo(np.longdouble).eps) / 2.0
 
 
 def _powers(theta: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
@@ -228,6 +236,15 @@ def _calibrate(
     """γ, ⌊B/γ⌋, Δ (inflated, units) and σ (units, in [2²⁴, 2²⁵)), as the square root's
     (:func:`._factorisation._place_on_lattice`) with the BLT's slack: public inputs only."""
     coef = strategy.coefficients(n)
+    if n > _WIDE_FROM:  # the buffers alone, in extended precision: no FFT touches y
+        return _place_on_lattice(
+            n,
+            epsilon,
+            delta,
+            bound,
+            coef,
+            lambda units: _stream_slack(strategy, units, unit=_EXTENDED_UNIT),
+        )
     return _place_on_lattice(
         n, epsilon, delta, bound, coef, lambda units: _rounding_slack(strategy, n, units, coef)
     )
@@ -297,22 +314,30 @@ def _blt_release(
     n, eps, dlt, bnd, strat = _check(vals.size, eps, dlt, bnd, at, owner)
     cal = _calibrate(n, eps, dlt, bnd, strat)
     g = cal.granularity
-    units = np.multiply(vals, 1.0 / g)
-    np.rint(units, out=units)
-    np.clip(units, 0.0, cal.units_bound, out=units)
     coef, inv = _coefficient_pair(strat, n)
-    y = np.rint(_convolve(coef, units))
-    z = np.concatenate(
-        [discrete_gaussian(bits, min(_BLOCK, n - a), cal.sigma_units) for a in range(0, n, _BLOCK)]
-    )
-    noisy = y + z
-    prefix = np.cumsum(_convolve(inv, noisy)) * g  # post-processing
+    if n > _WIDE_FROM:  # the streaming encoder in extended precision (module notes)
+        counter = BLTCounter(n, epsilon=eps, delta=dlt, bound=bnd, at=at, seed=bits)
+        prefix, encoded = counter._push_many(vals, owner)
+    else:
+        units = np.multiply(vals, 1.0 / g)
+        np.rint(units, out=units)
+        np.clip(units, 0.0, cal.units_bound, out=units)
+        y = np.rint(_convolve(coef, units))
+        z = np.concatenate(
+            [
+                discrete_gaussian(bits, min(_BLOCK, n - a), cal.sigma_units)
+                for a in range(0, n, _BLOCK)
+            ]
+        )
+        noisy = y + z
+        prefix = np.cumsum(_convolve(inv, noisy)) * g  # post-processing
+        encoded = noisy * g
     b = np.cumsum(inv)
     sig = cal.sigma_units * g
     return BLTRelease(
         prefix_sums=prefix,
         variance=np.cumsum(b * b) * sig * sig,
-        encoded=noisy * g,
+        encoded=encoded,
         strategy=strat,
         noise=GaussianNoise(sigma=sig, granularity=g),
         sensitivity=cal.sensitivity_units * g,
@@ -401,6 +426,7 @@ class BLTCounter:
         seed: object = None,
     ) -> None:
         n, eps, dlt, bnd, strat = _check(n, epsilon, delta, bound, at, "BLTCounter")
+        self._wide = n > _WIDE_FROM
         self._setup(n, eps, dlt, bnd, strat, _calibrate(n, eps, dlt, bnd, strat), seed)
 
     def _setup(self, n, eps, dlt, bnd, strat, cal, seed) -> None:

@@ -44,7 +44,14 @@ from ..core._budget import Budget
 from ..core._errors import ParameterError
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import check_integer, check_positive, check_probability, check_stream
-from ._blt import BLTCounter, BLTRelease, BLTStrategy, _inverse, _stream_slack
+from ._blt import (
+    _EXTENDED_UNIT,
+    BLTCounter,
+    BLTRelease,
+    BLTStrategy,
+    _inverse,
+    _stream_slack,
+)
 from ._factorisation import _Calibration, _place_on_lattice
 
 __all__ = [
@@ -77,9 +84,6 @@ OPEN_OMEGA = (
     0.0010340817690310583,
     0.0002872574424814876,
 )
-#: Unit roundoff of the encoder's extended precision (2⁻⁶⁴ on x86-64; 2⁻⁵³ where numpy's
-#: long double is a double: the calibration then pays the larger rounding, still private).
-_EXTENDED_UNIT = float(np.finfo(np.longdouble).eps) / 2.0
 #: Default and largest stated horizon H.
 DEFAULT_HORIZON = 1 << 32
 _MAX_HORIZON = 1 << 40

@@ -176,3 +176,28 @@ def test_push_many_refuses_bad_input_before_consuming_anything():
     with pytest.raises(ParameterError, match="4 remain and 5 were given"):
         counter.push_many([0.5] * 5)
     np.testing.assert_allclose(counter.push_many([0.5, 1.0]), [twin.push(0.5), twin.push(1.0)])
+
+
+def test_long_streams_encode_in_extended_precision_batch_and_push_alike():
+    # beyond 2^20 the batch release runs the streaming encoder in long double: no FFT touches
+    # y, so the rounding bound is the buffers' at u = 2^-64 (the worst step was 2.3x the
+    # square root's at 2^24 with the double-precision bounds)
+    n = (1 << 20) + 3000
+    x = np.random.default_rng(2).uniform(0.0, 1.0, n)
+    rel = blt_release(x, epsilon=1.0, delta=1e-6, bound=1.0, seed=3)
+    counter = BLTCounter(n, epsilon=1.0, delta=1e-6, bound=1.0, seed=3)
+    sums = np.concatenate(
+        [
+            counter.push_many(x[:1000]),
+            [counter.push(v) for v in x[1000:1050]],
+            counter.push_many(x[1050:]),
+        ]
+    )
+    np.testing.assert_allclose(
+        sums, rel.prefix_sums, rtol=0, atol=1e-9 * math.sqrt(rel.variance[-1])
+    )
+    strat = blt_strategy(1 << 22)
+    cal = _blt._calibrate(1 << 22, 1.0, 1e-6, 1.0, strat)
+    coef = strat.coefficients(1 << 22)
+    exact = cal.units_bound * math.sqrt(float(coef @ coef))
+    assert cal.sensitivity_units <= exact * 1.002  # was 1.05 in doubles
