@@ -100,6 +100,34 @@ TARGETS: dict[str, Target] = {
             "tests/dpstream/test_cli_ledger.py",
         ),
     ),
+    "dataset_default": Target(
+        "dpstream/_dataset.py",
+        ("tests/dpstream/test_dataset_default.py", "tests/dpstream/test_report_ledger.py"),
+        scope=(
+            "covering_total",
+            "stream_ids",
+            "account_release",
+            "_bind",
+            "_entry",
+            "ledger_summary",
+            "DeferredAccount.charge",
+        ),
+    ),
+    "store_config": Target(
+        "dpstream/store/_store.py",
+        (
+            "tests/dpstream/test_dataset_default.py",
+            "tests/dpstream/test_store.py",
+            "tests/dpstream/test_store_order.py",
+        ),
+        scope=(
+            "ReleaseStore.config",
+            "ReleaseStore._write_pending",
+            "ReleaseStore._drop_pending",
+            "ReleaseStore._check_config",
+            "ReleaseStore._fix_config",
+        ),
+    ),
     "store_table": Target(
         "dpstream/store/_store.py",
         (
