@@ -1,6 +1,7 @@
-"""``dpstream release bt --counter unbounded``: a counter sized for no stream length (issue 27
-item 5). With one seed, the sums released for the first rows do not depend on the rows after
-them (each run is still a new release, charged again)."""
+"""``dpstream release bt --counter unbounded | unbounded_blt``: counters sized for no stream
+length, pure ε (epochs of k-ary trees) and (ε, δ) (a time-invariant BLT calibrated for 2³² rows)
+(issue 27 item 5). With one seed, the sums released for the first rows do not depend on the rows
+after them (each run is still a new release, charged again)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from click.testing import CliRunner
 
 from dpstream.cli import cli, main
 from dpstream.commands.query import read_release
-from mechanisms.counting import unbounded_kary_range_variance, unbounded_kary_release
+from mechanisms.counting import (
+    unbounded_blt_release,
+    unbounded_kary_range_variance,
+    unbounded_kary_release,
+)
 
 B = 20.0
 N = 900
@@ -37,11 +42,11 @@ def x():
     return np.round(np.random.default_rng(0).exponential(2.0, N).clip(0, B), 3)
 
 
-def _release(tmp_path, x, n, name):
+def _release(tmp_path, x, n, name, counter=("--counter", "unbounded")):
     path = _write(tmp_path, x[:n], f"{name}.csv")
     out = tmp_path / f"{name}_out.csv"
     args = ["release", "bt", str(path), "--bound", str(B), "--epsilon", "1", "--seed", "5"]
-    _run([*args, "--counter", "unbounded", "--out", str(out)])
+    _run([*args, *counter, "--out", str(out)])
     return out
 
 
@@ -68,11 +73,24 @@ def test_query_gives_the_exact_standard_errors(tmp_path, x):
         assert ans["std_error"] == pytest.approx(exact, rel=1e-12)
 
 
-def test_unbounded_is_refused_for_pak_before_anything(tmp_path, x, capsys):
+def test_gaussian_open_counter_leaves_the_released_prefix_unchanged(tmp_path, x):
+    gaussian = ("--delta", "1e-6", "--counter", "unbounded_blt")
+    short = read_release(_release(tmp_path, x, 300, "gs", gaussian))[0]["cumulative"].to_numpy()
+    frame, meta = read_release(_release(tmp_path, x, N, "gl", gaussian))
+    whole = frame["cumulative"].to_numpy()
+    np.testing.assert_array_equal(whole[:300], short)
+    ref = unbounded_blt_release(x, epsilon=1.0, delta=1e-6, bound=B, seed=5)
+    np.testing.assert_allclose(whole, ref.prefix_sums, rtol=1e-12, atol=1e-9)
+    assert meta["counter"] == "unbounded_blt"
+    assert meta["epsilon"] == 1.0 and meta["delta"] == 1e-6
+
+
+@pytest.mark.parametrize("counter", ["unbounded", "unbounded_blt"])
+def test_unbounded_is_refused_for_pak_before_anything(tmp_path, x, capsys, counter):
     path = _write(tmp_path, x, "p.csv")
     out = tmp_path / "p_out.csv"
     args = ["release", "pak", str(path), "--bound", str(B), "--epsilon", "1", "--delta", "1e-6"]
-    code = main([*args, "--time-lag", "100", "--counter", "unbounded", "--out", str(out)])
+    code = main([*args, "--time-lag", "100", "--counter", counter, "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 2 and "'--counter'" in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
