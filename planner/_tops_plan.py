@@ -357,6 +357,7 @@ def plan_tops_shape(
                     "noise": e.noise,
                     "partial_noise": e.partial_noise,
                     "smoothing": e.smoothing,
+                    "first_block": e.first_block,
                     "bias2": bias2,
                     "mse": e.mse + bias2,
                 }

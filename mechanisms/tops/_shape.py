@@ -7,7 +7,7 @@ on θ: on the household minutes at ε = 0.05 the rule picks g = 256 (3 levels) w
 errs 1.7× less. This module predicts, for every candidate (leaf size g, levels L) of a fan-out
 F, the mean squared error of a uniform random range query over the horizon r,
 
-    MSE(g, L) = v·U(g, L) + (5/3)·v·u_L + 2·D(g),
+    MSE(g, L) = v·U(g, L) + (5/3)·v·u_L + 2·D(g) + F₀(g),
 
 * v·U(g, L): the exact noise of the consistent answer over the complete leaves of the queries
   (:func:`~mechanisms.tops._variance.mean_query_units`, v = the node variance at θ, ∝ L²θ²);
@@ -17,6 +17,16 @@ F, the mean squared error of a uniform random range query over the horizon r,
   that starts or ends p steps into block k has signal error
   H_k(p) = Σ_{t<p} (x_{kg+t} − ē_{k−1}), ē_{k−1} the previous block's per-step mean, and
   D(g) = E_{k,p}[H_k(p)²], p uniform in [0, g). D(1) = 0 (no partial leaves).
+* F₀(g): block 0, which has no previous block: its steps are predicted by the public prior θ/2
+  (``mechanisms.tops._smoothers``), so a query that starts p steps into it is off by
+  p·(θ/2 − μ), μ the block's per-step mean. A uniform random query starts there with
+  probability 1 − (1 − g/r)², and E[p²] = (g − 1)(2g − 1)/6; μ is private, and the term is
+  taken at its public bound (θ/2 − μ)² ≤ θ²/4 (μ ∈ [0, θ]):
+  F₀(g) = (1 − (1 − g/r)²)·(g − 1)(2g − 1)/6·θ²/4. It grows like g³/r: negligible while
+  g ≪ r^{1/2}, decisive when r is only a few hundred leaves (issue 23: on 2^20 whole-minute
+  durations, ⌊Exp(60)⌋ ≤ 1,440, at ε_θ = ε_r = 1 the rule without it chose g = 2048, L = 2,
+  whose queries starting in block 0 erred by up to 1.9·10⁶, and lost 3× to the authors'
+  g = 256, L = 3; ``bench/bench_tops_authors.py``).
 
 and takes the minimum. Every term but D is public (shape, θ, ε_r).
 
@@ -68,6 +78,7 @@ __all__ = [
     "SHAPE_RULES",
     "SQUARE_RATIO",
     "TopsShape",
+    "first_block_error",
     "leaf_candidates",
     "partial_errors",
     "posterior_square",
@@ -154,11 +165,20 @@ class ShapeError:
     """(5/3)·v·u_L: noise of the two partial leaves."""
     smoothing: float
     """2·D(g): the smoother's error at the two ends."""
+    first_block: float = 0.0
+    """F₀(g): block 0's prior θ/2 at its public bound (module notes)."""
 
     @property
     def mse(self) -> float:
-        """noise + partial_noise + smoothing."""
-        return self.noise + self.partial_noise + self.smoothing
+        """noise + partial_noise + smoothing + first_block."""
+        return self.noise + self.partial_noise + self.smoothing + self.first_block
+
+
+def first_block_error(leaf_size: int, horizon: int, threshold: float) -> float:
+    """F₀(g) = (1 − (1 − g/r)²)·(g − 1)(2g − 1)/6·θ²/4 (module notes; public inputs)."""
+    g, r = float(leaf_size), float(horizon)
+    start = 1.0 - (1.0 - min(g, r) / r) ** 2
+    return start * (g - 1.0) * (2.0 * g - 1.0) / 6.0 * threshold * threshold / 4.0
 
 
 def shape_errors(
@@ -188,6 +208,7 @@ def shape_errors(
                     noise=v * mean_query_units(horizon, g, fanout, lv),
                     partial_noise=5.0 / 3.0 * v * leaf_variance_units(lv, fanout),
                     smoothing=2.0 * dg,
+                    first_block=first_block_error(g, horizon, threshold),
                 )
             )
     return out

@@ -163,6 +163,29 @@ def test_rule_beats_the_paper_rule_and_its_prediction_holds(eps, factor):
     assert 1 / 1.5 < np.mean(pred) / mse["smoothing"] < 1.5, (np.mean(pred), mse)
 
 
+def test_first_block_term_is_the_prior_error_of_block_zero():
+    # issue 23: block 0 is predicted by θ/2; a uniform random query starts p steps into it
+    # with probability 1 − (1 − g/r)², off by p·(θ/2 − μ); F₀ takes (θ/2 − μ)² ≤ θ²/4.
+    # Brute force over every query [i, j] of a small horizon with μ = 0 (the bound is tight)
+    from mechanisms.tops._shape import first_block_error
+
+    r, g, theta = 200, 16, 3.0
+    i, j = np.triu_indices(r)  # i ≤ j, each pair of distinct draws twice, i = j once
+    weight = np.where(i == j, 1.0, 2.0) / r**2
+    err2 = np.where(i < g, (i * theta / 2.0) ** 2, 0.0)
+    # (F₀ takes p uniform in block 0: exact as g/r → 0, 2 % high at g/r = 0.08)
+    assert first_block_error(g, r, theta) == pytest.approx(float(err2 @ weight), rel=0.04)
+    assert first_block_error(g, r, theta) >= float(err2 @ weight)
+    assert first_block_error(1, r, theta) == 0.0
+    # it grows like g³/r: the rule no longer takes huge leaves on a short horizon
+    kw = {"horizon": 1 << 20, "epsilon": 1.0, "threshold": 470.0, "fanout": 16}
+    sizes = np.array([256, 4096])
+    errs = shape_errors(sizes=sizes, smoothing=np.zeros(2), levels=2, **kw)
+    assert errs[1].first_block > 100 * errs[0].first_block > 0
+    assert all(e.mse == pytest.approx(e.noise + e.partial_noise + e.smoothing + e.first_block)
+               for e in errs)  # fmt: skip
+
+
 def test_plan_tops_shape_table_and_best():
     x = _daily(16_384, 6)
     plan = plan_tops_shape(x, threshold=6.0, horizon=50_000, epsilon_perturb=0.2, fanouts=(4, 16))
@@ -171,7 +194,7 @@ def test_plan_tops_shape_table_and_best():
     assert np.all(np.diff(t.mse) >= 0) and plan.best == tuple(
         int(v) for v in t.iloc[0][["leaf_size", "fanout", "levels"]]
     )
-    assert np.allclose(t.mse, t.noise + t.partial_noise + t.smoothing + t.bias2)
+    assert np.allclose(t.mse, t.noise + t.partial_noise + t.smoothing + t.first_block + t.bias2)
     assert plan.private is False and "g=" in plan.summary()
 
 
