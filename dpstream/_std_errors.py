@@ -75,7 +75,7 @@ import pandas as pd
 
 from mechanisms import ParameterError
 
-__all__ = ["PlanningRecord", "std_errors", "tree_posterior_variance"]
+__all__ = ["PlanningRecord", "std_errors", "store_std_errors", "tree_posterior_variance"]
 
 _OWNER = "std_errors"
 
@@ -508,8 +508,6 @@ def _residual_check(measured, plans, priors) -> tuple[np.ndarray, np.ndarray] | 
 def _optstream_auto(
     released, tree, history, n_bootstrap, seed, interpolation="planned"
 ) -> tuple[np.ndarray, str]:
-    from dpstream.pipelines._period_steps import as_measurement
-
     record = released.attrs.get("privacy", {})
     cfg = _auto_config(released, tree, record)
     meas = np.asarray(released.attrs["measurements"], dtype=np.float64)
@@ -526,9 +524,17 @@ def _optstream_auto(
         measured, plans, priors = planning.measured, planning.plans, planning.priors
     else:  # read back from a file, or changed: recompute from the published measurements
         measured, plans, priors = _replay(meas, cfg, hist)
+    x = np.asarray(released, dtype=np.float64)
+    return _auto_errors(x, measured, plans, priors, cfg, tree, n_bootstrap, seed, interpolation)
+
+
+def _auto_errors(
+    x, measured, plans, priors, cfg, tree, n_bootstrap, seed, interpolation
+) -> tuple[np.ndarray, str]:
+    """(T, N) stated errors of consecutive periods of released values ``x`` from their
+    measurements, plans and priors (the release's, replayed, or a store's)."""
     blind = _blind_interpolation(measured, plans, cfg)
     rough = _rough_interpolation(measured, plans, cfg) if interpolation == "rough" else None
-    x = np.asarray(released, dtype=np.float64)
     n = x.shape[1]
     parent = tree.parent if tree is not None else np.full(n, -1)
     dense = tree is not None and len(tree.leaves) <= DENSE_LEAVES
@@ -548,7 +554,7 @@ def _optstream_auto(
         v, pv = _weights(plan, prior, r)
         if i in blind:  # planned blind: its interpolation error from the other periods
             v = v + blind[i]
-        noise = as_measurement(meas[lo : lo + r].T, plan, cfg).noise
+        noise = np.asarray(measured[i].noise[:, :r], dtype=np.float64)
         interp = None
         if rough is not None:  # the rough variogram's interpolation error (an upper figure)
             interp = np.maximum(v - noise, rough[i])
@@ -784,6 +790,72 @@ def _optstream_fixed(frame, tree, n_draws, seed) -> tuple[np.ndarray, str]:
         f"the {boot} of {len(published)} period(s) holding a 0."
     )
     return out, how
+
+
+def store_std_errors(
+    store, ordinals, released: pd.DataFrame, *, n_bootstrap: int = 200, seed: int | None = 0
+) -> pd.DataFrame:
+    """:func:`std_errors` of ``k="auto"`` periods read back from a :class:`dpstream.ReleaseStore`.
+
+    Parameters
+    ----------
+    store : dpstream.ReleaseStore
+        An open store of ``k="auto"`` releases.
+    ordinals : sequence of int
+        The store's ordinals of the consecutive w-periods of ``released``, in order.
+    released : pandas.DataFrame
+        Those periods' released values (rows: the periods' steps in order, columns: the store's
+        nodes), as the store returned them.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Aligned with ``released``. Each period's figures come from what the store keeps of it
+        (its published measurement and plan) and the prior its planner had (rebuilt from the
+        earlier stored measurements, :func:`dpstream.store._auto.plan_state`): the figures
+        :func:`std_errors` states for a release, period by period. *Privacy*: post-processing
+        of the stored (released) measurements, no budget.
+    """
+    from dpstream._ledger import calibrated
+    from dpstream.pipelines._autoplan import _config
+    from dpstream.store._auto import plan_state, unpack
+    from postproc import Hierarchy
+
+    c = store.config or {}
+    if c.get("k") != "auto":
+        raise ParameterError(
+            f"The 'store' parameter of {_OWNER} holds int-k (k={c.get('k')!r}) periods: the "
+            "store does not keep their measurements; standard errors of a store need k='auto'."
+        )
+    tree = None if c.get("hierarchy") is None else Hierarchy(children=c["hierarchy"])
+    delta = c.get("delta")
+    cfg = _config(
+        epsilon=calibrated(c["epsilon"]), alpha=c["alpha"], w=c["w"],
+        delta=None if delta is None else calibrated(delta), noise=c["noise"],
+        target=c["target"], level_shares=c["level_shares"], hierarchy=tree,
+        nodes=tuple(c["nodes"]), prior=c["prior"],
+    )  # fmt: skip
+    ordinals = [int(o) for o in ordinals]
+    rows = {o: blob for o, _, blob in store._measured(max(ordinals) + 1, len(ordinals) + 1)}
+    measured, plans, priors = [], [], []
+    for i, o in enumerate(ordinals):
+        if o not in rows:
+            raise ParameterError(
+                f"The 'ordinals' parameter of {_OWNER} names period {o}, which the store holds "
+                "without its measurements."
+            )
+        m, plan = unpack(rows[o])
+        r = min(cfg.w, len(released) - i * cfg.w)
+        prior = plan_state(store, o, cfg).plan(r)[1] if cfg.use_prior else None
+        measured.append(m)
+        plans.append(plan)
+        priors.append(prior)
+    frame = released[list(c["nodes"])]
+    x = np.asarray(frame, dtype=np.float64)
+    values, how = _auto_errors(x, measured, plans, priors, cfg, tree, n_bootstrap, seed, "planned")
+    out = pd.DataFrame(values, index=frame.index, columns=frame.columns)
+    out.attrs = {"method": "From the store, period by period. " + how}
+    return out
 
 
 def std_errors(

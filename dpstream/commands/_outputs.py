@@ -68,13 +68,22 @@ def std_error_path(out: str | Path) -> Path:
 
 
 def write_std_errors(
-    result: pd.DataFrame, out: str | Path, *, hierarchy: object, command: str, long: bool = False
+    result: pd.DataFrame,
+    out: str | Path,
+    *,
+    hierarchy: object,
+    command: str,
+    long: bool = False,
+    errors: pd.DataFrame | None = None,
 ) -> Path:
-    """Write the standard errors of ``result`` (wide: a twin file; long: into ``out``)."""
+    """Write the standard errors of ``result`` (wide: a twin file; long: into ``out``);
+    ``errors``: already computed (a store's, :func:`dpstream._std_errors.store_std_errors`)."""
     from dpstream._std_errors import std_errors
 
-    with cli_terms(command, {"released": "The release", "hierarchy": "The '--hierarchy' file"}):
-        errors = std_errors(result, hierarchy=hierarchy)
+    if errors is None:
+        terms = {"released": "The release", "hierarchy": "The '--hierarchy' file"}
+        with cli_terms(command, terms):
+            errors = std_errors(result, hierarchy=hierarchy)
     file = Path(out)
     if long:
         from dpstream.io import wide_to_long, write_table

@@ -467,11 +467,22 @@ def release(
             "int --k (the store's planner does not keep the missing readings' mask). Pass "
             "--k 10, release without --store, or use --missing zero."
         )
-    if std_errors and (method != "optstream" or k != "auto" or store_path is not None):
+    if std_errors and (method != "optstream" or (store_path is not None and k != "auto")):
         raise ParameterError(
-            f"The '--std-errors' option of {command} applies to optstream with --k auto and no "
-            "--store (the release publishes the measurements its errors are computed from). "
-            "Drop it, or release with optstream --k auto."
+            f"The '--std-errors' option of {command} applies to optstream, with --store to "
+            "--k auto (a store keeps the measurements of k auto periods only). Drop it, or "
+            "release with optstream (--k auto with --store)."
+        )
+    if std_errors and k != "auto" and missing == "unmeasured":
+        raise ParameterError(
+            f"The '--std-errors' option of {command} with an int --k needs complete readings "
+            "(--missing unmeasured is not covered). Drop one of them, or use --k auto."
+        )
+    parquet_in = str(input_path).lower().endswith((".parquet", ".pq"))
+    if std_errors and store_path is not None and parquet_in:
+        raise ParameterError(
+            f"The '--std-errors' option of {command} with --store needs a CSV or SQLite INPUT "
+            "(a Parquet INPUT is streamed period by period). Convert it, or drop --std-errors."
         )
     if std_errors:
         check_writable(std_error_path(out_path), "--out", command)
@@ -504,6 +515,7 @@ def release(
             read_wide=_read_input,
             options=options,
             ledger_args=ledger_args,
+            std_errors=std_errors,
         )
         show_guarantee(preview)  # after the release succeeded (issue 30)
         if seed is not None:

@@ -102,8 +102,11 @@ def release_with_store(
     missing: str = "error",
     timezone: str | None = None,
     ledger_args: tuple = (None, None, None, None, False),
+    std_errors: bool = False,
 ) -> None:
     """Validate, release the new periods into the store, write OUT, print one summary line.
+    ``std_errors``: also the standard error of every value of OUT, period by period from what
+    the store keeps (``OUT_STEM.std_error.SUFFIX``, or a ``std_error`` column of a long OUT).
 
     The store charges its data set's ledger (issue 24 §2): ``--ledger`` (created with
     ``--budget-epsilon``), ``--dataset``'s, or the one its streams are known by."""
@@ -237,6 +240,16 @@ def release_with_store(
         if long:
             write_output_pair(twin, write_twin, doc)
         side = write_output_pair(out, write_out, doc)
+        if std_errors and not lazy:  # per period, from the store's measurements (issue 30)
+            from .._std_errors import store_std_errors
+            from ..commands._outputs import write_std_errors
+
+            order = table.sort_values("start")["ordinal"].astype(int).tolist()
+            errors = store_std_errors(store, order, result)
+            errors.index = result.index
+            errors_file = write_std_errors(
+                result, out, hierarchy=None, command=_OWNER, long=long, errors=errors
+            )
     label = " (seeded: NOT private)" if options.get("seed") is not None else ""
     click.echo(
         f"Released {added} new period(s), returned {n_periods - added} from the store, to "
@@ -244,3 +257,5 @@ def release_with_store(
         f"{total} period(s), each "
         f"charged once (epsilon={options['epsilon']:g} per window of w={w})."
     )
+    if std_errors and not lazy:
+        click.echo(f"Standard errors: {errors_file}.")

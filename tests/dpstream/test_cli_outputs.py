@@ -164,16 +164,64 @@ def test_release_std_errors_beside_a_wide_file(regional, tmp_path, capsys):
     assert np.isfinite(errors.to_numpy()).all() and (errors.to_numpy() > 0).all()
 
 
-@pytest.mark.parametrize("extra", [("--k", "10"), ("--store", "s.db")], ids=["fixed-k", "store"])
 def test_std_errors_refused_where_they_cannot_be_computed_before_any_work(
-    regional, tmp_path, capsys, extra
+    regional, tmp_path, capsys
 ):
-    path, hier, _ = regional
-    extra = tuple(str(tmp_path / e) if e.endswith(".db") else e for e in extra)
+    path, hier, frame = regional
     before = _files(tmp_path)
+    store = str(tmp_path / "s.db")
+    extra = ("--k", "10", "--store", store)  # a store keeps no int-k measurements
     assert _optstream(path, hier, tmp_path / "o.csv", "--std-errors", *extra) == 2
     assert "'--std-errors' option" in capsys.readouterr().err
     assert _files(tmp_path) == before
+    pq = tmp_path / "in.parquet"  # a Parquet INPUT is streamed: refused with --store
+    frame.rename_axis("time").to_parquet(pq)
+    before = _files(tmp_path)
+    assert _optstream(pq, hier, tmp_path / "o.csv", "--std-errors", "--store", store) == 2
+    assert "'--std-errors' option" in capsys.readouterr().err
+    assert _files(tmp_path) == before
+
+
+def test_release_std_errors_with_int_k(regional, tmp_path, capsys):
+    path, hier, _ = regional
+    out = tmp_path / "o.csv"
+    assert _optstream(path, hier, out, "--std-errors", "--k", "10") == 0
+    assert "Standard errors: " in capsys.readouterr().out
+    errors = pd.read_csv(tmp_path / "o.std_error.csv", index_col=0)
+    assert errors.shape == pd.read_csv(out, index_col=0).shape
+    assert np.isfinite(errors.to_numpy()).all() and (errors.to_numpy() > 0).all()
+
+
+def test_std_errors_with_store_per_period_and_again_from_the_store(regional, tmp_path, capsys):
+    """--store --std-errors: the errors of every period of OUT from what the store keeps; a
+    second run returns the stored periods and states the same errors for them."""
+    path, hier, frame = regional
+    store = str(tmp_path / "s.db")
+    first = tmp_path / "first.csv"
+    two_days = tmp_path / "two.csv"
+    frame.iloc[: 2 * W].rename_axis("time").to_csv(two_days)
+    assert _optstream(two_days, hier, first, "--std-errors", "--store", store) == 0
+    assert "Standard errors: " in capsys.readouterr().out
+    e1 = pd.read_csv(tmp_path / "first.std_error.csv", index_col=0)
+    released = pd.read_csv(first, index_col=0)
+    assert list(e1.columns) == list(released.columns) and e1.index.equals(released.index)
+    assert np.isfinite(e1.to_numpy()).all() and (e1.to_numpy() > 0).all()
+    second = tmp_path / "second.csv"  # the two stored days returned, the third released
+    assert _optstream(path, hier, second, "--std-errors", "--store", store) == 0
+    e2 = pd.read_csv(tmp_path / "second.std_error.csv", index_col=0)
+    assert len(e2) == 3 * W
+    # a period planned from earlier ones: the same figures, read back from the store; the
+    # first (planned blind) takes its interpolation error from the other periods of OUT
+    pd.testing.assert_frame_equal(e2.iloc[W : 2 * W], e1.iloc[W:], rtol=1e-9)
+    # the same figures through the Python API (dpstream._std_errors.store_std_errors)
+    from dpstream._std_errors import store_std_errors
+    from dpstream.store import ReleaseStore
+
+    out = pd.read_csv(second, index_col=0, parse_dates=True)
+    with ReleaseStore(store) as st:
+        assert sorted(st.ordinals()) == [0, 1, 2]
+        again = store_std_errors(st, [0, 1, 2], out)
+    assert np.allclose(again.to_numpy(), e2[list(again.columns)].to_numpy(), rtol=1e-6)
 
 
 def test_query_prints_header_std_error_and_levels(regional, tmp_path, capsys):
