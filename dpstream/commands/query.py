@@ -210,6 +210,14 @@ def range_std_errors(meta: dict, ranges: list[tuple[int, int]]) -> tuple[list[fl
             eps, bnd = float(meta["epsilon"]), float(meta["bound"])
             out = [math.sqrt(rv(i + 1, j + 1, epsilon=eps, bound=bnd)) for i, j in ranges]
             return out, "noise of the counter (exact; values were in [0, --bound])"
+        if method == "bt" and meta.get("counter") == "unbounded_blt":  # exact, H = 2^32
+            from mechanisms.counting import unbounded_blt_range_variance as rv
+
+            eps, dlt, bnd = float(meta["epsilon"]), float(meta["delta"]), float(meta["bound"])
+            out = [
+                math.sqrt(rv(i + 1, j + 1, epsilon=eps, delta=dlt, bound=bnd)) for i, j in ranges
+            ]
+            return out, "noise of the counter (exact; values were in [0, --bound])"
         if method in ("pak", "bt"):
             oracle = _counter_oracle(meta)
             out = [math.sqrt(oracle.range_variance(i - lag, j - lag)) for i, j in ranges]

@@ -25,6 +25,7 @@ from ._laplace import (
 )
 from ._open_blt import (
     UnboundedBLTCounter,
+    unbounded_blt_range_variance,
     unbounded_blt_release,
     unbounded_blt_variance,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "unbounded_kary_release",
     "unbounded_kary_variance",
     "UnboundedBLTCounter",
+    "unbounded_blt_range_variance",
     "unbounded_blt_release",
     "unbounded_blt_variance",
 ]

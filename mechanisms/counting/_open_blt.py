@@ -58,6 +58,7 @@ __all__ = [
     "OPEN_OMEGA",
     "OPEN_THETA",
     "UnboundedBLTCounter",
+    "unbounded_blt_range_variance",
     "unbounded_blt_release",
     "unbounded_blt_variance",
 ]
@@ -176,6 +177,38 @@ def unbounded_blt_variance(
     cal = _calibrate(eps, dlt, bnd, hor)
     sig = cal.sigma_units * cal.granularity
     return prefix_units(open_strategy(), steps) * sig * sig
+
+
+#: Largest step whose range variance is computed (from arrays of the coefficients).
+_MAX_RANGE = 1 << 24
+
+
+def unbounded_blt_range_variance(
+    i: int,
+    j: int,
+    *,
+    epsilon: float,
+    delta: float,
+    bound: float,
+    horizon: int = DEFAULT_HORIZON,
+) -> float:
+    """Exact noise variance of the released sum of steps i..j (1-based, inclusive), c̃(j) −
+    c̃(i − 1): σ²·(Σ_{m ≤ j−i} b_m² + Σ_{m ≤ i−2} (b_{m+L} − b_m)²), L = j − i + 1.
+
+    Public inputs only; j ≤ 2²⁴ (the coefficients are summed as arrays)."""
+    owner = "unbounded_blt_range_variance"
+    eps, dlt, bnd, hor = _check(epsilon, delta, bound, horizon, owner)
+    lo = check_integer(i, "i", owner, maximum=_MAX_RANGE)
+    hi = check_integer(j, "j", owner, maximum=min(_MAX_RANGE, hor))
+    if lo > hi:
+        raise ParameterError(f"The 'i' argument of {owner} must be at most 'j'. Got {i} > {j}.")
+    b = np.cumsum(open_strategy().inverse_coefficients(hi))
+    span = hi - lo + 1
+    head = b[:span]
+    gap = b[span : span + lo - 1] - b[: lo - 1]
+    cal = _calibrate(eps, dlt, bnd, hor)
+    sig = cal.sigma_units * cal.granularity
+    return float(head @ head + gap @ gap) * sig * sig
 
 
 class UnboundedBLTCounter(BLTCounter):

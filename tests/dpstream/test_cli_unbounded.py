@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from dpstream.cli import cli, main
 from dpstream.commands.query import read_release
 from mechanisms.counting import (
+    unbounded_blt_range_variance,
     unbounded_blt_release,
     unbounded_kary_range_variance,
     unbounded_kary_release,
@@ -83,6 +84,15 @@ def test_gaussian_open_counter_leaves_the_released_prefix_unchanged(tmp_path, x)
     np.testing.assert_allclose(whole, ref.prefix_sums, rtol=1e-12, atol=1e-9)
     assert meta["counter"] == "unbounded_blt"
     assert meta["epsilon"] == 1.0 and meta["delta"] == 1e-6
+
+
+def test_query_gives_the_gaussian_open_counters_exact_standard_errors(tmp_path, x):
+    out = _release(tmp_path, x, N, "gq", ("--delta", "1e-6", "--counter", "unbounded_blt"))
+    args = ["query", str(out), "--range", "0", "899", "--range", "10", "500", "--json"]
+    answers = json.loads(_run(args).output.splitlines()[-1])["answers"]
+    for ans, (i, j) in zip(answers, [(0, 899), (10, 500)], strict=True):
+        exact = unbounded_blt_range_variance(i + 1, j + 1, epsilon=1.0, delta=1e-6, bound=B)
+        assert ans["std_error"] == pytest.approx(exact**0.5, rel=1e-12)
 
 
 @pytest.mark.parametrize("counter", ["unbounded", "unbounded_blt"])

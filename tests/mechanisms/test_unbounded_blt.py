@@ -10,6 +10,7 @@ import pytest
 from mechanisms import ParameterError
 from mechanisms.counting import (
     UnboundedBLTCounter,
+    unbounded_blt_range_variance,
     unbounded_blt_release,
     unbounded_blt_variance,
 )
@@ -95,6 +96,12 @@ def test_the_exact_variance_matches_1000_seeded_releases():
         ]
     )
     var = unbounded_blt_variance(np.arange(1, n + 1), epsilon=1.0, delta=1e-6, bound=1.0)
+    # a range i..j (1-based) is c̃(j) − c̃(i − 1): its exact variance, against the releases
+    rng_var = unbounded_blt_range_variance(100, 400, epsilon=1.0, delta=1e-6, bound=1.0)
+    assert float(((err[:, 399] - err[:, 98]) ** 2).mean()) / rng_var == pytest.approx(1.0, abs=0.2)
+    assert unbounded_blt_range_variance(1, 400, epsilon=1.0, delta=1e-6, bound=1.0) == (
+        pytest.approx(float(var[399]), rel=1e-12)
+    )
     ratio = (err**2).mean(axis=0) / var
     assert np.all(np.abs(ratio - 1.0) < 0.25)
     assert abs(float(np.mean((err**2).mean(axis=0)) / var.mean()) - 1.0) < 0.08
