@@ -598,6 +598,10 @@ class PriorState:
         self._held: list[list] = []  # [y, rv, sampled & own, e, own, weight] of recent periods
         # the variance floor's sums (global scalars, decayed)
         self._noise = self._obs = self._level = self._size = 0.0
+        self.floor_others = (0.0, 0.0, 0.0, 0.0)
+        """The floor's sums (:meth:`floor_sums`) of the nodes planned in other parts of the
+        tree (a tree planned in subtrees, issue 22.2: the engine sets them before a plan, so
+        every part's floor is the whole tree's)."""
 
     @property
     def nbytes(self) -> int:
@@ -619,9 +623,16 @@ class PriorState:
         self._level *= f
         self._size *= f
 
+    def floor_sums(self) -> tuple[float, float, float, float]:
+        """The variance floor's sums over this state's nodes (known noise, its observations,
+        |level|, values): additive over disjoint sets of nodes."""
+        return (self._noise, self._obs, self._level, self._size)
+
     def _floor(self) -> float:
-        known = self._noise / max(self._obs, 1.0)
-        scale_ref = known if known > 0 else (self._level / max(self._size, 1.0)) ** 2
+        on, oo, ol, osz = self.floor_others
+        known = (self._noise + on) / max(self._obs + oo, 1.0)
+        level, size = self._level + ol, self._size + osz
+        scale_ref = known if known > 0 else (level / max(size, 1.0)) ** 2
         return _FLOOR * max(scale_ref, 1e-12)
 
     def add(

@@ -32,11 +32,16 @@ Exactness. A subtree's nodes are planned as in the whole tree when the tree has 
 leaves (the planner's prediction then treats every node on its own, see
 :mod:`planner._stream_planner`, Subtrees); a smaller tree is refused (:class:`ParameterError`:
 release it whole). What a part cannot see, and the client supplies: a share-0 top aggregate's
-estimate, noise and predicted error (sums over its subtrees' leaves), and the largest
-predicted variance of the period (Algorithm 4's weight of unmeasured nodes). One difference
-is left: the profile prior's variance floor (``postproc._prior._FLOOR`` times the mean noise
-of the nodes a planner holds, not of all nodes); it binds only for a node whose forecast error
-is below a millionth of the mean noise.
+estimate, noise and predicted error (sums over its subtrees' leaves), the largest predicted
+variance of the period (Algorithm 4's weight of unmeasured nodes), and the profile prior's
+variance floor (``postproc._prior._FLOOR`` times the mean noise of *all* nodes: the parts'
+floor sums are added before each plan, :func:`_set_floor_others`). One theoretical difference
+is left: when a state folds its oldest held period (after 7 released ones) it uses the other
+parts' floor sums of the plan before, not after, the period; the floor only binds there for a
+node whose measurement error is below a millionth of the mean noise, which no plan gives.
+``predicted_with_prior`` (recorded, not used) is the target-weighted mean of the parts' (an
+aggregate above the cut weighs no leaves). Seeded, the split equals :func:`release_auto_whole`
+to rounding (tests: 1e-9).
 
 *Privacy*: the measurement of every node is that of ``release_optstream(k="auto")`` for the
 plan (each level's noise calibrated for the whole level's node count), so a window costs what
@@ -211,9 +216,15 @@ class SubtreeAuto:
         """This subtree's :class:`planner.CandidateScores` of the next period."""
         return self.planner.scores()
 
-    def plan(self, total) -> tuple[float | None, int]:
-        """Finish the plan (and the prior) of the subtree's nodes from every part's scores;
-        its ``(predicted_with_prior, target nodes)``."""
+    def floor_sums(self):
+        """The prior's variance-floor sums of this part (:func:`_floor_sums`)."""
+        return _floor_sums(self.planner)
+
+    def plan(self, total, floors=None) -> tuple[float | None, int]:
+        """Finish the plan (and the prior) of the subtree's nodes from every part's scores
+        (``floors``: every part's floor sums added, :func:`_set_floor_others`); its
+        ``(predicted_with_prior, target nodes, prior sd sums)``."""
+        _set_floor_others(self.planner, floors)
         self.plan_, self.prior = _plan_part(self.planner, total)
         return self.plan_.predicted_with_prior, _n_target(self.task.cfg), _prior_sd(self.prior)
 
@@ -333,6 +344,40 @@ def _check_source(source: Callable) -> None:
             UserWarning,
             stacklevel=3,
         )
+
+
+def _floor_sums(planner: StreamPlanner):
+    """The variance-floor sums (:meth:`postproc.PriorState.floor_sums`) of a planner's prior
+    states: ``(all nodes, aggregates)``, None where a state is absent (no prior, or the
+    planner holds its periods: ``profile_prior``'s floor is then this part's own)."""
+    return tuple(
+        None if st is None else np.array(st.floor_sums(), dtype=np.float64)
+        for st in (getattr(planner, "_state", None), getattr(planner, "_agg_state", None))
+    )
+
+
+def _add_floor_sums(parts: list) -> tuple:
+    """The whole tree's floor sums: every part's added, per state."""
+    out = []
+    for i in range(2):
+        got = [p[i] for p in parts if p[i] is not None]
+        out.append(np.sum(got, axis=0) if got else None)
+    return tuple(out)
+
+
+def _set_floor_others(planner: StreamPlanner, floors) -> None:
+    """Give each prior state of a part the other parts' floor sums, so that the prior's
+    variance floor is the whole tree's (it binds for a node whose forecast error is below a
+    millionth of the mean noise: noise-free public history)."""
+    if floors is None:
+        return
+    own = _floor_sums(planner)
+    for st, total, mine in zip(
+        (getattr(planner, "_state", None), getattr(planner, "_agg_state", None)),
+        floors, own, strict=True,
+    ):  # fmt: skip
+        if st is not None and total is not None and mine is not None:
+            st.floor_others = tuple(float(x) for x in total - mine)
 
 
 def _plan_part(planner: StreamPlanner, total):
@@ -543,9 +588,11 @@ class AutoSplit:
         total = self.top_planner.scores()
         for part in self.each("scores"):
             total = total + part
+        floors = _add_floor_sums([_floor_sums(self.top_planner), *self.each("floor_sums")])
+        _set_floor_others(self.top_planner, floors)
         top_plan, top_prior = _plan_part(self.top_planner, total)
         parts = [(top_plan.predicted_with_prior, _n_target(self.top_cfg), _prior_sd(top_prior))]
-        parts += self.each("plan", total)
+        parts += self.each("plan", total, floors)
         top_plan = replace(top_plan, predicted_with_prior=_mean_with_prior(parts))
         sds = [p[2] for p in parts]
         self.prior_summary = None if sds[0] is None else (
