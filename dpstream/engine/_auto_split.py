@@ -188,16 +188,21 @@ class SubtreeAuto:
         self.plan_ = self.prior = self.measurement = self.solver = self.noise_node = None
 
     # -- the planner's state (public values) ---------------------------------------------------
-    def rebuild(self, history: list, items: list, carried, gap: bool) -> None:
-        """Public history (noise-free :class:`Measurement` rows), then the stored periods'
-        ``(Measurement, PeriodPlan)`` rows of this subtree, in time order (the store's
-        planner, :func:`dpstream.store._auto.plan_state`)."""
+    def begin(self, history: list, carried, stored: bool) -> None:
+        """Public history (noise-free :class:`Measurement` rows of this subtree); the carried
+        samples of an earlier release when the store holds no period (``stored`` False)."""
         self.planner.add_history(history)
-        if not items:
+        if not stored:
             self.planner.carry(carried)
-        self.planner.extend(items)
-        if gap:
-            self.planner.previous = None
+
+    def add_stored(self, m: Measurement, plan: PeriodPlan) -> None:
+        """One stored period's rows, in time order (the store's planner,
+        :func:`dpstream.store._auto.plan_state`)."""
+        self.planner.update(m, plan)
+
+    def gap(self) -> None:
+        """A period was skipped before the next one: no window straddles it."""
+        self.planner.previous = None
 
     # -- one period ------------------------------------------------------------------------------
     def load(self, source: Callable) -> np.ndarray:
@@ -517,34 +522,37 @@ class AutoSplit:
     def each(self, method: str, *args) -> list:
         return self.call(method, [args] * self.n)
 
-    def rebuild(self, history: list, items: list, carried=None, gap: bool = False) -> None:
+    def rebuild(self, history: list, items, carried=None, gap: bool = False) -> None:
         """The planners' state before the first period: public ``history`` (noise-free
         :class:`Measurement` values of the whole tree) and the stored periods' whole-tree
-        ``(Measurement, PeriodPlan)`` (:func:`dpstream.store._auto.plan_state`), sliced here
-        per part; ``carried``: an earlier release's last samples; ``gap``: a period was
-        skipped before the next one."""
+        ``(Measurement, PeriodPlan)`` (an iterable read one period at a time; as
+        :func:`dpstream.store._auto.plan_state`), each sliced here per part and dropped;
+        ``carried``: an earlier release's last samples (used when nothing is stored);
+        ``gap``: a period was skipped before the next one."""
+        items = iter(items)
+        first = next(items, None)
         top = self.top_rows
         self.top_planner.add_history([_rows_of(m, None, top)[0] for m in history])
-        if not items:
+        self.call("begin", [([_rows_of(m, None, r)[0] for m in history], carried, first is not None)
+                            for r in self.rows])  # fmt: skip
+        if first is None:
             self.top_planner.carry(carried)
         leaf = self.cfg.leaf_nodes
         mat = self.cfg.matrix[top]
-        top_items = []
-        for m, p in items:
+        item = first
+        while item is not None:
+            m, p = item
             tm, tp = _rows_of(m, p, top)
             r = tm.values.shape[1]
             leaf_var = np.asarray(mat @ np.where(np.isfinite(p.variances[leaf, :r]),
                                                  p.variances[leaf, :r], 0.0))  # fmt: skip
-            top_items.append((tm, self._top_plan(tp, tm, leaf_var)))
-        self.top_planner.extend(top_items)
+            self.top_planner.update(tm, self._top_plan(tp, tm, leaf_var))
+            self.call("add_stored", [_rows_of(m, p, r) for r in self.rows])
+            del m, p, tm, tp, item
+            item = next(items, None)
         if gap:
             self.top_planner.previous = None
-        args = [
-            ([_rows_of(m, None, r)[0] for m in history], [_rows_of(m, p, r) for m, p in items],
-             carried, gap)
-            for r in self.rows
-        ]  # fmt: skip
-        self.call("rebuild", args)
+            self.each("gap")
 
     @staticmethod
     def _top_plan(plan: PeriodPlan, m: Measurement, leaf_var: np.ndarray) -> PeriodPlan:
@@ -789,12 +797,10 @@ def release_auto_periods_split(
     with _maybe_client(local, scheduler, n_workers) as client:
         split = AutoSplit(cfg, tree, cut=cut, client=client, n_workers=n_workers)
         first = ordinals[0]
-        rows = store._measured(first, max(LOOKBACK, PRIOR_DAYS))
-        gap = bool(rows) and rows[-1][0] != first - 1  # no window of w steps straddles it
-        split.rebuild(
-            history_measurements(hist, cfg.w), [unpack(blob) for _, _, blob in rows], carried, gap
-        )
-        del rows
+        held = _stored_ordinals(store, first, max(LOOKBACK, PRIOR_DAYS))
+        gap = bool(held) and held[-1] != first - 1  # no window of w steps straddles it
+        stored = (unpack(store._measured(o + 1, 1)[0][2]) for o in held)  # one at a time
+        split.rebuild(history_measurements(hist, cfg.w), stored, carried, gap)
         for i, (o, source) in enumerate(zip(ordinals, sources, strict=True)):
             held = split.top_planner.n_measured
             out, plan, blob = split.release(
@@ -815,3 +821,14 @@ def release_auto_periods_split(
             del out, blob
             if progress is not None:
                 progress(1)
+
+
+def _stored_ordinals(store, before: int, n: int) -> list[int]:
+    """The ordinals of the last ``n`` stored periods before ``before`` that carry
+    measurements (as ``ReleaseStore._measured``), in time order, without their records."""
+    rows = store._con.execute(
+        "SELECT ordinal FROM periods WHERE ordinal < ? AND measured IS NOT NULL "
+        "ORDER BY ordinal DESC LIMIT ?",
+        (int(before), int(n)),
+    ).fetchall()
+    return [int(o) for (o,) in reversed(rows)]
