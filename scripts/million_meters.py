@@ -161,6 +161,7 @@ def release(workdir: Path, engine: str, workers: int, cut: int | None, k: int | 
         "workers_cpu_s": round(kids.ru_utime + kids.ru_stime, 1),
         "peak_tree_gb": round(peak[0] / 1e9, 2),
         "client_maxrss_gb": round(r1.ru_maxrss / 1e6, 2),
+        "worker_maxrss_gb": round(kids.ru_maxrss / 1e6, 2),  # the largest worker's
         "load_before": [round(x, 1) for x in load0],
         "load_after": [round(x, 1) for x in os.getloadavg()],
     }

@@ -285,6 +285,10 @@ class SubtreeAuto:
             return self.noise_node
         return _export(self.measurement, self.plan_, key)
 
+    def solved(self) -> None:
+        """Drop the elimination's arrays (the released values have been read)."""
+        self.solver = None
+
     def finish(self, update: bool) -> None:
         """Record the period in the planner (``update``; the last period of a call that keeps
         no planner skips it) and drop the period's arrays."""
@@ -645,6 +649,7 @@ class AutoSplit:
         for s, r in enumerate(self.rows):  # one subtree at a time
             out[r] = self.call("node_values", [()] * self.n, only=s)
         out[self.top_rows] = self.structure.sums(out[self.structure.cut_rows])
+        self.each("solved")  # the elimination's arrays dropped before the record is streamed
         record = self._pack(top_m, top_plan) if pack else None
         self.each("finish", update)
         if update:
