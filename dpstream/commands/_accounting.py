@@ -220,10 +220,12 @@ def open_ledger(
         ledger.check(budget, command, unit=unit)
     except BudgetExceededError:
         left = ledger.remaining_text
+        spent = ledger.remaining_epsilon <= 0
         ledger.close()
+        advice = "its budget is spent" if spent else "lower --epsilon"
         raise ParameterError(
             f"{name} has {left} left of {ledger.total}; this release needs "
-            f"{budget}. Nothing was released: lower --epsilon (releases of the same data "
+            f"{budget}. Nothing was released: {advice} (releases of the same data "
             "compose across every file)."
         ) from None
     except ParameterError:

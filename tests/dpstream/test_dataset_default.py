@@ -56,7 +56,7 @@ def test_an_unnamed_release_registers_its_streams_and_the_next_is_charged_there(
     assert path == ledger_path(paid["dataset"]) and str(path) == paid["ledger"]
     assert path.parent.parent == home()
     with SQLiteLedger(path) as book:  # total: the first release's budget, charged in full
-        assert book.fingerprint == fingerprint(["a", "b"], TREE)
+        assert book.fingerprint == fingerprint(["a", "b"], TREE) and paid["id"] == book.id[:12]
         assert [e["label"] for e in book.entries()] == ["release_laplace"]
         assert total_decimal(book.total.epsilon) >= 0.5 and book.remaining_epsilon <= 0
     # the same streams again (another function, another file's frame): the same ledger,
@@ -151,6 +151,29 @@ def test_release_pak_charges_a_named_series_and_refuses_an_anonymous_array():
         release_pak(pd.Series(x, name="meter"), **kw)
     release_pak(x, ledger=False, **kw)  # an experiment, said so
     release_pak(x, seed=1, **kw)
+
+
+def test_a_ledger_given_in_python_adopts_the_streams_and_is_found_by_default(tmp_path):
+    frame = _frame(1)
+    unit = WAlphaIndistinguishability(w=48, alpha=10.0)
+    with SQLiteLedger(tmp_path / "mine.db", total=Budget(2.0), unit=unit) as mine:
+        release_laplace(frame, ledger=mine, **KW)
+        assert mine.fingerprint == fingerprint(["a", "b"], TREE)
+    release_laplace(frame, **KW)  # recognised: charged to mine.db, no ledger of its own
+    with SQLiteLedger(tmp_path / "mine.db") as mine:
+        assert len(mine.entries()) == 2
+    assert not (home() / "ledgers").exists()
+
+
+def test_an_anonymous_array_is_charged_to_the_ledger_it_is_given(tmp_path):
+    from mechanisms import EventLevel
+
+    x = np.random.default_rng(1).exponential(1.0, 2048).clip(0, 36)
+    kw = {"bound": 36.0, "epsilon": 1.0, "delta": 2**-20, "time_lag": 512}
+    total = Budget(2.0, 2**-19)
+    with SQLiteLedger(tmp_path / "p.db", total=total, unit=EventLevel()) as book:
+        release_pak(x, ledger=book, **kw)
+        assert len(book.entries()) == 1 and book.fingerprint is None  # no ids to adopt
 
 
 # -- CLI: two files of one data set -------------------------------------------------------

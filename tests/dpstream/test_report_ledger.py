@@ -80,3 +80,40 @@ def test_the_demo_ledger_is_throwaway_and_runs_again(tmp_path):
     from dpstream._dataset import home
 
     assert not (home() / "ledgers").exists()  # the user's data sets untouched
+
+
+def test_a_period_spends_its_own_charges_plus_those_tied_to_no_period(tmp_path):
+    from dpstream import release_optstream
+    from dpstream._dataset import ledger_summary
+    from dpstream._ledger import SQLiteLedger
+    from mechanisms import Budget, WAlphaIndistinguishability
+
+    unit = WAlphaIndistinguishability(w=48, alpha=10.0)
+    gauss = {"alpha": 10.0, "k": "auto", "noise": "gaussian", "hierarchy": TREE}
+    with SQLiteLedger(tmp_path / "b.db", total=Budget(1.0, 2**-18), unit=unit) as book:
+        release_optstream(_frame(1), epsilon=0.25, delta=2**-20, ledger=book, **gauss)
+        with ReleaseStore(tmp_path / "ops.db", ledger=book) as store:
+            store.release_optstream(_frame(2), epsilon=0.5, delta=2**-21, **gauss)
+        book_id = book.id
+    summary = ledger_summary(tmp_path / "b.db")
+    assert summary["id"] == book_id[:12]
+    assert [p["epsilon"] for p in summary["periods"]] == ["0.75", "0.75"]
+    assert [p["delta"] for p in summary["periods"]] == [f"{2**-20 + 2**-21:.12g}"] * 2
+    assert [e["period"] for e in summary["releases"]][0] is None
+
+
+def test_the_summary_never_writes_to_the_ledger(tmp_path):
+    import sqlite3
+
+    from dpstream._dataset import ledger_summary
+    from dpstream._ledger import SQLiteLedger
+    from mechanisms import Budget
+
+    SQLiteLedger(tmp_path / "old.db", total=Budget(1.0)).close()
+    with sqlite3.connect(tmp_path / "old.db") as con:  # a ledger from before ids
+        con.execute("DELETE FROM meta WHERE key = 'id'")
+    con.close()
+    assert ledger_summary(tmp_path / "old.db")["id"] == "?"
+    with sqlite3.connect(tmp_path / "old.db") as con:  # read-only: no id was added
+        assert con.execute("SELECT 1 FROM meta WHERE key = 'id'").fetchone() is None
+    con.close()
