@@ -111,6 +111,8 @@ def _timings() -> list[str]:
         bc.push(v)
     t_blt = (time.process_time() - t0) / m
     chunks = {}
+    import scipy.signal  # noqa: F401  (push_many's one-time import, not a per-step cost)
+
     for size in (48, 1440):  # a day of half-hours, a day of minutes
         bm = BLTCounter(m, epsilon=1.0, delta=1e-6, bound=1.0, seed=1)
         t0 = time.process_time()
@@ -147,9 +149,9 @@ def main() -> None:
         "## At (ε, δ) = (1, 10⁻⁶)",
         "",
         "The square root is calibrated with the analytic Gaussian mechanism and pays the lattice",
-        "rounding in its sensitivity; `smooth_binary` converts ρ-zCDP ([BS16] Prop. 1.3); the",
-        "tree counters are pure ε = 1 (`kary_tree_consistent` is batch: it reads nodes completed",
-        "after t).",
+        "rounding in its sensitivity; `smooth_binary` is calibrated by the same analytic curve;",
+        "the tree counters are pure ε = 1 (`kary_tree_consistent` is batch: it reads nodes",
+        "completed after t).",
         "",
         *_eps_delta_table(),
         "",
