@@ -164,7 +164,12 @@ def main() -> None:
     print(text)
     if os.environ.get("BENCH_WRITE"):
         out = Path(__file__).resolve().parents[1] / "docs" / "results" / "counting_factorisation.md"
-        out.write_text(text, encoding="utf-8")
+        kept = ""  # hand-written sections measured elsewhere (PAK's runs, the push note) stay
+        if out.exists():
+            old = out.read_text(encoding="utf-8")
+            start = old.find("\n## PAK's Mechanism 1")
+            kept = old[start:] if start >= 0 else ""
+        out.write_text(text.rstrip("\n") + "\n" + kept, encoding="utf-8")
 
 
 if __name__ == "__main__":
