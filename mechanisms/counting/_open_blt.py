@@ -14,7 +14,7 @@ the variance at t over the worst-step variance of the square root sized for t (c
 coefficients; the sized square root and the sized BLT agree within 0.34%). With θ_max < 1 the
 infinite column's norm is finite, ‖c‖₂² = 1 + Σᵢₗ ωᵢωₗ/(1 − θᵢθₗ) (closed form), so no n enters
 the data term of the sensitivity. The fit's largest ratio is 1.33 in real arithmetic
-(``docs/results/counting_unbounded.md`` has the table and the ratios outside 2¹⁰ … 2²⁴: the
+(``docs/results/counting_open_blt.md`` has the table and the ratios outside 2¹⁰ … 2²⁴: the
 variance grows linearly once t ≫ 1/(1 − θ_max) ≈ 7.7·10⁶, so the ratio rises beyond 2²⁴).
 
 The horizon
