@@ -18,9 +18,10 @@ State (per node, for the N nodes it plans; issue 22.1). With ``prior_state`` (th
 default, :class:`postproc.PriorState`) only running sums: the variogram's sufficient statistics
 (:class:`planner.RoughnessStats`) and the prior's (12 arrays of N x w), a look-back by
 forgetting (past :data:`LOOKBACK` periods, resp. :data:`PRIOR_DAYS`, every sum is multiplied by
-(L − 1)/L before a period is added) and the prior's weights frozen when a period is added
-(see :class:`postproc.PriorState`): O(N w) bytes, the same at any look-back (about 0.5 GB at
-100,000 feeders, w = 48). Without it (exact, the reference of the golden tests): the last
+(L − 1)/L before a period is added), the prior's weights of older periods frozen, and the
+last 7 released periods held to weigh them exactly (see :class:`postproc.PriorState`):
+O(N w) bytes, the same at any look-back (1.4 GB at 100,000 feeders, w = 48, of which the 7
+held periods are 0.85 GB). Without it (exact, the reference of the golden tests): the last
 :data:`PRIOR_DAYS` periods' measurements, read by ``prior_model`` (O(N w · PRIOR_DAYS), 6.4 GB
 at 100,000 feeders) and a period leaving the variogram's look-back subtracted exactly.
 
