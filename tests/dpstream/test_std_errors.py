@@ -241,3 +241,30 @@ def test_the_release_keeps_its_plans_so_std_errors_need_not_replay(regional):
     moved = np.array(out.attrs["measurements"], dtype=float)
     moved[0, 0] += 1.0
     assert not planning.matches(moved)  # another release's plans are not used
+
+
+def test_shared_factor_scales_the_tree_passes_to_the_dense_covariance():
+    """Above DENSE_LEAVES leaves the tree passes are scaled per node by a Monte Carlo of the
+    shared errors (common random numbers); on a small tree it agrees with the exact dense
+    covariance, where the independent passes understate the root several times."""
+    from dpstream._std_errors import _shared_factor
+
+    h = Hierarchy(children=TREE)
+    n, r = len(h.nodes), 48
+    a = np.asarray(h.matrix, dtype=float)
+    leaves = np.array([h.index(x) for x in h.leaves])
+    rng = np.random.default_rng(5)  # test inputs and the simulation: nothing released
+    noise = rng.uniform(1.0, 2.0, size=(n, r))
+    leaf_interp = rng.uniform(2.0, 6.0, size=(len(leaves), r))
+    interp = (
+        np.einsum("nl,lt->nt", a, np.sqrt(leaf_interp)) ** 2 * 0.7
+        + np.einsum("nl,lt->nt", a, leaf_interp) * 0.3
+    )  # ρ = 0.7 between every pair of leaves
+    v = noise + interp
+    exact = _dense_period(v, noise, None, a, leaves)
+    independent = tree_posterior_variance(v, h.parent)
+    assert exact[0].mean() > 2.0 * independent[0].mean()
+    factor = _shared_factor(v, noise, None, h, None, None, None, None, rng, draws=64)
+    stated = independent * factor[:, None]
+    pooled = stated.sum(axis=1) / exact.sum(axis=1)
+    assert np.allclose(pooled, 1.0, atol=0.1), pooled.round(3)
