@@ -4,6 +4,8 @@ through the store; small trees refused or released whole."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -239,6 +241,12 @@ def test_a_source_holding_data_would_be_a_large_graph():
             split.release(big, ordinal=0, seed=1)
 
 
+def _plans(store) -> list[dict]:
+    """The stored plan record of every period, in time order."""
+    rows = store._con.execute("SELECT plan FROM periods ORDER BY ordinal").fetchall()
+    return [json.loads(r[0]) for r in rows]
+
+
 def _read(store, days) -> list[np.ndarray]:
     got = store.read(sorted(store.ordinals()))
     return [got.iloc[W * d : W * (d + 1)][list(H.nodes)].to_numpy().T for d in range(days)]
@@ -258,7 +266,7 @@ def test_store_split_day_by_day_equals_the_whole_release(tmp_path):
         assert release_parquet_to_store(store, first, cut=1, **kw) == [0]  # k="auto": default
         assert release_parquet_to_store(store, path, cut=1, **kw) == [0, 1, 2]
         got = _read(store, 3)
-        plans = store.periods()["plan"].tolist() if "plan" in store.periods() else None
+        plans = _plans(store)
         spent = [store.ledger.spent(o) for o in range(3)]
     ref = _whole(_cfg(epsilon=1.0), loads, 3, seed=11)
     for d in range(3):
@@ -266,7 +274,8 @@ def test_store_split_day_by_day_equals_the_whole_release(tmp_path):
     with ReleaseStore(tmp_path / "whole.db") as store:
         release_parquet_to_store(store, path, **kw)  # engine local, no cut: whole periods
         assert [store.ledger.spent(o) for o in range(3)] == spent
-    assert spent[0] > 0 and plans is None or len(plans) == 3
+    assert spent[0] > 0 and [p["period"] for p in plans] == [0, 1, 2]
+    assert plans[1]["planned_on"] == "1 stored period(s)"  # rebuilt from the first run
 
 
 @pytest.mark.slow
@@ -389,7 +398,7 @@ def test_the_split_store_records_what_the_whole_store_records(tmp_path):
     path = tmp_path / "in.parquet"
     _parquet(path, _loads(1, seed=12))
     kw = {"epsilon": 0.7, "alpha": 0.5, "hierarchy": CH, "delta": 1e-6, "noise": "auto", "seed": 1}
-    records, charges = [], []
+    records, charges, plans = [], [], []
     for name, extra in (("whole", {}), ("split", {"cut": 1})):
         with ReleaseStore(tmp_path / f"{name}.db") as store:
             release_parquet_to_store(store, path, **kw, **extra)
@@ -397,9 +406,11 @@ def test_the_split_store_records_what_the_whole_store_records(tmp_path):
             assert record["parameters"].pop("store") == f"{name}.db"  # the one difference
             records.append(record)
             charges.append(store.ledger.spent(0))
-            plan = store.periods()["plan"].iloc[0] if "plan" in store.periods() else None
-            assert plan is None or "k" in str(plan)
+            plans.append(_plans(store)[0])
     assert records[0] == records[1] and charges[0] == charges[1] > 0
+    same = ("k", "noise", "shares", "basis", "prior_periods", "period", "start", "planned_on")
+    assert {f: plans[0][f] for f in same} == {f: plans[1][f] for f in same}
+    assert plans[0]["budget"] == pytest.approx(plans[1]["budget"], rel=1e-12)
 
 
 @pytest.fixture(scope="module")
@@ -452,3 +463,22 @@ def test_store_dask_processes_split_the_default_day_and_small_trees_fall_back(tm
             )  # fmt: skip
             out.append(store.read(store.ordinals()).to_numpy())
     assert np.array_equal(out[0], out[1])
+
+
+def test_parquet_store_history_whole_equals_the_in_memory_store(tmp_path):
+    """``history=`` of release_parquet_to_store without a split: the store's whole period, as
+    the in-memory store releases it from the same history (the same per-period bits)."""
+    loads = _loads(3, seed=14)
+    path = tmp_path / "in.parquet"
+    _parquet(path, loads[:, 2 * W :], start="2024-01-03")
+    idx = pd.date_range("2024-01-01", periods=3 * W, freq="30min")
+    hist = pd.DataFrame(loads[:, : 2 * W].T, index=idx[: 2 * W], columns=list(H.leaves))
+    frame = pd.DataFrame(loads[:, 2 * W :].T, index=idx[2 * W :], columns=list(H.leaves))
+    kw = {"epsilon": 1.0, "alpha": 0.5, "hierarchy": CH, "seed": 6, "history": hist}
+    with ReleaseStore(tmp_path / "p.db") as store:
+        release_parquet_to_store(store, path, **kw)
+        got = store.read(store.ordinals())
+        assert _plans(store)[0]["basis"] == "history"
+    with ReleaseStore(tmp_path / "m.db") as store:
+        want = store.release_optstream(frame, **kw)
+    np.testing.assert_array_equal(got[list(H.nodes)].to_numpy(), want[list(H.nodes)].to_numpy())
