@@ -28,9 +28,12 @@ computed in O(nodes) per step by the two passes of a Kalman smoother on a tree:
 (the child's error splits into a part ``(u_c/U_p)·E`` along the siblings' sum error ``E`` and an
 orthogonal rest of variance ``u_c − u_c²/U_p``; the parent's final error replaces ``E``).
 These passes treat the errors as independent between nodes; trees of at most
-:data:`DENSE_LEAVES` leaves (and single streams) use the covariance with shared errors below,
-larger trees the passes, which then understate an aggregate's error where its leaves' errors
-are correlated (stated in ``attrs["method"]``).
+:data:`DENSE_LEAVES` leaves (and single streams) use the covariance with shared errors below.
+Larger trees use the passes scaled per node for the errors shared between nodes
+(:func:`_shared_factor`: a Monte Carlo of the same error model through Algorithm 4's own
+solver, with common random numbers against the independent model; O(draws · nodes · w), no
+nodes × nodes matrix): alone, the passes understated the national of an 80-leaf tree 5x
+(``docs/results/std_errors_large_tree.md``).
 
 Where non-negativity binds (a released value is 0) Algorithm 4 is not linear: the errors of
 every period holding a 0 are estimated by a **parametric bootstrap from the known noise**: the
@@ -59,11 +62,37 @@ prior's shrinkage (as its empirical-Bayes variance states it), the errors they s
 cannot include: errors of the planner's own variance estimates (checked by the calibration in
 ``docs/results/std_errors_calibration.md``).
 
+A release keeps its plans and priors (``attrs["planning"]``, :class:`PlanningRecord`: public
+by-products of planning) so that the figures need not replay the planner (CPU 0.03 s against
+0.32 s replaying, the release 0.77 s, regional 28 days); a release read back from a file
+replays them from the published measurements. A store's periods: :func:`store_std_errors`.
+
+Where the figures hold: the interpolation error between samples is the planner's prediction,
+from a variogram the published samples only see at multiples of the sample spacing (the same
+steps every day). Aggregated loads (the regional hierarchy) are calibrated; a household's
+sub-meters switch within a spacing and are understated 1.5-2.7x (issue 28's 2-4x;
+``docs/results/std_errors_domain.md``); ``interpolation="rough"`` narrows but does not close it.
+
+OptStream, ``k`` an int
+-----------------------
+The release publishes, per period (``attrs["estimates"]``), its measurements c̃ (the
+reconstructed singletons and the noisy feature answers), their noise variances, the weights
+Algorithm 4 used, each level's sample set and the feature chain: the outputs of Sample,
+Perturb and the feature queries that [FV19] Lemma 1 and Theorem 13 compose, so its ε already
+covers them (the L1 sampler's sample set is the SVT's own output; see
+:func:`dpstream.pipelines._period.published_estimates`). The estimate is linear in c̃ where
+non-negativity does not bind: ``K = (A ⊗ I)(Hᵀ W H)⁻¹ Hᵀ W`` (H: singletons and feature parts
+of every node's sum of leaves, W: the weights), and its error covariance ``K Σ Kᵀ`` is exact
+under the error model Σ: the noise at the samples interpolated (independent between nodes),
+the feature noise, and the interpolation error through each level's samples by the kriging
+identity with the leaves' variograms estimated from the published samples (cross-variogram
+``ρ·√(γ_l γ_m)``, ρ from the root's own). Up to 64 leaves; a parametric bootstrap where a
+released value is 0. With the L1 sampler the samples sit where the interpolation error would
+be large, so the figure is an upper one (``docs/results/std_errors_fixed_k.md``).
+
 Other releases
 --------------
 * ToPS, PAK and BT range queries: ``dpstream query`` states their noise error.
-* ``k`` an int (the paper's L1 sampler): the sample positions and the feature queries are not
-  published, so the interpolation error cannot be recomputed: :class:`ParameterError` says so.
 """
 
 from __future__ import annotations
@@ -685,208 +714,6 @@ def _auto_errors(
     return out, how
 
 
-def _level_variograms(published, levels, w: int) -> np.ndarray | None:
-    """(N, w) variogram of every node from the published samples (noise taken out).
-
-    A node's singletons at its level's sampled steps are its value plus noise of known
-    variance; pairs of sampled steps of every full period give the empirical variogram
-    (:func:`planner.period_roughness`, :func:`planner.variogram`). The L1 sampler moves its
-    samples from day to day, so many lags are seen; equally spaced samples see only multiples
-    of their spacing (the planner's random-walk model below it, see ``interpolation``).
-    """
-    from planner import period_roughness, variogram
-
-    n = published[0]["estimates"].shape[0]
-    gamma = np.full((n, w), np.nan)
-    for li, nodes in enumerate(levels):
-        total = None
-        for period in published:
-            masks = np.asarray(period["samples"], dtype=bool)
-            if masks.shape[1] != w:
-                continue
-            vals = np.asarray(period["estimates"], dtype=np.float64)[nodes, :w]
-            noise = np.asarray(period["noise"], dtype=np.float64)[nodes, :w]
-            sampled = np.broadcast_to(masks[li], vals.shape)
-            stats = period_roughness(vals, noise, sampled)
-            total = stats if total is None else total + stats
-        g = None if total is None else variogram(total)
-        if g is None:
-            return None
-        gamma[nodes] = g
-    return gamma
-
-
-def _fixed_covariance(period, gamma, rho, tree, levels, n) -> tuple[np.ndarray, np.ndarray]:
-    """Observation design H_f (P, r) and the error covariance (N·P, N·P) of one period.
-
-    Singletons of node a: ``x̃_a = M_a(x_a + n_a)``, an error ``M_a n_a`` (Laplace at the
-    samples, independent between nodes) minus the interpolation error ``(I − M_a) x_a``; with
-    ``x_a`` the sum of its leaves, ``Cov = −Σ_{l,m} (I − M_a) Γ_lm (I − M_b)ᵀ`` over the leaves
-    under a and b (Γ_lm(s, t) = γ_lm(|s − t|), the cross-variogram ``ρ·√(γ_l γ_m)``, ρ from the
-    root's own variogram; the constant of a covariance cancels because the rows of ``M`` sum
-    to 1: the kriging identity). Feature parts: exact sums plus independent Laplace noise.
-    """
-    from mechanisms.optstream._sampling import interpolation_matrix
-
-    fs = period["features"]
-    noise = np.asarray(period["noise"], dtype=np.float64)
-    masks = np.asarray(period["samples"], dtype=bool)
-    r = masks.shape[1]
-    p = noise.shape[1]
-    hf = np.zeros((p, r))
-    hf[np.arange(r), np.arange(r)] = 1.0
-    row = r
-    for feature in fs.partitions[1:]:
-        for part in feature:
-            hf[row, list(part)] = 1.0
-            row += 1
-    level_of = np.empty(n, dtype=np.int64)
-    for li, nodes in enumerate(levels):
-        level_of[nodes] = li
-    mats = [interpolation_matrix(m[None])[0] for m in masks]  # (r, r) per level
-    cov = np.zeros((n * p, n * p))
-    for a in range(n):  # noise: independent between nodes
-        li = level_of[a]
-        at = np.flatnonzero(masks[li])
-        m = mats[li]
-        cov[a * p : a * p + r, a * p : a * p + r] = (m[:, at] * noise[a, at]) @ m[:, at].T
-        idx = np.arange(a * p + r, (a + 1) * p)
-        cov[idx, idx] = noise[a, r:]
-    if gamma is not None:
-        lag = np.abs(np.arange(r)[:, None] - np.arange(r)[None, :])
-        if tree is None:
-            under = np.eye(n)
-            leaf_rows = np.arange(n)
-        else:
-            under = np.asarray(tree.matrix, dtype=np.float64)  # (N, L)
-            leaf_rows = np.array([tree.index(leaf) for leaf in tree.leaves])
-        gl = gamma[leaf_rows][:, lag]  # (L, r, r)
-        ops = [np.eye(r) - mats[level_of[a]] for a in range(n)]
-        for a in range(n):
-            for b in range(a, n):
-                la = np.flatnonzero(under[a])
-                lb = np.flatnonzero(under[b])
-                g = np.zeros((r, r))
-                for i in la:
-                    for j in lb:
-                        if i == j:
-                            g += gl[i]
-                        elif tree is not None and rho > 0:
-                            g += rho * np.sqrt(gl[i] * gl[j])
-                block = -ops[a] @ g @ ops[b].T
-                cov[a * p : a * p + r, b * p : b * p + r] += block
-                if b != a:
-                    cov[b * p : b * p + r, a * p : a * p + r] += block.T
-    return hf, cov
-
-
-def _gls_operator(under: np.ndarray, hf: np.ndarray, variances: np.ndarray) -> np.ndarray:
-    """K (N·r, N·P): Algorithm 4's linear estimate of every node from the observations.
-
-    Observations of node a: ``H_f A_a x`` (singletons and feature parts of the sum of its
-    leaves), weights ``1/v``; the leaves' estimate ``G Hᵀ W c̃`` with ``H = A ⊗ H_f`` and
-    ``G = (Hᵀ W H)⁻¹`` ([FV19] Alg. 4 line 2 without (O3), §5.2), the nodes' ``(A ⊗ I) G Hᵀ W``.
-    """
-    r = hf.shape[1]
-    h = np.kron(under, hf)
-    hw = h.T / np.asarray(variances, dtype=np.float64).reshape(-1)
-    return np.kron(under, np.eye(r)) @ np.linalg.solve(hw @ h, hw)
-
-
-def _root_correlation(gamma, tree) -> float:
-    """One correlation of the leaves' variograms from the root's own (the cross-variogram
-    ``ρ·√(γ_l γ_m)``): ``γ_root = Σ γ_l + ρ Σ_{l≠m} √(γ_l γ_m)``, pooled over lags."""
-    if tree is None or gamma is None:
-        return 0.0
-    leaves = np.array([tree.index(leaf) for leaf in tree.leaves])
-    gl = gamma[leaves]
-    s1 = gl.sum(axis=0)
-    s2 = np.sqrt(gl).sum(axis=0) ** 2 - s1
-    den = s2.sum()
-    return float(np.clip((gamma[0] - s1).sum() / den, 0.0, 1.0)) if den > 0 else 0.0
-
-
-#: Largest number of leaf values (leaves x steps) of one period for the exact int-k path.
-FIXED_VARIABLES = 64 * 48
-
-
-def _optstream_fixed(frame, tree, n_draws, seed) -> tuple[np.ndarray, str]:
-    """Int-k OptStream: the exact error of Algorithm 4's linear estimate (module notes), a
-    parametric bootstrap in the periods where non-negativity binds."""
-    from postproc import Hierarchy, project_consistent
-
-    published = frame.attrs["estimates"]
-    x = np.asarray(frame, dtype=np.float64)
-    n = x.shape[1]
-    w = int(frame.attrs["privacy"].get("w") or published[0]["samples"].shape[1])
-    if tree is None:
-        levels = [np.arange(n)]
-        under = np.eye(n)
-    else:
-        levels = [np.array([tree.index(c) for c in lv]) for lv in tree.levels]
-        under = np.asarray(tree.matrix, dtype=np.float64)
-    n_leaves = under.shape[1]
-    if n_leaves * w > FIXED_VARIABLES:
-        raise ParameterError(
-            f"The 'released' parameter of {_OWNER} is an int-k OptStream release of "
-            f"{n_leaves} leaves: its exact errors need a ({n_leaves}·w)² matrix per period; "
-            f"int-k standard errors are computed up to {FIXED_VARIABLES // w} leaves (w = {w})."
-        )
-    gamma = _level_variograms(published, levels, w)
-    rho = _root_correlation(gamma, tree)
-    rng = np.random.default_rng(seed)  # simulation only: publishes nothing private
-    out = np.empty_like(x)
-    lo = boot = 0
-    for period in published:
-        fs = period["features"]
-        wts = np.asarray(period["variances"], dtype=np.float64).reshape(-1)
-        r = np.asarray(period["samples"]).shape[1]
-        hf, cov = _fixed_covariance(period, None if gamma is None else gamma[:, :r], rho,
-                                    tree, levels, n)  # fmt: skip
-        k = _gls_operator(under, hf, wts)
-        var = ((k @ cov) * k).sum(axis=1).reshape(n, r)
-        se = np.sqrt(np.maximum(var, 0.0))
-        truth = x[lo : lo + r].T  # (N, r): the released period stands for the truth
-        if (truth <= 0).any() and n_draws > 0:  # non-negativity binds: parametric bootstrap
-            jitter = 1e-9 * float(np.trace(cov)) / cov.shape[0]
-            try:
-                root = np.linalg.cholesky(cov + jitter * np.eye(cov.shape[0]))
-            except np.linalg.LinAlgError:  # an empirical variogram need not be valid: clip
-                ev, evec = np.linalg.eigh(cov)
-                root = evec * np.sqrt(np.maximum(ev, 0.0))
-            draws = root @ rng.standard_normal((cov.shape[0], n_draws))
-            c0 = np.stack([hf @ truth[a] for a in range(n)])  # (N, P)
-            sims = c0[None] + draws.T.reshape(n_draws, n, -1)
-            vs = np.broadcast_to(wts.reshape(n, -1), sims.shape)
-            if tree is not None:
-                sol = project_consistent(sims, hierarchy=tree, features=fs, variances=vs).values
-            else:
-                sol = np.stack(
-                    [
-                        project_consistent(
-                            sims[:, j : j + 1],
-                            hierarchy=Hierarchy.single(str(name)),
-                            features=fs,
-                            variances=vs[:, j : j + 1],
-                        ).values[:, 0]
-                        for j, name in enumerate(frame.columns)
-                    ],
-                    axis=1,
-                )
-            se = np.sqrt(np.mean((np.maximum(sol, 0.0) - truth[None]) ** 2, axis=0))
-            boot += 1
-        out[lo : lo + r] = se.T
-        lo += r
-    how = (
-        f"OptStream k={frame.attrs['privacy']['parameters'].get('k')}: the error of "
-        "Algorithm 4's linear estimate (features included) under the published noise and the "
-        f"interpolation error of the samples' variogram (leaves correlated, ρ = {rho:.2f}), "
-        f"exact where non-negativity does not bind; parametric bootstrap ({n_draws} draws) in "
-        f"the {boot} of {len(published)} period(s) holding a 0."
-    )
-    return out, how
-
-
 def store_std_errors(
     store, ordinals, released: pd.DataFrame, *, n_bootstrap: int = 200, seed: int | None = 0
 ) -> pd.DataFrame:
@@ -1054,7 +881,9 @@ def std_errors(
                 "complete readings."
             )
         tree = _hierarchy(frame, hierarchy)
-        values, how = _optstream_fixed(frame, tree, n_bootstrap, seed)
+        from ._std_errors_fixed import optstream_fixed
+
+        values, how = optstream_fixed(frame, tree, n_bootstrap, seed)
         note = (
             "Root-mean-square error: noise, and the interpolation error between samples as "
             "the weights estimate it from the feature residuals; a simulation (Monte Carlo) "

@@ -31,6 +31,20 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "results" / "std_errors_calibration.md"
 
 
+#: The other calibrations of issue 30, each written by its own script.
+SEE_ALSO = [
+    "## Elsewhere",
+    "",
+    "- Int-k OptStream (k = 10, L1 and equally spaced samples): `std_errors_fixed_k.md` "
+    "(`scripts/std_errors_fixed_k.py`).",
+    "- A tree above 64 leaves (synthetic, 80 feeders): `std_errors_large_tree.md` "
+    "(`scripts/std_errors_large_tree.py`).",
+    "- Where the figures hold (issue 28's releases, regional against household sub-meters): "
+    "`std_errors_domain.md` (`scripts/std_errors_domain.py`).",
+    "",
+]
+
+
 def optstream_table(epsilon: float, days: int, seeds: int, start_day: int) -> pd.DataFrame:
     import dpstream
 
@@ -180,7 +194,7 @@ def main() -> None:
         "spread alone. PAK's stated figure for its consistent counter is an upper bound, so its "
         "ratio may fall below 1.",
         "",
-    ]
+    ] + SEE_ALSO
     OUT.write_text("\n".join(lines), encoding="utf-8")
     print(f"wrote {OUT}", file=sys.stderr)
 

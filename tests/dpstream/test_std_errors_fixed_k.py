@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import dpstream
-from dpstream._std_errors import _fixed_covariance, _gls_operator
+from dpstream._std_errors_fixed import _fixed_covariance, _gls_operator
 from mechanisms import ParameterError
 from mechanisms.optstream._sampling import interpolation_matrix
 from postproc import FeatureSet, Hierarchy, project_consistent

@@ -1,0 +1,220 @@
+"""Standard errors of int-k OptStream releases (``dpstream.std_errors``, issue 30).
+
+The release publishes per period what its ε already covers (``attrs["estimates"]``,
+:func:`dpstream.pipelines._period.published_estimates`); the error of Algorithm 4's linear
+estimate under the model of :func:`_fixed_covariance` is ``diag(K Σ Kᵀ)``, exact
+(:func:`_gls_operator`), with a parametric bootstrap where non-negativity binds. See the notes
+of :mod:`dpstream._std_errors`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mechanisms import ParameterError
+
+__all__ = ["optstream_fixed"]
+
+_OWNER = "std_errors"
+
+
+def _level_variograms(published, levels, w: int) -> np.ndarray | None:
+    """(N, w) variogram of every node from the published samples (noise taken out).
+
+    A node's singletons at its level's sampled steps are its value plus noise of known
+    variance; pairs of sampled steps of every full period give the empirical variogram
+    (:func:`planner.period_roughness`, :func:`planner.variogram`). The L1 sampler moves its
+    samples from day to day, so many lags are seen; equally spaced samples see only multiples
+    of their spacing (the planner's random-walk model below it, see ``interpolation``).
+    """
+    from planner import period_roughness, variogram
+
+    n = published[0]["estimates"].shape[0]
+    gamma = np.full((n, w), np.nan)
+    for li, nodes in enumerate(levels):
+        total = None
+        for period in published:
+            masks = np.asarray(period["samples"], dtype=bool)
+            if masks.shape[1] != w:
+                continue
+            vals = np.asarray(period["estimates"], dtype=np.float64)[nodes, :w]
+            noise = np.asarray(period["noise"], dtype=np.float64)[nodes, :w]
+            sampled = np.broadcast_to(masks[li], vals.shape)
+            stats = period_roughness(vals, noise, sampled)
+            total = stats if total is None else total + stats
+        g = None if total is None else variogram(total)
+        if g is None:
+            return None
+        gamma[nodes] = g
+    return gamma
+
+
+def _fixed_covariance(period, gamma, rho, tree, levels, n) -> tuple[np.ndarray, np.ndarray]:
+    """Observation design H_f (P, r) and the error covariance (N·P, N·P) of one period.
+
+    Singletons of node a: ``x̃_a = M_a(x_a + n_a)``, an error ``M_a n_a`` (Laplace at the
+    samples, independent between nodes) minus the interpolation error ``(I − M_a) x_a``; with
+    ``x_a`` the sum of its leaves, ``Cov = −Σ_{l,m} (I − M_a) Γ_lm (I − M_b)ᵀ`` over the leaves
+    under a and b (Γ_lm(s, t) = γ_lm(|s − t|), the cross-variogram ``ρ·√(γ_l γ_m)``, ρ from the
+    root's own variogram; the constant of a covariance cancels because the rows of ``M`` sum
+    to 1: the kriging identity). Feature parts: exact sums plus independent Laplace noise.
+    """
+    from mechanisms.optstream._sampling import interpolation_matrix
+
+    fs = period["features"]
+    noise = np.asarray(period["noise"], dtype=np.float64)
+    masks = np.asarray(period["samples"], dtype=bool)
+    r = masks.shape[1]
+    p = noise.shape[1]
+    hf = np.zeros((p, r))
+    hf[np.arange(r), np.arange(r)] = 1.0
+    row = r
+    for feature in fs.partitions[1:]:
+        for part in feature:
+            hf[row, list(part)] = 1.0
+            row += 1
+    level_of = np.empty(n, dtype=np.int64)
+    for li, nodes in enumerate(levels):
+        level_of[nodes] = li
+    mats = [interpolation_matrix(m[None])[0] for m in masks]  # (r, r) per level
+    cov = np.zeros((n * p, n * p))
+    for a in range(n):  # noise: independent between nodes
+        li = level_of[a]
+        at = np.flatnonzero(masks[li])
+        m = mats[li]
+        cov[a * p : a * p + r, a * p : a * p + r] = (m[:, at] * noise[a, at]) @ m[:, at].T
+        idx = np.arange(a * p + r, (a + 1) * p)
+        cov[idx, idx] = noise[a, r:]
+    if gamma is not None:
+        lag = np.abs(np.arange(r)[:, None] - np.arange(r)[None, :])
+        if tree is None:
+            under = np.eye(n)
+            leaf_rows = np.arange(n)
+        else:
+            under = np.asarray(tree.matrix, dtype=np.float64)  # (N, L)
+            leaf_rows = np.array([tree.index(leaf) for leaf in tree.leaves])
+        gl = gamma[leaf_rows][:, lag]  # (L, r, r)
+        ops = [np.eye(r) - mats[level_of[a]] for a in range(n)]
+        for a in range(n):
+            for b in range(a, n):
+                la = np.flatnonzero(under[a])
+                lb = np.flatnonzero(under[b])
+                g = np.zeros((r, r))
+                for i in la:
+                    for j in lb:
+                        if i == j:
+                            g += gl[i]
+                        elif tree is not None and rho > 0:
+                            g += rho * np.sqrt(gl[i] * gl[j])
+                block = -ops[a] @ g @ ops[b].T
+                cov[a * p : a * p + r, b * p : b * p + r] += block
+                if b != a:
+                    cov[b * p : b * p + r, a * p : a * p + r] += block.T
+    return hf, cov
+
+
+def _gls_operator(under: np.ndarray, hf: np.ndarray, variances: np.ndarray) -> np.ndarray:
+    """K (N·r, N·P): Algorithm 4's linear estimate of every node from the observations.
+
+    Observations of node a: ``H_f A_a x`` (singletons and feature parts of the sum of its
+    leaves), weights ``1/v``; the leaves' estimate ``G Hᵀ W c̃`` with ``H = A ⊗ H_f`` and
+    ``G = (Hᵀ W H)⁻¹`` ([FV19] Alg. 4 line 2 without (O3), §5.2), the nodes' ``(A ⊗ I) G Hᵀ W``.
+    """
+    r = hf.shape[1]
+    h = np.kron(under, hf)
+    hw = h.T / np.asarray(variances, dtype=np.float64).reshape(-1)
+    return np.kron(under, np.eye(r)) @ np.linalg.solve(hw @ h, hw)
+
+
+def _root_correlation(gamma, tree) -> float:
+    """One correlation of the leaves' variograms from the root's own (the cross-variogram
+    ``ρ·√(γ_l γ_m)``): ``γ_root = Σ γ_l + ρ Σ_{l≠m} √(γ_l γ_m)``, pooled over lags."""
+    if tree is None or gamma is None:
+        return 0.0
+    leaves = np.array([tree.index(leaf) for leaf in tree.leaves])
+    gl = gamma[leaves]
+    s1 = gl.sum(axis=0)
+    s2 = np.sqrt(gl).sum(axis=0) ** 2 - s1
+    den = s2.sum()
+    return float(np.clip((gamma[0] - s1).sum() / den, 0.0, 1.0)) if den > 0 else 0.0
+
+
+#: Largest number of leaf values (leaves x steps) of one period for the exact int-k path.
+FIXED_VARIABLES = 64 * 48
+
+
+def optstream_fixed(frame, tree, n_draws, seed) -> tuple[np.ndarray, str]:
+    """Int-k OptStream: the exact error of Algorithm 4's linear estimate (module notes), a
+    parametric bootstrap in the periods where non-negativity binds."""
+    from postproc import Hierarchy, project_consistent
+
+    published = frame.attrs["estimates"]
+    x = np.asarray(frame, dtype=np.float64)
+    n = x.shape[1]
+    w = int(frame.attrs["privacy"].get("w") or published[0]["samples"].shape[1])
+    if tree is None:
+        levels = [np.arange(n)]
+        under = np.eye(n)
+    else:
+        levels = [np.array([tree.index(c) for c in lv]) for lv in tree.levels]
+        under = np.asarray(tree.matrix, dtype=np.float64)
+    n_leaves = under.shape[1]
+    if n_leaves * w > FIXED_VARIABLES:
+        raise ParameterError(
+            f"The 'released' parameter of {_OWNER} is an int-k OptStream release of "
+            f"{n_leaves} leaves: its exact errors need a ({n_leaves}·w)² matrix per period; "
+            f"int-k standard errors are computed up to {FIXED_VARIABLES // w} leaves (w = {w})."
+        )
+    gamma = _level_variograms(published, levels, w)
+    rho = _root_correlation(gamma, tree)
+    rng = np.random.default_rng(seed)  # simulation only: publishes nothing private
+    out = np.empty_like(x)
+    lo = boot = 0
+    for period in published:
+        fs = period["features"]
+        wts = np.asarray(period["variances"], dtype=np.float64).reshape(-1)
+        r = np.asarray(period["samples"]).shape[1]
+        hf, cov = _fixed_covariance(period, None if gamma is None else gamma[:, :r], rho,
+                                    tree, levels, n)  # fmt: skip
+        k = _gls_operator(under, hf, wts)
+        var = ((k @ cov) * k).sum(axis=1).reshape(n, r)
+        se = np.sqrt(np.maximum(var, 0.0))
+        truth = x[lo : lo + r].T  # (N, r): the released period stands for the truth
+        if (truth <= 0).any() and n_draws > 0:  # non-negativity binds: parametric bootstrap
+            jitter = 1e-9 * float(np.trace(cov)) / cov.shape[0]
+            try:
+                root = np.linalg.cholesky(cov + jitter * np.eye(cov.shape[0]))
+            except np.linalg.LinAlgError:  # an empirical variogram need not be valid: clip
+                ev, evec = np.linalg.eigh(cov)
+                root = evec * np.sqrt(np.maximum(ev, 0.0))
+            draws = root @ rng.standard_normal((cov.shape[0], n_draws))
+            c0 = np.stack([hf @ truth[a] for a in range(n)])  # (N, P)
+            sims = c0[None] + draws.T.reshape(n_draws, n, -1)
+            vs = np.broadcast_to(wts.reshape(n, -1), sims.shape)
+            if tree is not None:
+                sol = project_consistent(sims, hierarchy=tree, features=fs, variances=vs).values
+            else:
+                sol = np.stack(
+                    [
+                        project_consistent(
+                            sims[:, j : j + 1],
+                            hierarchy=Hierarchy.single(str(name)),
+                            features=fs,
+                            variances=vs[:, j : j + 1],
+                        ).values[:, 0]
+                        for j, name in enumerate(frame.columns)
+                    ],
+                    axis=1,
+                )
+            se = np.sqrt(np.mean((np.maximum(sol, 0.0) - truth[None]) ** 2, axis=0))
+            boot += 1
+        out[lo : lo + r] = se.T
+        lo += r
+    how = (
+        f"OptStream k={frame.attrs['privacy']['parameters'].get('k')}: the error of "
+        "Algorithm 4's linear estimate (features included) under the published noise and the "
+        f"interpolation error of the samples' variogram (leaves correlated, ρ = {rho:.2f}), "
+        f"exact where non-negativity does not bind; parametric bootstrap ({n_draws} draws) in "
+        f"the {boot} of {len(published)} period(s) holding a 0."
+    )
+    return out, how
