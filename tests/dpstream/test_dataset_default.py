@@ -269,3 +269,21 @@ def test_a_refused_new_store_keeps_no_configuration(tmp_path):
     with ReleaseStore(tmp_path / "c.db") as c:
         assert c.config is None and c.ordinals() == set()
         assert "ledger_id" not in c.meta and not c.meta.get("dataset")
+
+
+def test_a_refused_new_store_forgets_its_data_set_for_other_streams(tmp_path):
+    """The refused first release bound the store to 'meters' in memory only: the next
+    release, of other streams, must not charge (nor be refused by) the meters ledger."""
+    with ReleaseStore(tmp_path / "a.db", dataset="meters") as a:
+        a.release_optstream(_frame(1), k=10, **KW)
+    other = _frame(1).rename(columns={"a": "c", "b": "d"})
+    with ReleaseStore(tmp_path / "b.db") as b:
+        with pytest.raises(AlreadyReleasedError):
+            b.release_optstream(_frame(1), k=10, **KW)
+        meters = b.ledger.dataset_ledger
+        b.release_optstream(other, k=12, epsilon=0.5, alpha=10.0, hierarchy={"t": ["c", "d"]})
+        assert b.meta["dataset"].startswith("auto-") and b.config["k"] == 12
+        with pytest.raises(Exception, match="closed"):  # the store closed what it opened
+            meters._con.execute("SELECT 1")
+    with SQLiteLedger(ledger_path("meters")) as book:
+        assert len(book.entries()) == 1
