@@ -65,6 +65,7 @@ from postproc import FeatureSet, Hierarchy, project_consistent
 from postproc._prior import merge_prior
 from postproc._split import SubtreeSolver, TopTree, node_depths, solve_split, subtrees
 
+from ..pipelines._period_steps import _UNMEASURED  # share-0 nodes' variance factor
 from ._subtree import _actor_call, _leaf_steps, _local_call, _streams, choose_cut
 
 __all__ = [
@@ -76,8 +77,6 @@ __all__ = [
     "release_auto_periods_split",
     "release_auto_whole",
 ]
-
-_UNMEASURED = 1e8  # as dpstream.pipelines._period_steps: share-0 nodes' variance multiplier
 
 
 def measure_auto_nodes(
