@@ -378,8 +378,9 @@ def _shared_factor(
         if cross is not None:  # Cov(interpolation, forecast) per node, through shared draws
             with np.errstate(divide="ignore", invalid="ignore"):
                 k = cross[:, None] / np.sqrt(interp * true)
-            kappa = np.clip(np.nan_to_num(np.nanmean(np.where(finite, k, np.nan), axis=1,
-                                                     keepdims=True)), 0.0, 1.0)  # fmt: skip
+            valid = finite & np.isfinite(k)  # the mean over a node's valid steps
+            count = np.maximum(valid.sum(axis=1, keepdims=True), 1)
+            kappa = np.clip(np.where(valid, k, 0.0).sum(axis=1, keepdims=True) / count, 0, 1)
         u2 = kappa * u + np.sqrt(1.0 - kappa**2) * rng.standard_normal((draws, n, r))
         z2 = kappa.mean() * z + np.sqrt(1.0 - kappa.mean() ** 2) * rng.standard_normal(z.shape)
         own = sf * (np.sqrt(1.0 - rho_f)[None, None] * u2 + np.sqrt(rho_f)[None, None] * z2)
