@@ -271,9 +271,9 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
     "--std-errors",
     "std_errors",
     is_flag=True,
-    help="optstream (k auto): also write the standard error of every released value "
+    help="optstream: also write the standard error of every released value "
     "(dpstream.std_errors): a 'std_error' column in long format, OUT_STEM.std_error.SUFFIX "
-    "beside a wide file.",
+    "beside a wide file; with --store (k auto), every period of OUT from the store.",
 )
 @ledger_options
 def release(
