@@ -695,6 +695,8 @@ def _auto_errors(
         if (period <= 0).any() and n_bootstrap > 0:  # non-negativity binds somewhere
             vb = v if interp is None else noise + interp
             se = _bootstrap(period, vb, pv, tree, n_bootstrap, rng)
+            if tree is not None and not dense:  # its draws are independent between nodes:
+                se = se * np.sqrt(f)[:, None]  # the shared errors' factor, as above
             boot += 1
         out[lo : lo + r] = se.T
     how = (
