@@ -227,7 +227,7 @@ def _release_one(
             parameters=options.get("pak_parameters", "planned"),
             counter=counter,
             seed=seed,
-            ledger=ledger,
+            ledger=False if options.get("no_ledger") else ledger,  # charged by the CLI, or none
         )
         parameters.update(
             {k: getattr(rel.parameters, k) for k in ("r", "lam", "p", "eps1_share", "beta_lt")}

@@ -241,6 +241,10 @@ def test_cli_no_ledger_is_loud_and_alone(files, capsys):
 
 def test_cli_single_stream_charges_its_data_set(files, capsys):
     pd.DataFrame({"power": np.linspace(0, 9, 600)}).to_csv("one.csv", index=False)
+    pak = ["release", "pak", "one.csv", "--epsilon", "0.5", "--bound", "10", "--time-lag", "300"]
+    assert main([*pak, "--out", "p.csv", "--no-ledger"]) == 0  # an experiment: no ledger
+    assert json.loads(Path("p.csv.privacy.json").read_text())["ledger"]["accounted"] is False
+    assert known_ledgers(fingerprint(["power"], None)) == []
     argv = ["release", "bt", "one.csv", "--epsilon", "0.5", "--bound", "10", "--out", "bt.csv"]
     assert main(argv) == 0
     (entry,) = known_ledgers(fingerprint(["power"], None))
