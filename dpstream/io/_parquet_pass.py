@@ -214,9 +214,25 @@ def _blocks(scan: _Scan) -> list[np.ndarray]:
     return [stamps[i : i + per] for i in range(0, stamps.size, per)]
 
 
-def _second_pass(path: str, scan: _Scan, *, long: bool, time: str, tz, owner: str) -> None:
-    import pyarrow.parquet as pq
+def _read_block(path: str, columns: list[str], time: str, lo, hi) -> pd.DataFrame:
+    """The rows of ``lo <= time <= hi``, streamed in record batches and filtered batch by
+    batch (row groups outside the range skipped by their statistics; one batch and the
+    block's rows in memory, whatever the file's row order)."""
+    import pyarrow as pa
+    import pyarrow.dataset as pds
 
+    field = pds.field(time)
+    scanner = pds.dataset(path, format="parquet").scanner(
+        columns=columns,
+        filter=(field >= pa.scalar(lo)) & (field <= pa.scalar(hi)),
+        batch_size=_BATCH,
+        batch_readahead=1,  # 0 hangs (pyarrow 26): one batch ahead
+        fragment_readahead=1,
+    )
+    return scanner.to_table().to_pandas()
+
+
+def _second_pass(path: str, scan: _Scan, *, long: bool, time: str, tz, owner: str) -> None:
     names, kind = scan.names, scan.kind
     codes_of = scan.ids
     n_ids = len(names)
@@ -224,9 +240,7 @@ def _second_pass(path: str, scan: _Scan, *, long: bool, time: str, tz, owner: st
     firsts: dict[str, str] = {}  # missing / infinite / negative: the first, by stamp then series
     for stamps in _blocks(scan):
         lo, hi = _bounds(stamps, kind, tz)
-        filters = [(time, ">=", lo), (time, "<=", hi)]
-        cols = [ID, DS, Y] if long else [time, *names]
-        frame = pq.read_table(path, columns=cols, filters=filters).to_pandas()
+        frame = _read_block(path, [ID, DS, Y] if long else [time, *names], time, lo, hi)
         if long:
             codes = frame[ID].astype(str).map(codes_of).to_numpy(dtype=np.int64)
             _, t = _parse_stamps(frame[DS], None, None, owner)
