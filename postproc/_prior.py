@@ -678,11 +678,14 @@ class PriorState:
     def _fold(self, held: list, sigma2: np.ndarray) -> None:
         """Add a held period's weighted terms to the sums, at ``sigma2``."""
         y, rv, s, e, own, f = held
-        _, g = self._moments(held, sigma2, self.w, equal=False)  # f included
-        self.g += g
-        self.gy += g * y
-        self.gyy += g * y * y
-        self.grv += g * rv
+        parts = self._excess(held, self.w, self._common(self.w))
+        g = self._weight(parts, sigma2, equal=False)  # f included; the sampled columns only
+        c = parts[4]
+        yc, rvc = y[:, c], rv[:, c]
+        self.g[:, c] += g
+        self.gy[:, c] += g * yc
+        self.gyy[:, c] += g * yc * yc
+        self.grv[:, c] += g * rvc
         terms = self._weights(held, sigma2, self.w)
         for name, term in zip(("wt", "wy", "w2", "w2e"), terms, strict=True):
             getattr(self, name)[...] += f * term
@@ -692,19 +695,25 @@ class PriorState:
         scale = count / (count - 1.0)
         return count, scale, (count - 1.0) ** 2, self.sy[:, :r] / count, self.sv[:, :r]
 
-    def _moments(self, held: list, sigma2: np.ndarray, r: int, *, equal: bool):
-        """A held period's (excess, weight) at its sampled steps, (N, r) each (module Notes,
-        1: the moments of :func:`_node_block`)."""
+    def _excess(self, held: list, r: int, common):
+        """A held period's excess and spread at the steps some node sampled (among the first
+        r), (N, c) each (module Notes, 1: the moments of :func:`_node_block`; zero elsewhere),
+        its mask there, its forgetting factor and those c steps."""
         y, rv, s, _, _, f = held
-        y, rv, s = y[:, :r], rv[:, :r], s[:, :r]
-        count, scale, cm1, m, sv = self._common(r)
-        others = (sv - rv) / cm1
-        resid = scale * (y - m)
+        cols = np.flatnonzero(s[:, :r].any(axis=0))
+        y, rv, s = y[:, cols], rv[:, cols], s[:, cols]
+        count, scale, cm1, m, sv = common
+        others = (sv[:, cols] - rv) / cm1
+        resid = scale * (y - m[:, cols])
         excess = np.where(s, (resid * resid - rv - others) / scale, 0.0)
+        return excess, (rv + others) / scale, s, f, cols
+
+    @staticmethod
+    def _weight(parts, sigma2: np.ndarray, *, equal: bool) -> np.ndarray:
+        _, spread, s, f, _ = parts
         if equal:
-            return excess, f * s
-        spread = (rv + others) / scale
-        return excess, np.where(s, f / (sigma2[:, None] + spread + _FLOOR) ** 2, 0.0)
+            return f * s
+        return np.where(s, f / (sigma2[:, None] + spread + _FLOOR) ** 2, 0.0)
 
     def _weights(self, held: list, sigma2: np.ndarray, r: int):
         """A held period's forecast terms (Σ-parts of wts, wts·y, wts², wts²·e), (N, r)."""
@@ -731,13 +740,15 @@ class PriorState:
         spread_h = sv / cm1 / scale  # history: rv = 0
         folded = bool(cnt_f.any())
         sigma2 = self.sigma2 if folded else np.zeros(self.n_nodes)
+        common = count, scale, cm1, m, sv
+        held = [self._excess(h, r, common) for h in self._held]  # the same in every pass
         for it in range(3 if folded else 4):
             equal = it == 0 and not folded
             gw = 1.0 if equal else 1.0 / (sigma2[:, None] + spread_h + _FLOOR) ** 2
             num = num_f + (gw * ex_h).sum(axis=1)
             cnt = cnt_f + np.broadcast_to(gw * hn, ex_h.shape).sum(axis=1)
-            for held in self._held:
-                ex, gq = self._moments(held, sigma2, r, equal=equal)
+            for parts in held:
+                ex, gq = parts[0], self._weight(parts, sigma2, equal=equal)
                 num += (gq * ex).sum(axis=1)
                 cnt += gq.sum(axis=1)
             sigma2 = np.maximum(np.divide(num, cnt, out=np.zeros_like(num), where=cnt > 0), 0.0)
