@@ -160,6 +160,13 @@ def _hierarchy(released: pd.DataFrame, hierarchy: object):
     if hierarchy is None:
         hierarchy = released.attrs.get("hierarchy")
     if hierarchy is None:
+        levels = ((released.attrs.get("privacy") or {}).get("parameters") or {}).get("levels")
+        if isinstance(levels, int) and levels > 1:  # never the tree's figures as columns'
+            raise ParameterError(
+                f"The 'hierarchy' parameter of {_OWNER} is required: the release was made with "
+                f"a hierarchy of {levels} levels and carries none (attrs['hierarchy']). Pass "
+                "the mapping parent -> children it was made with."
+            )
         return None
     tree = hierarchy if isinstance(hierarchy, Hierarchy) else None
     if tree is None:

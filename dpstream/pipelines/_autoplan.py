@@ -424,6 +424,9 @@ def release_auto(
     from dpstream._std_errors import PlanningRecord  # public by-products: no replay (issue 30)
 
     out.attrs["planning"] = PlanningRecord(measured, plans, priors, out.attrs["measurements"])
+    out.attrs["hierarchy"] = None if sf.hierarchy is None else {  # public: std_errors reads it
+        str(a): [str(c) for c in kids] for a, kids in sf.hierarchy.children.items()
+    }
     out.attrs["plan_config"] = {
         "epsilon": epsilon, "delta": delta, "alpha": alpha, "w": w, "noise": noise,
         "target": target, "prior": prior, "history": hist is not None,

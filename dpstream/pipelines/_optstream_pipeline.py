@@ -334,6 +334,9 @@ def release_optstream(
     )
     attach_record(result, record, paid)
     result.attrs["estimates"] = published_estimates(keep)
+    result.attrs["hierarchy"] = None if sf.hierarchy is None else {  # public: std_errors reads it
+        str(a): [str(c) for c in kids] for a, kids in sf.hierarchy.children.items()
+    }
     return result
 
 

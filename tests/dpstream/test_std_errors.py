@@ -298,3 +298,19 @@ def test_a_tree_above_64_leaves_states_the_aggregates_errors():
     assert 0.5 < ratio["national"] < 1.25, ratio["national"]
     feeders = [c for r in tree["national"] for c in tree[r]]
     assert 0.7 < ratio[feeders].median() < 1.3
+
+
+def test_the_release_carries_its_hierarchy_and_a_tree_is_never_read_as_columns(regional):
+    """Issue 28's benchmark called std_errors(out) without the hierarchy; the release carried
+    none, so every column was taken as an independent stream (the national's figure from a
+    measurement it never had). The release now carries it; without it, a typed error."""
+    _, tree, out = regional
+    assert out.attrs["hierarchy"] == {"national": list(tree["national"])}
+    pd.testing.assert_frame_equal(
+        dpstream.std_errors(out, n_bootstrap=0),
+        dpstream.std_errors(out, hierarchy=tree, n_bootstrap=0),
+    )
+    bare = out.copy()
+    bare.attrs = {k: v for k, v in out.attrs.items() if k != "hierarchy"}
+    with pytest.raises(ParameterError, match="hierarchy of 2 levels"):
+        dpstream.std_errors(bare)
