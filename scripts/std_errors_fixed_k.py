@@ -98,7 +98,11 @@ def main() -> None:
         "non-negativity binds. With the L1 sampler the sample steps are chosen where the "
         "interpolation error would be large (the SVT), so the realised interpolation error is "
         "smaller than the variogram's for the same steps taken blindly: the figure is then an "
-        "upper one (ratio below 1).",
+        "upper one (ratio below 1). At ε = 0.1 non-negativity binds in most periods (noise "
+        "larger than the loads): there the bootstrap carries the figure; without it "
+        "(`--bootstrap 0`, 20 seeds) the linear figure overstated 1.2-2x with equally spaced "
+        "samples (ratios 0.51-0.85) and 1.9-2.8x with the L1 sampler (0.36-0.53), while at "
+        "ε = 1 it gave 0.93-0.99 (equal) and 0.66-0.78 (L1).",
         "",
     ]
     OUT.write_text("\n".join(lines))

@@ -171,7 +171,9 @@ def test_calibrated_per_node_with_equally_spaced_samples(epsilon):
             frame, epsilon=epsilon, alpha=50, k=10, sampling="equal", hierarchy=tree,
             seed=seed, ledger=False,
         )  # fmt: skip
-        se = dpstream.std_errors(out, hierarchy=tree, n_bootstrap=0)
+        # ε = 0.1: non-negativity binds in most periods, the bootstrap is needed there (the
+        # linear figure alone overstates 1.2-2x); ε = 1: the linear figure suffices
+        se = dpstream.std_errors(out, hierarchy=tree, n_bootstrap=0 if epsilon == 1 else 30)
         sq_err = sq_err + ((out - truth[out.columns]) ** 2).mean()
         sq_stated = sq_stated + (se**2).mean()
     ratio = np.sqrt(sq_err / sq_stated)
