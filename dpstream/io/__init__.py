@@ -6,7 +6,9 @@ data too: a (child, parent) table, a ``{parent: [children]}`` JSON file (what ``
 export`` writes), or Nixtla's summing matrix ``S_df``. This package converts between long and
 wide frames and validates the hierarchy with typed errors; :func:`read_readings` is the one
 validation pass over a meter file (missing, duplicated and off-grid readings, DST days, NaN,
-negative values, text) that names the first offending series and time stamp (issue 25).
+negative values, text) that names the first offending series and time stamp (issue 25);
+:func:`dpstream.io._parquet_pass.diagnose_parquet` is the same pass over a Parquet file too
+large to hold, in blocks, with the same messages (what ``--store`` runs on a Parquet INPUT).
 """
 
 from ._diagnose import MISSING_POLICIES, Readings, diagnose_long, diagnose_wide, read_readings

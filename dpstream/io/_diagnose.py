@@ -5,7 +5,8 @@ stray text. :func:`diagnose_long` and :func:`diagnose_wide` read the file's *sha
 the first problem found with the first offending series and time stamp, so an operator knows
 what to fix; they return a wide frame on a regular UTC grid (one column per series) with the
 policy for missing readings applied. They run before any ledger is opened, any budget is
-charged, any noise is drawn or any file is written.
+charged, any noise is drawn or any file is written. A Parquet file too large to hold is
+diagnosed in blocks with the same messages (:mod:`dpstream.io._parquet_pass`).
 
 Order of the checks (the first failure is raised, a :class:`~mechanisms.DomainError`):
 
