@@ -131,7 +131,11 @@ def pack_parts(plan, order: np.ndarray, chunks: dict) -> memoryview:
     fmt = np.lib.format
     n = int(order.size)
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+    # deflated (level 1): a store row is at most 1e9 bytes (SQLite's SQLITE_MAX_LENGTH), and
+    # at a million meters the day's values (388 MB) and this record (0.8 GB raw) exceed it
+    with zipfile.ZipFile(
+        buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1, allowZip64=True
+    ) as zf:
         for key in PART_KEYS:
             parts = iter(chunks[key])
             first = np.ascontiguousarray(next(parts))
