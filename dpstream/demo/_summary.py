@@ -279,7 +279,8 @@ def ledger_section(ledgers: list, *, where: str) -> ReportSection:
             "ledger cannot pay is refused. A release through a store is charged per period "
             "(every window of w steps within the total); other releases count for every "
             "period. 'Left' is what the most spent period has left: a period not yet released "
-            "has the whole total, less the charges tied to no period. These are the figures of 'dpstream ledger show' for the ledgers in "
+            "has the whole total, less the charges tied to no period. These are the figures of "
+            "'dpstream ledger show' for the ledgers in "
             f"{where}."
             + ("" if books else " There are none yet."),
         ),
