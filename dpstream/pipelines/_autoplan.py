@@ -24,8 +24,8 @@ every plan and prior from the release alone (:func:`replan`).
 *Privacy*: (w, α)-indistinguishability ([FV19] Def. 3) at the user's ε (Laplace, pure DP), or
 at (ε, δ) through ρ (Gaussian; composed Gaussians are one, tight curve: ``gaussian_rho``). Per
 level and window a sample costs (period budget)/k; levels compose sequentially ([FV19]
-Theorem 13) with the planned shares, and :func:`planner.window_budget` keeps every window of w steps, including
-those straddling two differently planned periods, within the total.
+Theorem 13) with the planned shares, and :func:`planner.window_budget` keeps every window of
+w steps, including those straddling two differently planned periods, within the total.
 """
 
 from __future__ import annotations
