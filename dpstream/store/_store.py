@@ -91,6 +91,19 @@ _APPLICATION = "dpstream-store"
 #: Seconds a short transaction (a charge, a period) waits for another writer.
 _BUSY_TIMEOUT = 30.0
 
+#: A period's measurements larger than this are written in parts (a zero-length ``measured``
+#: in ``periods``, its bytes in ``measured_parts``): SQLite refuses a value above
+#: SQLITE_MAX_LENGTH (10⁹ bytes by default), which a million-node day's record exceeds once
+#: its plan's variances no longer deflate (issue 22). A module constant so a test can lower it.
+MEASURED_PART_BYTES = 1 << 28
+
+_PARTS_TABLE = """CREATE TABLE IF NOT EXISTS measured_parts (
+    ordinal INTEGER NOT NULL,
+    part INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (ordinal, part)
+)"""
+
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE IF NOT EXISTS periods (
@@ -104,6 +117,7 @@ _SCHEMA = (
     measured BLOB
 )""",
     CHARGES_TABLE,
+    _PARTS_TABLE,
 )
 
 
@@ -293,6 +307,7 @@ class ReleaseStore:
                 cols = {row[1] for row in con.execute("PRAGMA table_info(charges)")}
                 if "store" not in cols:  # stores of before issue 31
                     con.execute("ALTER TABLE charges ADD COLUMN store TEXT")
+                con.execute(_PARTS_TABLE)  # stores of before the parts (issue 22)
                 for key, value in _new_meta():
                     if key not in meta:  # an id for stores made before issue 31
                         con.execute("INSERT INTO meta VALUES (?, ?)", (key, value))
@@ -661,8 +676,14 @@ class ReleaseStore:
         # the blobs are written in place (incremental blob I/O into zeroblobs): bound as
         # parameters, SQLite copied each twice while building the row (2.4 GB at 1M meters)
         blobs = {"data": memoryview(data.reshape(-1)).cast("B")}
+        parts = []
         if measured is not None:
-            blobs["measured"] = memoryview(measured).cast("B")
+            view = memoryview(measured).cast("B")
+            if view.nbytes > MEASURED_PART_BYTES:  # in parts: a zero-length marker in the row
+                size = MEASURED_PART_BYTES
+                parts = [view[i : i + size] for i in range(0, view.nbytes, size)]
+                view = view[:0]
+            blobs["measured"] = view
         with transaction(self._con, self._what):
             cur = self._con.execute(
                 "INSERT OR IGNORE INTO periods VALUES (?, ?, ?, ?, ?, datetime('now'), "
@@ -679,8 +700,16 @@ class ReleaseStore:
             )
             if cur.rowcount:  # inserted (a period already there is kept)
                 for column, view in blobs.items():
-                    with self._con.blobopen("periods", column, int(ordinal)) as blob:
-                        blob.write(view)
+                    if view.nbytes:
+                        with self._con.blobopen("periods", column, int(ordinal)) as blob:
+                            blob.write(view)
+                for i, part in enumerate(parts):
+                    part_cur = self._con.execute(
+                        "INSERT INTO measured_parts VALUES (?, ?, zeroblob(?))",
+                        (int(ordinal), i, part.nbytes),
+                    )
+                    with self._con.blobopen("measured_parts", "data", part_cur.lastrowid) as blob:
+                        blob.write(part)
             self._con.execute("DELETE FROM meta WHERE key = 'running'")  # with the period
         self.checkpoint()  # the main file holds the period (module notes)
 
@@ -692,7 +721,16 @@ class ReleaseStore:
             "NULL ORDER BY ordinal DESC LIMIT ?",
             (int(before), int(n)),
         ).fetchall()
-        return [(o, json.loads(plan), blob) for o, plan, blob in reversed(rows)]
+        return [(o, json.loads(plan), self._whole(o, blob)) for o, plan, blob in reversed(rows)]
+
+    def _whole(self, ordinal: int, blob: bytes) -> bytes:
+        """A period's measurements: the row's blob, or (zero-length there) its parts joined."""
+        if len(blob):
+            return blob
+        parts = self._con.execute(
+            "SELECT data FROM measured_parts WHERE ordinal = ? ORDER BY part", (int(ordinal),)
+        ).fetchall()
+        return b"".join(p[0] for p in parts)
 
     @contextmanager
     def job_lock(self, timeout: float = 0.0) -> Iterator[None]:

@@ -184,3 +184,31 @@ def test_store_history_needs_auto_and_is_checked_before_any_charge(tmp_path):
         with pytest.raises(ParameterError, match="'history'.*k='auto'"):
             store.release_optstream(frame.iloc[48:], history=frame.iloc[:48], **{**KW, "k": 10})
         assert store.config is None
+
+
+def test_measurements_above_sqlites_row_limit_are_stored_in_parts(tmp_path, monkeypatch):
+    """A day's record larger than MEASURED_PART_BYTES is written in parts (a million nodes'
+    record exceeds SQLite's 10⁹-byte row); read back whole, the next days plan as with one row,
+    and the parts survive a backup."""
+    from dpstream.store import _store
+
+    frame = loads(3)
+    with ReleaseStore(tmp_path / "rows.db") as rows:
+        want = pd.concat([rows.release_optstream(frame.iloc[48 * d : 48 * (d + 1)], **KW)
+                          for d in range(3)])  # fmt: skip
+        want_blobs = [b for _, _, b in rows._measured(3, 3)]
+    monkeypatch.setattr(_store, "MEASURED_PART_BYTES", 1000)
+    with ReleaseStore(tmp_path / "parts.db") as parts:
+        got = pd.concat([parts.release_optstream(frame.iloc[48 * d : 48 * (d + 1)], **KW)
+                         for d in range(3)])  # fmt: skip
+        n_parts = parts._con.execute("SELECT count(*) FROM measured_parts").fetchone()[0]
+        in_rows = parts._con.execute(
+            "SELECT max(length(measured)) FROM periods"
+        ).fetchone()[0]
+        got_blobs = [b for _, _, b in parts._measured(3, 3)]
+        parts.backup(tmp_path / "copy.db")
+    assert in_rows == 0 and n_parts >= 3 * 2  # every record really went in parts
+    assert got_blobs == want_blobs
+    pd.testing.assert_frame_equal(got, want)
+    with ReleaseStore(tmp_path / "copy.db", readonly=True) as copy:
+        assert [b for _, _, b in copy._measured(3, 3)] == want_blobs
