@@ -57,8 +57,11 @@ def names(regions: int, subs: int, feeders: int, meters: int) -> dict[str, list[
     return ch
 
 
-def generate(workdir: Path, regions: int, subs: int, feeders: int, meters: int, seed: int):
-    """Write ``meters.parquet`` (one row group per substation) and ``hierarchy.json``."""
+def generate(
+    workdir: Path, regions: int, subs: int, feeders: int, meters: int, seed: int, days: int = 1
+):
+    """Write ``meters.parquet`` (one row group per substation; ``days`` days from ``DAY``) and
+    ``hierarchy.json``."""
     import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -66,7 +69,7 @@ def generate(workdir: Path, regions: int, subs: int, feeders: int, meters: int, 
     from dpstream.datasets import load_household
 
     year = load_household(2007)["total"].to_numpy()
-    stamps = pd.date_range(DAY, periods=W, freq="30min")
+    stamps = pd.date_range(DAY, periods=W * days, freq="30min")
     day0 = int((stamps[0] - pd.Timestamp("2007-01-01")) / pd.Timedelta("30min"))
     ch = names(regions, subs, feeders, meters)
     rng = np.random.default_rng(seed)
@@ -80,14 +83,18 @@ def generate(workdir: Path, regions: int, subs: int, feeders: int, meters: int, 
                 ids = [m for f in ch[s] for m in ch[f]]
                 n = len(ids)
                 shift = rng.integers(0, 365, n) * W
-                idx = (day0 + shift[:, None] + np.arange(W)[None, :]) % year.size
+                idx = (day0 + shift[:, None] + np.arange(W * days)[None, :]) % year.size
                 y = year[idx] * rng.uniform(0.5, 2.0, n)[:, None]
                 y = np.maximum(y * (1.0 + 0.05 * rng.standard_normal(y.shape)), 0.0)
                 table = pa.table(
-                    {"unique_id": pa.array(np.repeat(ids, W)), "ds": ds, "y": y.reshape(-1)},
+                    {
+                        "unique_id": pa.array(np.repeat(ids, W * days)),
+                        "ds": ds,
+                        "y": y.reshape(-1),
+                    },
                     schema=schema,
                 )
-                writer.write_table(table, row_group_size=n * W)
+                writer.write_table(table, row_group_size=n * W * days)
     (workdir / "hierarchy.json").write_text(json.dumps(ch))
 
 
@@ -179,6 +186,7 @@ def main() -> None:
     ap.add_argument("--cut", type=int, default=None)
     ap.add_argument("--k", default="auto", help="'auto' (the default release) or an int")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--days", type=int, default=1, help="days written and released (one call)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -190,10 +198,10 @@ def main() -> None:
         return
     shape = (args.regions, args.subs, args.feeders, args.meters)
     stamp = args.workdir / "shape.json"
-    if not stamp.exists() or json.loads(stamp.read_text()) != list(shape):
+    if not stamp.exists() or json.loads(stamp.read_text()) != [*shape, args.days]:
         t0 = time.perf_counter()
-        generate(args.workdir, *shape, seed=args.seed)
-        stamp.write_text(json.dumps(list(shape)))
+        generate(args.workdir, *shape, seed=args.seed, days=args.days)
+        stamp.write_text(json.dumps([*shape, args.days]))
         print(f"generated {np.prod(shape):,} meters in {time.perf_counter() - t0:.0f} s")
     cmd = [sys.executable, __file__, "--child", "--workdir", str(args.workdir)]
     cmd += ["--engine", args.engine, "--workers", str(args.workers), "--k", str(args.k)]
