@@ -349,6 +349,70 @@ class StreamPlanner:
             total += 0 if st is None else st.nbytes
         return int(total)
 
+    def export(self) -> tuple[dict, dict]:
+        """A streaming planner's state without its held periods, to be saved (the release
+        store, issue 22): ``(arrays, scalars)``, the variogram's sums and the prior's
+        (:meth:`postproc.PriorState.export`, keys prefixed ``prior_`` and ``agg_``), the
+        previous plan's samples and the counters. Read back by :meth:`restore` with the held
+        periods' measurements and plans."""
+        if not self.streaming:
+            raise ValueError("StreamPlanner.export: only a streaming state (prior_state=)")
+        arrays = {}
+        scalars = {
+            "n_rough": self._n_rough,
+            "noise": self.noise,
+            "n_measured": self.n_measured,
+            "from_history": self.from_history,
+        }
+        if self._rough is not None:
+            arrays.update(rough_squares=self._rough.squares, rough_noise=self._rough.noise,
+                          rough_counts=np.asarray(self._rough.counts))  # fmt: skip
+        if self.previous is not None:
+            pos, cost, noise = self.previous
+            arrays.update(previous_pos=np.asarray(pos), previous_cost=np.asarray(cost))
+            scalars["previous_noise"] = noise
+        for key, st in (("prior", self._state), ("agg", self._agg_state)):
+            if st is not None:
+                a, sc = st.export()
+                arrays.update({f"{key}_{k}": v for k, v in a.items()})
+                scalars[key] = sc
+        return arrays, scalars
+
+    def restore(self, arrays: dict, scalars: dict, held: list) -> None:
+        """Inverse of :meth:`export` on a new streaming planner of the same configuration:
+        ``held`` gives the prior's held periods (its last released full periods, at most
+        ``recent``) as ``(Measurement, PeriodPlan)``, oldest first."""
+        self._n_rough = int(scalars["n_rough"])
+        self.noise = scalars["noise"]
+        self.n_measured = int(scalars["n_measured"])
+        self.from_history = int(scalars["from_history"])
+        self._rough = None
+        if "rough_squares" in arrays:
+            counts = arrays["rough_counts"]
+            self._rough = RoughnessStats(squares=arrays["rough_squares"],
+                                         noise=arrays["rough_noise"], counts=counts)  # fmt: skip
+        self.previous = None
+        if "previous_pos" in arrays:
+            cost = arrays["previous_cost"]
+            self.previous = (arrays["previous_pos"], cost.item() if cost.ndim == 0 else cost,
+                             scalars["previous_noise"])  # fmt: skip
+        items = []
+        for m, plan in held:
+            own = _measured_nodes(m.values.shape[0], plan, self.cfg)
+            error, own = _unmeasured(m, _error_variance(m, plan, self.cfg), own)
+            items.append((m, error, own))
+        a = self._agg
+        for key, attr in (("prior", "_state"), ("agg", "_agg_state")):
+            if key not in scalars:
+                continue
+            prefix = f"{key}_"
+            sub = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+            rows = [(m.values, m.noise, m.sampled, e, own) for m, e, own in items]
+            if key == "agg":
+                rows = [(m.values[a], m.noise[a], np.asarray(m.sampled)[a], e[a],
+                         np.ones(a.size, dtype=bool)) for m, e, _ in items]  # fmt: skip
+            setattr(self, attr, type(getattr(self, attr)).restore(sub, scalars[key], rows))
+
     def update(
         self, m: Measurement, plan: PeriodPlan | None = None, *, roughness: bool = True
     ) -> None:

@@ -623,6 +623,41 @@ class PriorState:
         self._level *= f
         self._size *= f
 
+    def export(self) -> tuple[dict, dict]:
+        """The state without its held periods, to be saved (the release store, issue 22):
+        ``(arrays, scalars)`` -- the running sums and the JSON-able counters, the held periods'
+        forgetting weights included; the held periods themselves are the caller's to keep
+        (their measurements) and give back to :meth:`restore`."""
+        arrays = {a: getattr(self, a) for a in (*self._ARRAYS, "count", "hn", "sigma2")}
+        scalars = {
+            "days": self.days, "recent": self.recent, "shrink": bool(self.shrink),
+            "n_nodes": self.n_nodes, "w": self.w, "n_periods": self.n_periods,
+            "floor": [self._noise, self._obs, self._level, self._size],
+            "held_weights": [float(h[5]) for h in self._held],
+        }  # fmt: skip
+        return arrays, scalars
+
+    @classmethod
+    def restore(cls, arrays: dict, scalars: dict, held: list) -> PriorState:
+        """Inverse of :meth:`export`: ``held`` gives the held periods oldest first, each
+        ``(values, noise, sampled, error, own)`` as :meth:`add` took them (bitwise the state
+        that was exported)."""
+        st = cls(scalars["n_nodes"], scalars["w"], days=scalars["days"],
+                 recent=scalars["recent"], shrink=scalars["shrink"])  # fmt: skip
+        for name in (*cls._ARRAYS, "count", "hn", "sigma2"):
+            setattr(st, name, np.array(arrays[name], dtype=np.float64))
+        st.n_periods = int(scalars["n_periods"])
+        st._noise, st._obs, st._level, st._size = (float(v) for v in scalars["floor"])
+        weights = scalars["held_weights"]
+        if len(held) != len(weights):
+            raise ValueError(f"PriorState.restore: {len(held)} held periods, not {len(weights)}")
+        for (y, rv, sampled, e, own), f in zip(held, weights, strict=True):
+            own = np.asarray(own, dtype=bool)
+            s = np.asarray(sampled, dtype=bool) & own[:, None]
+            st._held.append([np.asarray(y, dtype=np.float64), np.asarray(rv, dtype=np.float64),
+                             s, np.asarray(e, dtype=np.float64), own, float(f)])  # fmt: skip
+        return st
+
     def floor_sums(self) -> tuple[float, float, float, float]:
         """The variance floor's sums over this state's nodes (known noise, its observations,
         |level|, values): additive over disjoint sets of nodes."""

@@ -236,13 +236,18 @@ def prepare_history(history, p: dict, sf, *, hierarchy, owner: str) -> tuple | N
 
 
 def plan_state(store, ordinal: int, cfg, *, history=None, carried=None):
-    """The planner (:class:`planner.StreamPlanner`) before period ``ordinal``, rebuilt from the
-    store's measurements, after the public ``history`` (T, N) if given; ``carried``: the
-    samples of an earlier release just before the store's first period (used only when the
-    store holds no period before ``ordinal``)."""
+    """The planner (:class:`planner.StreamPlanner`) before period ``ordinal``: the state the
+    store saved after the period before it (:mod:`dpstream.store._planner_state`), or rebuilt
+    from the store's measurements (stores without it) after the public ``history`` (T, N) if
+    given; ``carried``: the samples of an earlier release just before the store's first
+    period (used only when the store holds no period before ``ordinal``)."""
     from ..pipelines import _autoplan
     from ..pipelines._period_steps import history_measurements
+    from ._planner_state import saved_planner
 
+    saved = saved_planner(store, ordinal, cfg, history=history)  # the state the store saved
+    if saved is not None:
+        return saved
     planner = _autoplan.new_planner(cfg)
     planner.add_history(history_measurements(history, cfg.w))
     # every period the planner reads: the variogram's and the prior's look-backs
@@ -271,4 +276,9 @@ def release_auto_period(
     released, m = run(measure_task, task)
     rec = records([plan], [prior], [label], cfg.delta)[0]
     rec.update(period=int(ordinal), planned_on=f"{state.n_measured} stored period(s)")
-    store._put(ordinal, label, released, rec, seeded=seed is not None, measured=pack(m, plan))
+    from ._planner_state import state_after  # the planner after this period, saved with it
+
+    saved = state_after(store, state, ordinal, m, plan, cfg)
+    store._put(
+        ordinal, label, released, rec, seeded=seed is not None, measured=pack(m, plan), state=saved
+    )

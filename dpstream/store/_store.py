@@ -104,6 +104,15 @@ _PARTS_TABLE = """CREATE TABLE IF NOT EXISTS measured_parts (
     PRIMARY KEY (ordinal, part)
 )"""
 
+#: The k="auto" planner's streaming state after the last period released with it (issue 22,
+#: :mod:`dpstream.store._planner_state`): its bytes in parts of at most MEASURED_PART_BYTES, all
+#: rows replaced in the transaction that commits the period (``ordinal``: that period).
+_STATE_TABLE = """CREATE TABLE IF NOT EXISTS planner_state (
+    part INTEGER PRIMARY KEY,
+    ordinal INTEGER NOT NULL,
+    data BLOB NOT NULL
+)"""
+
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE IF NOT EXISTS periods (
@@ -118,6 +127,7 @@ _SCHEMA = (
 )""",
     CHARGES_TABLE,
     _PARTS_TABLE,
+    _STATE_TABLE,
 )
 
 
@@ -308,6 +318,7 @@ class ReleaseStore:
                 if "store" not in cols:  # stores of before issue 31
                     con.execute("ALTER TABLE charges ADD COLUMN store TEXT")
                 con.execute(_PARTS_TABLE)  # stores of before the parts (issue 22)
+                con.execute(_STATE_TABLE)  # and of before the saved planner state
                 for key, value in _new_meta():
                     if key not in meta:  # an id for stores made before issue 31
                         con.execute("INSERT INTO meta VALUES (?, ?)", (key, value))
@@ -667,6 +678,7 @@ class ReleaseStore:
         plan: dict,
         seeded: bool,
         measured: bytes | None = None,
+        state: bytes | None = None,
     ):
         """Commit one released period with its plan and (k="auto") measurements: one
         transaction; a period already there is kept."""
@@ -710,6 +722,16 @@ class ReleaseStore:
                     )
                     with self._con.blobopen("measured_parts", "data", part_cur.lastrowid) as blob:
                         blob.write(part)
+                if state is not None:  # the planner after this period (replaces the last)
+                    self._con.execute("DELETE FROM planner_state")
+                    sv, size = memoryview(state).cast("B"), MEASURED_PART_BYTES
+                    for i in range(0, max(sv.nbytes, 1), size):
+                        self._con.execute(
+                            "INSERT INTO planner_state VALUES (?, ?, zeroblob(?))",
+                            (i // size, int(ordinal), sv[i : i + size].nbytes),
+                        )
+                        with self._con.blobopen("planner_state", "data", i // size) as blob:
+                            blob.write(sv[i : i + size])
             self._con.execute("DELETE FROM meta WHERE key = 'running'")  # with the period
         self.checkpoint()  # the main file holds the period (module notes)
 
@@ -722,6 +744,30 @@ class ReleaseStore:
             (int(before), int(n)),
         ).fetchall()
         return [(o, json.loads(plan), self._whole(o, blob)) for o, plan, blob in reversed(rows)]
+
+    def _planner_state(self) -> tuple[int, bytes] | None:
+        """The saved k="auto" planner state: ``(ordinal of its last period, bytes)``, or None
+        (none saved: a store of before it, or periods released without it)."""
+        if self._con.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'planner_state'"
+        ).fetchone() is None:  # an older store opened read-only
+            return None
+        rows = self._con.execute("SELECT ordinal, data FROM planner_state ORDER BY part").fetchall()
+        if not rows or len({o for o, _ in rows}) != 1:
+            return None
+        return int(rows[0][0]), b"".join(d for _, d in rows)
+
+    def _measured_at(self, ordinals: list[int]) -> dict[int, bytes]:
+        """The measurement blobs of the stored periods ``ordinals`` (those that have them)."""
+        out = {}
+        for o in ordinals:
+            row = self._con.execute(
+                "SELECT measured FROM periods WHERE ordinal = ? AND measured IS NOT NULL",
+                (int(o),),
+            ).fetchone()
+            if row is not None:
+                out[int(o)] = self._whole(o, row[0])
+        return out
 
     def _whole(self, ordinal: int, blob: bytes) -> bytes:
         """A period's measurements: the row's blob, or (zero-length there) its parts joined."""
