@@ -6,13 +6,18 @@ period's plan (:func:`dpstream.pipelines._autoplan.plan_for_period`, which also 
 profile prior, :func:`postproc.profile_prior`), measures it
 (:func:`~dpstream.pipelines._period_steps.measure_period`, [FV19] Alg. 2) and post-processes it
 (:func:`~dpstream.pipelines._period_steps.post_process_periods`, [FV19] Alg. 4 with the prior).
-The store runs exactly those functions, one period at a time, with the planner's state rebuilt
-from the store before each period: the measurements and plans of the last
-``max(LOOKBACK, PRIOR_DAYS)`` stored periods, all that the variogram and the prior read
-(persisted by :func:`pack` in the transaction that commits the period's values), in time
-order, through :meth:`planner.StreamPlanner.update`. So a store filled one day per run plans as
-the in-memory pipeline over the same days, and its plans can be replayed from the store alone
-(:func:`dpstream.pipelines._autoplan.replan` on the stored measurements).
+The store runs exactly those functions, one period at a time. The planner's streaming state
+(running sums, forgotten past the look-backs) is saved after each period, in the transaction
+that commits the period's values and its measurements (:func:`pack`), and loaded before the
+next (:mod:`dpstream.store._planner_state`; the prior's held periods are read back from their
+stored measurements). So a store filled one day per run plans as the in-memory pipeline over
+the same days, however many (tested past the look-backs), and a backup continues it. A store
+without that state (older stores, a period released split into subtrees, or a past period)
+rebuilds the planner from the measurements and plans of the last ``max(LOOKBACK,
+PRIOR_DAYS)`` stored periods, in time order, through :meth:`planner.StreamPlanner.update`:
+the in-memory planner while no more periods than that were released, an approximation after
+(its sums forget older periods, the replay drops them). Its plans can be replayed from the
+store alone (:func:`dpstream.pipelines._autoplan.replan` on the stored measurements).
 
 Differences, on purpose:
 
