@@ -17,7 +17,9 @@ Schema (version in the ``meta`` table): ``meta(key, value)`` holds ``schema_vers
 one row per released period (``measured``: with k="auto", the period's measurements -- the
 estimates before post-processing, their noise variances and sampled masks -- and the arrays of
 its plan, an ``.npz`` without pickles, committed in the same transaction as the values: what
-the in-stream planner of the next periods reads); ``charges`` the ledger
+the in-stream planner of the next periods reads); ``planner_state`` that planner's running sums
+after the last period released with them (replaced in the period's transaction, issue 22);
+``charges`` the ledger
 (:data:`dpstream._ledger.CHARGES_TABLE`, :class:`~dpstream.store._ledger.StoreLedger`).
 Version 1 stores (before issue 15) are refused with a message naming the version.
 
