@@ -169,8 +169,8 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
     show_default=True,
     help="A missing reading (no row, or an empty value): refuse, count it as 0, or leave it "
     "unmeasured (optstream: released as empty, aggregates over the observed leaves; the "
-    "missingness pattern is taken as public, see docs/privacy.md). With --store: an int --k, "
-    "CSV or SQLite INPUT.",
+    "missingness pattern is taken as public, see docs/privacy.md). With --store: a CSV or "
+    "SQLite INPUT.",
 )
 @click.option(
     "--correct",
@@ -461,11 +461,11 @@ def release(
             f"The '--missing' option of {command} is 'unmeasured', which is optstream's policy. "
             "Use dpstream release optstream, or --missing zero."
         )
-    if missing == "unmeasured" and k == "auto" and store_path is not None:
+    if missing == "unmeasured" and std_errors and store_path is not None:
         raise ParameterError(
-            f"The '--missing' option of {command} is 'unmeasured', which with --store needs an "
-            "int --k (the store's planner does not keep the missing readings' mask). Pass "
-            "--k 10, release without --store, or use --missing zero."
+            f"The '--std-errors' option of {command} with --store needs complete readings "
+            "(--missing unmeasured is not covered there). Drop one of them, or release "
+            "without --store."
         )
     if std_errors and (method != "optstream" or (store_path is not None and k != "auto")):
         raise ParameterError(

@@ -19,6 +19,15 @@ the in-memory planner while no more periods than that were released, an approxim
 (its sums forget older periods, the replay drops them). Its plans can be replayed from the
 store alone (:func:`dpstream.pipelines._autoplan.replan` on the stored measurements).
 
+``missing="unmeasured"``: a period's values hold NaN at its missing readings (the public mask,
+``docs/privacy.md``); :func:`measure_task` measures them as the in-memory pipeline does
+(:func:`~dpstream.pipelines._period_steps.measure_period` with ``observed``), stores NaN there,
+and :func:`pack` keeps the mask in the period's record, so the store's planner (its saved
+state, updated with the mask; the held periods and the replay read back from the records)
+reads the same ``Measurement.observed`` as the in-memory one (tested, past the look-backs
+too: ``tests/dpstream/test_store_unmeasured.py``). A release split into subtrees after such
+periods is refused (:func:`refuse_split_after_gaps`).
+
 Differences, on purpose:
 
 * Bits: period ``o`` draws from :func:`~dpstream.pipelines._period.period_bits` (``seed`` and
@@ -59,6 +68,7 @@ __all__ = [
     "pack_parts",
     "plan_state",
     "prepare_history",
+    "refuse_split_after_gaps",
     "release_auto_period",
     "unpack",
 ]
@@ -92,19 +102,33 @@ def measure_task(task: AutoTask):
     from ..pipelines._period_steps import measure_period, post_process_periods
 
     vals = task.values() if callable(task.values) else task.values
+    vals = np.asarray(vals, dtype=np.float64)
     bits = period_bits(task.seed, task.ordinal)
-    m = measure_period(np.asarray(vals, dtype=np.float64), task.plan, task.cfg, bits=bits)
-    released = post_process_periods([m], [task.plan], [task.prior], task.hierarchy)[0]
-    return np.maximum(released, 0.0), m
+    gaps = np.isnan(vals)  # missing="unmeasured": NaN marks the missing readings (public)
+    observed = ~gaps if gaps.any() else None
+    if observed is not None:
+        vals = np.where(gaps, 0.0, vals)  # a constant in every neighbour, as prepare_frame
+    m = measure_period(vals, task.plan, task.cfg, bits=bits, observed=observed)
+    released = np.maximum(
+        post_process_periods([m], [task.plan], [task.prior], task.hierarchy)[0], 0.0
+    )
+    if observed is not None:  # nothing is published for a missing reading
+        released = np.where(observed, released, np.nan)
+    return released, m
 
 
 def pack(measurement, plan) -> bytes:
-    """A period's measurement and plan as an ``.npz`` (arrays; scalars as one JSON text)."""
+    """A period's measurement and plan as an ``.npz`` (arrays; scalars as one JSON text).
+    A ``missing="unmeasured"`` period also keeps its public mask (``observed``, (N, w): False
+    at a missing reading, ``docs/privacy.md``), so the planner rebuilt from the store skips
+    those readings as the in-memory one does."""
     arrays = {
         "values": measurement.values,
         "noise": measurement.noise,
         "sampled": measurement.sampled,
     }
+    if getattr(measurement, "observed", None) is not None:  # missing="unmeasured": public
+        arrays["observed"] = np.asarray(measurement.observed, dtype=bool)
     scalars = {}
     for f in fields(plan):
         value = getattr(plan, f.name)
@@ -179,7 +203,10 @@ def unpack(blob: bytes):
     with np.load(io.BytesIO(blob), allow_pickle=False) as z:
         scalars = json.loads(str(z["plan_scalars"]))
         if "order" not in z.files:
-            m = Measurement(values=z["values"], noise=z["noise"], sampled=z["sampled"])
+            observed = z["observed"] if "observed" in z.files else None
+            m = Measurement(
+                values=z["values"], noise=z["noise"], sampled=z["sampled"], observed=observed
+            )
             kw = {k[5:]: z[k] for k in z.files if k.startswith("plan_") and k != "plan_scalars"}
         else:  # pack_parts: rows in part order
             order = z["order"]
@@ -265,6 +292,30 @@ def plan_state(store, ordinal: int, cfg, *, history=None, carried=None):
     return planner
 
 
+def refuse_split_after_gaps(store, first: int, owner: str) -> None:
+    """A split release (:mod:`dpstream.engine._auto_split`) rebuilds its subtree planners
+    without the masks of ``missing="unmeasured"`` periods: refused (:class:`ParameterError`,
+    nothing read, charged or drawn) when a stored period its planners would read (the last
+    ``max(LOOKBACK, PRIOR_DAYS)`` before ``first``) had missing readings."""
+    from mechanisms import ParameterError
+
+    from ..pipelines import _autoplan
+
+    rows = store._con.execute(
+        "SELECT ordinal, plan FROM periods WHERE ordinal < ? AND measured IS NOT NULL "
+        "ORDER BY ordinal DESC LIMIT ?",
+        (int(first), max(_autoplan.LOOKBACK, _autoplan.PRIOR_DAYS)),
+    ).fetchall()
+    holed = [int(o) for o, plan in rows if json.loads(plan).get("unmeasured")]
+    if holed:
+        raise ParameterError(
+            f"The store of {owner} holds period {min(holed)} with unmeasured readings "
+            "(missing='unmeasured'), which the planner of a release split into subtrees "
+            "(engine='dask' or a cut, over 64 leaves) does not read yet. Release these "
+            "periods whole (engine='local', no cut, or a CSV/SQLite INPUT)."
+        )
+
+
 def release_auto_period(
     store, cfg, *, ordinal, label, values, tree, seed, charge, run, history=None, carried=None
 ):
@@ -281,6 +332,8 @@ def release_auto_period(
     released, m = run(measure_task, task)
     rec = records([plan], [prior], [label], cfg.delta)[0]
     rec.update(period=int(ordinal), planned_on=f"{state.n_measured} stored period(s)")
+    if m.observed is not None:  # missing readings (public): their mask is in the record
+        rec["unmeasured"] = True
     from ._planner_state import state_after  # the planner after this period, saved with it
 
     saved = state_after(store, state, ordinal, m, plan, cfg)

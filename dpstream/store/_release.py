@@ -98,8 +98,10 @@ def release_to_store(
         new ones as just released and committed.
 
     missing : {"error", "zero", "unmeasured"}, default "error"
-        As :func:`dpstream.release_optstream` (``"unmeasured"``: an int k; the stored period
-        holds NaN at the missing readings, aggregates over the observed leaves).
+        As :func:`dpstream.release_optstream` (``"unmeasured"``: the stored period holds NaN
+        at the missing readings, aggregates over the observed leaves; with k="auto" its
+        record also keeps the public mask, so the store's planner skips those readings as
+        ``release_optstream(k="auto", missing="unmeasured")`` does, :mod:`dpstream.store._auto`).
 
     Notes
     -----
@@ -132,11 +134,11 @@ def release_to_store(
         lock_timeout=lock_timeout,
     )  # fmt: skip
     if missing not in ("error", "zero", "unmeasured") or (
-        missing == "unmeasured" and (p["auto"] is not None or weights == "paper")
+        missing == "unmeasured" and weights == "paper"
     ):
         raise ParameterError(
-            f"The 'missing' parameter of {_OWNER} must be 'error', 'zero' or (with an int k "
-            f"and weights other than 'paper') 'unmeasured'. Got {missing!r} instead."
+            f"The 'missing' parameter of {_OWNER} must be 'error', 'zero' or (with weights "
+            f"other than 'paper') 'unmeasured'. Got {missing!r} instead."
         )
     p["missing"] = missing
     sf = prepare_frame(frame, owner=_OWNER, hierarchy=hierarchy, bound=bound, missing=missing)
@@ -278,6 +280,10 @@ def _release_new(
         from ..engine._auto_split import auto_split_applies
 
         split = auto_split_applies(auto, tree, cut, p["n_workers"], p["seed"], _OWNER)
+        if split and new:  # its subtree planners do not read the masks of unmeasured readings
+            from ._auto import refuse_split_after_gaps
+
+            refuse_split_after_gaps(store, ordinals[new[0]], _OWNER)
     if check is not None and new and not split:  # validation of data read in the workers
         for _ in map_periods(
             _call,
