@@ -49,7 +49,7 @@ def short_look_backs(request, monkeypatch):
     monkeypatch.setattr(PriorState, "__init__", recent)
 
 
-def in_memory(frame: pd.DataFrame, seed: int) -> np.ndarray:
+def in_memory(frame: pd.DataFrame, seed: int, history: pd.DataFrame | None = None) -> np.ndarray:
     """``release_optstream(k="auto")``'s own functions over every day (one planner), with the
     store's per-period bits: (T, N) released."""
     from dpstream.pipelines._autoplan import _config, run_periods
@@ -68,18 +68,19 @@ def in_memory(frame: pd.DataFrame, seed: int) -> np.ndarray:
         return measure_period(vals, plan, cfg, bits=period_bits(seed, i))
 
     measured, plans, priors = run_periods(
-        periods.full, periods.tail, cfg, history=None, measure=measure
-    )
+        periods.full, periods.tail, cfg, measure=measure,
+        history=None if history is None else prepare_frame(history, owner="t", hierarchy=H).values,
+    )  # fmt: skip
     out = [post_process_periods([m], [p], [q], sf.hierarchy)[0]
            for m, p, q in zip(measured, plans, priors, strict=True)]  # fmt: skip
     return np.maximum(np.concatenate([r.T for r in out]), 0.0)
 
 
-def _daily(path, frame, days) -> list[pd.DataFrame]:
+def _daily(path, frame, days, **kw) -> list[pd.DataFrame]:
     out = []
     for d in range(days):
         with ReleaseStore(path) as store:  # one run (one opening) per day
-            out.append(store.release_optstream(frame.iloc[48 * d : 48 * (d + 1)], **KW))
+            out.append(store.release_optstream(frame.iloc[48 * d : 48 * (d + 1)], **KW, **kw))
     return out
 
 
@@ -134,3 +135,13 @@ def test_the_state_in_parts_equals_one_row(tmp_path, short_look_backs, monkeypat
         n_parts = store._con.execute("SELECT COUNT(*) FROM planner_state").fetchone()[0]
     assert n_parts > 1
     pd.testing.assert_frame_equal(got, ref)
+
+
+def test_public_history_given_every_day_is_read_once_as_in_memory(tmp_path, short_look_backs):
+    # history= with every daily run: the saved planner read it on day 1 and forgets it as the
+    # in-memory planner does (the replay added it afresh every day)
+    frame = loads(DAYS + 2)
+    history, days = frame.iloc[:96], frame.iloc[96:]
+    got = pd.concat(_daily(tmp_path / "daily.db", days, DAYS, history=history))
+    want = in_memory(days, seed=7, history=history)
+    np.testing.assert_allclose(got.to_numpy(), want, rtol=0, atol=1e-9)
