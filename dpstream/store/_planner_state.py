@@ -84,13 +84,13 @@ def saved_planner(store, ordinal: int, cfg, *, history=None):
 
     if not _autoplan.STREAMING_STATE:
         return None
-    saved = store._planner_state()
     row = store._con.execute(
         "SELECT MAX(ordinal) FROM periods WHERE ordinal < ? AND measured IS NOT NULL",
         (int(ordinal),),
     ).fetchone()
     last = None if row is None or row[0] is None else int(row[0])
-    if saved is None or last is None or saved[0] != last:
+    saved = None if last is None else store._planner_state(after=last)
+    if saved is None:
         return None
     planner = _autoplan.new_planner(cfg)
 

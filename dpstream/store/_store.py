@@ -747,13 +747,18 @@ class ReleaseStore:
         ).fetchall()
         return [(o, json.loads(plan), self._whole(o, blob)) for o, plan, blob in reversed(rows)]
 
-    def _planner_state(self) -> tuple[int, bytes] | None:
+    def _planner_state(self, after: int | None = None) -> tuple[int, bytes] | None:
         """The saved k="auto" planner state: ``(ordinal of its last period, bytes)``, or None
-        (none saved: a store of before it, or periods released without it)."""
+        (none saved: a store of before it, or periods released without it; or, given
+        ``after``, one saved after another period: its bytes are then not read)."""
         if self._con.execute(
             "SELECT 1 FROM sqlite_master WHERE name = 'planner_state'"
         ).fetchone() is None:  # an older store opened read-only
             return None
+        if after is not None:
+            row = self._con.execute("SELECT MIN(ordinal) FROM planner_state").fetchone()
+            if row[0] is None or int(row[0]) != int(after):
+                return None
         rows = self._con.execute("SELECT ordinal, data FROM planner_state ORDER BY part").fetchall()
         if not rows or len({o for o, _ in rows}) != 1:
             return None
