@@ -51,6 +51,8 @@ and the elimination read public values only (post-processing, [FV19] Theorem 3).
 
 from __future__ import annotations
 
+import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -154,37 +156,99 @@ def _max_finite(plan: PeriodPlan, r: int) -> float:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AutoSubtreeTask:
-    """What a subtree's object needs for the whole call (public; no data)."""
+    """What a subtree's object needs for the whole call: public scalars only, a few hundred
+    bytes whatever the subtree's size (issue 22: no large graph). The object builds its
+    structure where it runs from the whole hierarchy (:func:`_part_structure`)."""
 
     cfg: AutoConfig = field(hash=False)
-    """:func:`planner.subtree_config` of the subtree's nodes."""
-    children: dict = field(hash=False)
-    """``{parent: children}`` of the subtree (its root at the cut depth)."""
-    rows: np.ndarray = field(hash=False)
-    """Row of each subtree node in the whole hierarchy (the subtree's BFS order)."""
-    parent_rows: np.ndarray = field(hash=False)
-    """Row of each node's parent in the whole hierarchy."""
+    """The release's :class:`~planner.AutoConfig` without its per-node arrays (``matrix``,
+    ``levels``, ``leaf_nodes``: rebuilt from the hierarchy where the object runs)."""
+    index: int
+    """Which subtree: its root's place among the cut depth's nodes (``subtrees`` order)."""
     cut: int
     """Depth of the subtree's root."""
     level_sizes: tuple[int, ...]
     """Node count of every level of the whole hierarchy."""
+    key: str
+    """Names the call's hierarchy in the per-process cache (:func:`_part_structure`)."""
+    nodes_digest: str
+    """:func:`_nodes_digest` of the whole hierarchy (the rows built where the object runs
+    are checked to be the client's)."""
+
+
+#: The structure of the whole tree of the call being built in this process (one entry):
+#: ``key -> (subtree maps, subtree rows, whole AutoConfig)``, shared by its subtree objects.
+_STRUCTURE: dict = {}
+_STRUCTURE_LOCK = threading.Lock()
+
+
+def _nodes_digest(hierarchy: Hierarchy) -> str:
+    """A digest of the hierarchy's node names in order (public)."""
+    import hashlib
+
+    return hashlib.sha256("\x00".join(hierarchy.nodes).encode()).hexdigest()
+
+
+def _scalars(cfg: AutoConfig) -> AutoConfig:
+    """``cfg`` without its per-node arrays (what a subtree task carries)."""
+    return replace(cfg, matrix=None, levels=(), leaf_nodes=None)
+
+
+def _part_structure(task: AutoSubtreeTask, hierarchy: Hierarchy | dict):
+    """``(children map, rows, parent rows, subtree config)`` of ``task``'s subtree, built
+    where the object runs from the whole ``hierarchy`` (on Dask its ``{parent: children}``
+    names, scattered once per worker, never in a task's graph; a :class:`Hierarchy` does not
+    pickle). The whole tree's subtrees and configuration (its matrix, levels
+    and leaves exactly as :func:`dpstream.pipelines._autoplan._config` forms them) are built
+    once per process and call and shared by the subtrees built there."""
+    with _STRUCTURE_LOCK:
+        got = _STRUCTURE.get(task.key)
+        if got is None:
+            if not isinstance(hierarchy, Hierarchy):  # the {parent: children} scattered
+                hierarchy = Hierarchy(children=hierarchy)
+            if _nodes_digest(hierarchy) != task.nodes_digest:
+                raise RuntimeError("a subtree's hierarchy is not the client's")  # internal
+            maps, rows = subtrees(hierarchy, task.cut)
+            whole = replace(
+                task.cfg,
+                matrix=hierarchy.sparse_matrix,
+                levels=tuple(np.array([hierarchy.index(x) for x in lv]) for lv in hierarchy.levels),
+                leaf_nodes=np.array([hierarchy.index(x) for x in hierarchy.leaves]),
+            )
+            _STRUCTURE.clear()
+            _STRUCTURE[task.key] = got = (maps, rows, whole, hierarchy.parent)
+    maps, rows, whole, parent = got
+    r = rows[task.index]
+    return maps[task.index], r, parent[r], subtree_config(whole, r)
+
+
+def _forget_structure(key: str) -> None:
+    """Drop the call's whole-tree structure from this process (every subtree is built)."""
+    with _STRUCTURE_LOCK:
+        _STRUCTURE.pop(key, None)
 
 
 class SubtreeAuto:
     """One subtree of a k="auto" split release: its planner (kept across periods), its data
     and its side of the elimination, where it runs (a Dask actor, or here)."""
 
-    def __init__(self, task: AutoSubtreeTask) -> None:
+    def __init__(self, task: AutoSubtreeTask, hierarchy: Hierarchy | dict) -> None:
         from ..pipelines._autoplan import new_planner
 
         self.task = task
-        self.tree = Hierarchy(children=task.children)
+        children, self.rows, self.parent_rows, self.cfg = _part_structure(task, hierarchy)
+        self.tree = Hierarchy(children=children)
+        del children
         self.level = node_depths(self.tree) + task.cut
         self.is_leaf = np.ones(self.level.size, dtype=bool)
         self.is_leaf[self.tree.parent[self.tree.parent >= 0]] = False
-        self.planner: StreamPlanner = new_planner(task.cfg)
+        self.planner: StreamPlanner = new_planner(self.cfg)
         self.values = None
         self.plan_ = self.prior = self.measurement = self.solver = self.noise_node = None
+
+    def forget_structure(self) -> None:
+        """Drop the whole tree's structure from this process once every part is built."""
+        _forget_structure(self.task.key)
 
     # -- the planner's state (public values) ---------------------------------------------------
     def begin(self, history: list, carried, stored: bool) -> None:
@@ -207,7 +271,7 @@ class SubtreeAuto:
     def load(self, source: Callable) -> np.ndarray:
         """Read and validate the subtree's leaves for the period; the root's values (w,)."""
         leaves = np.asarray(source(self.tree.leaves), dtype=np.float64)
-        w = self.task.cfg.w
+        w = self.cfg.w
         if leaves.shape != (len(self.tree.leaves), w):
             raise DomainError(
                 f"A subtree's source must give ({len(self.tree.leaves)}, {w}) values. Got "
@@ -230,7 +294,7 @@ class SubtreeAuto:
         ``(predicted_with_prior, target nodes, prior sd sums)``."""
         _set_floor_others(self.planner, floors)
         self.plan_, self.prior = _plan_part(self.planner, total)
-        return self.plan_.predicted_with_prior, _n_target(self.task.cfg), _prior_sd(self.prior)
+        return self.plan_.predicted_with_prior, _n_target(self.cfg), _prior_sd(self.prior)
 
     def measure(self, seed, ordinal: int):
         """Draw the subtree's noise (after the charge). Returns, for the top: the sums over
@@ -238,15 +302,15 @@ class SubtreeAuto:
         and of their predicted variances (r,), and the largest finite predicted variance."""
         from ..pipelines._period_steps import as_measurement
 
-        task, plan, cfg = self.task, self.plan_, self.task.cfg
+        task, plan, cfg = self.task, self.plan_, self.cfg
         est = measure_auto_nodes(
             self.values,
             plan,
             cfg=cfg,
             level=self.level,
             level_sizes=task.level_sizes,
-            rows=task.rows,
-            parent_rows=task.parent_rows,
+            rows=self.rows,
+            parent_rows=self.parent_rows,
             is_leaf=self.is_leaf,
             stream=_streams(seed, ordinal, bit_source(None)),
         )
@@ -489,31 +553,28 @@ class AutoSplit:
         c = choose_cut(hierarchy, n_workers if client is not None else 1, cut)
         _check_splittable(cfg, hierarchy, c)
         self.cfg, self.hierarchy, self.cut = cfg, hierarchy, c
-        self.maps, self.rows = subtrees(hierarchy, c)
+        self.rows = subtrees(hierarchy, c)[1]
         depth = node_depths(hierarchy)
         self.top_rows = np.flatnonzero(depth < c)
         self.level_sizes = tuple(len(lv) for lv in cfg.levels)
-        parent = hierarchy.parent
+        key, digest = uuid.uuid4().hex, _nodes_digest(hierarchy)
         tasks = [
-            AutoSubtreeTask(
-                cfg=subtree_config(cfg, r),
-                children=m,
-                rows=r,
-                parent_rows=parent[r],
-                cut=c,
-                level_sizes=self.level_sizes,
-            )
-            for m, r in zip(self.maps, self.rows, strict=True)
-        ]
+            AutoSubtreeTask(cfg=_scalars(cfg), index=s, cut=c, level_sizes=self.level_sizes,
+                            key=key, nodes_digest=digest)
+            for s in range(len(self.rows))
+        ]  # fmt: skip
         self.n = len(tasks)
         self.client = client
         if client is None:
-            self._objects = [SubtreeAuto(t) for t in tasks]
+            self._objects = [SubtreeAuto(t, hierarchy) for t in tasks]
             self.call = _local_call(self._objects)
-        else:
-            futures = [client.submit(SubtreeAuto, t, actor=True) for t in tasks]
+        else:  # the hierarchy once per worker, outside the graph; each part's task is small
+            tree = client.scatter(dict(hierarchy.children), broadcast=True, hash=False)
+            futures = [client.submit(SubtreeAuto, t, tree, actor=True) for t in tasks]
             self._objects = [f.result() for f in futures]
+            del futures, tree
             self.call = _actor_call(self._objects)
+        self.each("forget_structure")
         self.top_cfg = subtree_config(cfg, self.top_rows)
         self.top_planner = new_planner(self.top_cfg)
         self.top_level = depth[self.top_rows]

@@ -482,3 +482,90 @@ def test_parquet_store_history_whole_equals_the_in_memory_store(tmp_path):
     with ReleaseStore(tmp_path / "m.db") as store:
         want = store.release_optstream(frame, **kw)
     np.testing.assert_array_equal(got[list(H.nodes)].to_numpy(), want[list(H.nodes)].to_numpy())
+
+
+class _RandomSource:
+    """A source that makes each leaf's day from its name (a few bytes pickled, as a file's
+    path: Dask ships no data)."""
+
+    def __init__(self, tree: Hierarchy, day: int):
+        self.day = day
+
+    def __call__(self, leaves):
+        import zlib
+
+        return np.stack(
+            [
+                np.random.default_rng([self.day, zlib.crc32(x.encode())]).gamma(2.0, 1.0, W)
+                for x in leaves
+            ]
+        )
+
+
+_random_source = _RandomSource
+
+
+def test_subtree_objects_are_built_where_they_run_so_no_graph_is_large():
+    """Issue 22: a subtree object's task carries public scalars only and the object builds
+    its structure on its worker (the hierarchy scattered once per worker, outside the
+    graph). With Dask's large-graph threshold at 8 kB (an error under filterwarnings), a
+    tree whose subtree structures pickle to 34 kB each releases without a warning, equal to
+    the whole release; shipping one such structure in a task does warn (the guard bites)."""
+    import dask
+
+    from planner._stream_planner import subtree_config
+    from postproc._split import subtrees
+
+    tree = Hierarchy(children=_children(2, 10, 40))  # 823 nodes, two subtrees
+    cfg = _cfg(tree)
+    planner = new_planner(cfg)
+    vals = np.asarray(tree.sparse_matrix @ _random_source(tree, 0)(tree.leaves))
+    ref = release_auto_whole(planner, cfg, tree, vals, ordinal=0, seed=3)[0]
+    maps, rows = subtrees(tree, 1)
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "8kB"}):
+        with split_client(n_workers=2, processes=False) as client:
+            split = AutoSplit(cfg, tree, cut=1, client=client, n_workers=2)
+            got = split.release(_random_source(tree, 0), ordinal=0, seed=3)[0]
+            old = (maps[0], rows[0], tree.parent[rows[0]], subtree_config(cfg, rows[0]))
+            with pytest.raises(UserWarning, match="[Ll]arge graph"):
+                client.submit(len, old).result()
+    assert np.abs(got - ref).max() <= 1e-9 * np.abs(ref).max()
+
+
+def test_messages_to_a_subtree_do_not_grow_with_it(monkeypatch):
+    """The largest pickled task and the largest argument of every call to a subtree object
+    are the same for subtrees of 211 and of 411 nodes (what grows is only what comes back:
+    the released values and the store's record)."""
+    import pickle
+
+    from dpstream.engine import _auto_split
+
+    def sizes(feeders: int) -> dict:
+        got: dict = {}
+        init = _auto_split.SubtreeAuto.__init__
+
+        def spy(self, task, hierarchy):
+            got["task"] = max(got.get("task", 0), len(pickle.dumps(task)))
+            init(self, task, hierarchy)
+
+        monkeypatch.setattr(_auto_split.SubtreeAuto, "__init__", spy)
+        tree = Hierarchy(children=_children(2, 10, feeders))
+        split = AutoSplit(_cfg(tree), tree, cut=1)
+        monkeypatch.undo()
+        inner = split.call
+
+        def call(method, args, only=None):
+            size = max(len(pickle.dumps(a)) for a in args)
+            got[method] = max(got.get(method, 0), size)
+            return inner(method, args, only)
+
+        split.call = call
+        for day in range(2):
+            split.release(_random_source(tree, day), ordinal=day, seed=2)
+        return got
+
+    small, large = sizes(20), sizes(40)
+    assert small.keys() == large.keys() and {"task", "plan", "load", "descend"} <= small.keys()
+    for key, size in small.items():
+        assert large[key] <= size + 16, (key, size, large[key])  # an int's bytes, not nodes
+    assert small["task"] < 2_000
