@@ -177,7 +177,7 @@ class AutoSubtreeTask:
 
 
 #: The structure of the whole tree of the call being built in this process (one entry):
-#: ``key -> (subtree maps, subtree rows, whole AutoConfig)``, shared by its subtree objects.
+#: ``key -> (subtree maps, subtree rows, whole AutoConfig, parent rows)``, shared by its parts.
 _STRUCTURE: dict = {}
 _STRUCTURE_LOCK = threading.Lock()
 
