@@ -5,7 +5,11 @@ hierarchy is cut at a depth ``c`` (:func:`~dpstream.engine._subtree.choose_cut`)
 subtree is one :class:`SubtreeAuto` (here, or a Dask actor kept for the whole call) that holds
 its own in-stream planner (:class:`planner.StreamPlanner` on
 :func:`planner.subtree_config` of its nodes) across periods, and the client holds the planner of
-the few nodes above the cut (the *top*). Per period (:meth:`AutoSplit.release`):
+the few nodes above the cut (the *top*). A subtree object's task carries public scalars
+only; the object builds its own structure where it runs (its nodes, rows and
+``subtree_config``) from the hierarchy's names, scattered once per worker outside the task
+graph (:func:`_part_structure`; issue 22: no "large graph" at a million nodes). Per period
+(:meth:`AutoSplit.release`):
 
 1. every subtree reads its leaves from the source (never through the task graph), validates
    them and sums its aggregates; the top's values are sums of the subtree roots';
