@@ -72,7 +72,7 @@ from postproc._prior import merge_prior
 from postproc._split import SubtreeSolver, TopTree, node_depths, solve_split, subtrees
 
 from ..pipelines._period_steps import _UNMEASURED  # share-0 nodes' variance factor
-from ._subtree import _actor_call, _leaf_steps, _local_call, _streams, choose_cut
+from ._subtree import SolverCalls, _actor_call, _leaf_steps, _local_call, _streams, choose_cut
 
 __all__ = [
     "AutoSplit",
@@ -232,7 +232,7 @@ def _forget_structure(key: str) -> None:
         _STRUCTURE.pop(key, None)
 
 
-class SubtreeAuto:
+class SubtreeAuto(SolverCalls):
     """One subtree of a k="auto" split release: its planner (kept across periods), its data
     and its side of the elimination, where it runs (a Dask actor, or here)."""
 
@@ -364,41 +364,6 @@ class SubtreeAuto:
             noise = self.noise_node[:, None] * _noise_steps(self.plan_, r)
             self.planner.update(replace(m, noise=noise), self.plan_)
         self.solver = self.measurement = self.prior = self.plan_ = self.noise_node = None
-
-    # the elimination (postproc._split.SubtreeSolver), delegated for Dask's actor proxies
-    def scale(self, offset_b):
-        return self.solver.scale(offset_b)
-
-    def summary(self, rhs):
-        return self.solver.summary(rhs)
-
-    def descend(self, z_root, add):
-        return self.solver.descend(z_root, add)
-
-    def gradient(self, offset):
-        return self.solver.gradient(offset)
-
-    def extent(self):
-        return self.solver.extent()
-
-    def start(self):
-        return self.solver.start()
-
-    def infeasible(self, x_tol, g_tol):
-        return self.solver.infeasible(x_tol, g_tol)
-
-    def swap(self):
-        return self.solver.swap()
-
-    def problem(self):
-        return self.solver.problem()
-
-    def set_leaves(self, x):
-        return self.solver.set_leaves(x)
-
-    def node_values(self) -> np.ndarray:
-        """The released values (n, w) of the subtree's nodes, >= 0 and consistent."""
-        return self.solver.node_values()
 
 
 #: Bytes of a pickled source above which shipping it to every subtree is refused (Dask's own

@@ -336,7 +336,49 @@ def _weights(
     return 1.0 / v
 
 
-class SubtreeRelease:
+class SolverCalls:
+    """The elimination's calls (:class:`postproc._split.SubtreeSolver`) on ``self.solver``,
+    delegated so a Dask actor's proxy reaches them; one definition for the fixed-k and the
+    k="auto" subtree objects."""
+
+    solver: object
+
+    def scale(self, offset_b):
+        return self.solver.scale(offset_b)
+
+    def summary(self, rhs):
+        return self.solver.summary(rhs)
+
+    def descend(self, z_root, add):
+        return self.solver.descend(z_root, add)
+
+    def gradient(self, offset):
+        return self.solver.gradient(offset)
+
+    def extent(self):
+        return self.solver.extent()
+
+    def start(self):
+        return self.solver.start()
+
+    def infeasible(self, x_tol, g_tol):
+        return self.solver.infeasible(x_tol, g_tol)
+
+    def swap(self):
+        return self.solver.swap()
+
+    def problem(self):
+        return self.solver.problem()
+
+    def set_leaves(self, x):
+        return self.solver.set_leaves(x)
+
+    def node_values(self) -> np.ndarray:
+        """The released values (n, w) of the subtree's nodes, >= 0 and consistent."""
+        return self.solver.node_values()
+
+
+class SubtreeRelease(SolverCalls):
     """Everything of one subtree that touches its data, where it runs (a Dask actor or here).
 
     Lifecycle: built (reads and validates its leaves), :meth:`root_values` (the top's input),
@@ -388,41 +430,6 @@ class SubtreeRelease:
         self.solver = SubtreeSolver(self.tree, spec.features, est, weights)
         self.tree = None  # the solver keeps its index arrays only (memory at scale)
         return int(depth.size)
-
-    # the elimination (postproc._split.SubtreeSolver), delegated for Dask's actor proxies
-    def scale(self, offset_b):
-        return self.solver.scale(offset_b)
-
-    def summary(self, rhs):
-        return self.solver.summary(rhs)
-
-    def descend(self, z_root, add):
-        return self.solver.descend(z_root, add)
-
-    def gradient(self, offset):
-        return self.solver.gradient(offset)
-
-    def extent(self):
-        return self.solver.extent()
-
-    def start(self):
-        return self.solver.start()
-
-    def infeasible(self, x_tol, g_tol):
-        return self.solver.infeasible(x_tol, g_tol)
-
-    def swap(self):
-        return self.solver.swap()
-
-    def problem(self):
-        return self.solver.problem()
-
-    def set_leaves(self, x):
-        return self.solver.set_leaves(x)
-
-    def node_values(self) -> np.ndarray:
-        """The released values (n, w) of the subtree's nodes, >= 0 and consistent."""
-        return self.solver.node_values()
 
 
 def _local_call(objects: list) -> Callable:
