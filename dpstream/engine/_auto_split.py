@@ -72,7 +72,15 @@ from postproc._prior import merge_prior
 from postproc._split import SubtreeSolver, TopTree, node_depths, solve_split, subtrees
 
 from ..pipelines._period_steps import _UNMEASURED  # share-0 nodes' variance factor
-from ._subtree import SolverCalls, _actor_call, _leaf_steps, _local_call, _streams, choose_cut
+from ._subtree import (
+    SolverCalls,
+    _actor_call,
+    _leaf_steps,
+    _local_call,
+    _streams,
+    check_split_seed,
+    choose_cut,
+)
 
 __all__ = [
     "AutoSplit",
@@ -802,11 +810,7 @@ def auto_split_applies(cfg: AutoConfig, tree, cut, n_workers: int, seed, owner: 
                 "whole). Drop cut, or pass an int k."
             )
         return False
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
-        raise ParameterError(
-            "The 'seed' parameter of a split release must be None or an int (each node "
-            f"group's stream is keyed from it). Got {type(seed).__name__} instead."
-        )
+    check_split_seed(seed)
     return True
 
 

@@ -610,12 +610,17 @@ def split_applies(
         return False
     if choose_cut(hierarchy, n_workers, cut) == 0:
         return False
+    check_split_seed(seed)
+    return True
+
+
+def check_split_seed(seed: object) -> None:
+    """A split release keys each node group's stream from ``seed``: None or an int."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
         raise ParameterError(
             "The 'seed' parameter of a split release must be None or an int (each node "
             f"group's stream is keyed from it). Got {type(seed).__name__} instead."
         )
-    return True
 
 
 def release_periods_split(

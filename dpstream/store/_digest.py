@@ -49,6 +49,7 @@ import pandas as pd
 
 from mechanisms import DomainError
 
+from .._ledger import transaction
 from ._grid import Grid
 
 __all__ = [
@@ -187,14 +188,9 @@ def record_input_digests(
     ]
     if not rows:
         return
-    con.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(con):
         con.execute(_TABLE)
         con.executemany("INSERT OR IGNORE INTO input_digests VALUES (?, ?, ?, ?)", rows)
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
 
 
 def check_changed_readings(

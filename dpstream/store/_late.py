@@ -27,6 +27,7 @@ import pandas as pd
 
 from mechanisms import DomainError
 
+from .._ledger import transaction
 from ._digest import check_changed_readings, record_input_digests
 from ._grid import Grid
 
@@ -115,11 +116,6 @@ def record_missing_readings(
     ]
     if not data:
         return
-    con.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(con):
         con.execute(_TABLE)
         con.executemany("INSERT OR IGNORE INTO missing_readings VALUES (?, ?, ?)", data)
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
