@@ -196,9 +196,14 @@ _STRUCTURE_LOCK = threading.Lock()
 
 def _nodes_digest(hierarchy: Hierarchy) -> str:
     """A digest of the hierarchy's node names in order (public)."""
+    return _names_digest(hierarchy.nodes)
+
+
+def _names_digest(names) -> str:
+    """A digest of node names in order (public)."""
     import hashlib
 
-    return hashlib.sha256("\x00".join(hierarchy.nodes).encode()).hexdigest()
+    return hashlib.sha256("\x00".join(names).encode()).hexdigest()
 
 
 def _scalars(cfg: AutoConfig) -> AutoConfig:
@@ -278,6 +283,49 @@ class SubtreeAuto(SolverCalls):
     def gap(self) -> None:
         """A period was skipped before the next one: no window straddles it."""
         self.planner.previous = None
+
+    def reset(self) -> None:
+        """A new planner (a saved state that could not be loaded is replayed instead)."""
+        from ..pipelines._autoplan import new_planner
+
+        self.planner = new_planner(self.cfg)
+
+    def load_state(self, path: str, cut: int, ordinal: int) -> bool:
+        """Load this subtree's planner state saved after period ``ordinal`` from the store
+        file ``path`` (read here, read-only: its state and its rows of the held periods'
+        records, :mod:`dpstream.store._planner_state`). False: none saved for this subtree
+        (or not readable); the caller then replays the stored periods."""
+        from ..store import _planner_state as ps
+
+        con = ps.open_readonly(path)
+        try:
+            blob = ps.part_state(con, cut, self.tree.nodes[0], ordinal)
+            if blob is None:
+                return False
+
+            def read(ordinals):
+                got = [ps.record_rows(con, o, self.rows) for o in ordinals]
+                return None if any(g is None for g in got) else got
+
+            got = ps.load_part(blob, self.planner, read, digest=_nodes_digest(self.tree))
+            return got is not None
+        finally:
+            con.close()
+
+    def state_bytes(self, held: list[int]) -> bytes | None:
+        """This subtree's planner state after the last period, to be saved in the store
+        (:func:`dpstream.store._planner_state.dumps_part`); ``held``: the store ordinals of the
+        last released full periods, oldest first (the prior holds the last of them). None
+        for a planner without a streaming state."""
+        from ..store._planner_state import dumps_part, held_count
+
+        if not self.planner.streaming:
+            return None
+        n = held_count(self.planner)
+        if n > len(held):
+            return None
+        return bytes(dumps_part(self.planner, held[len(held) - n :] if n else [],
+                                digest=_nodes_digest(self.tree)))  # fmt: skip
 
     # -- one period ------------------------------------------------------------------------------
     def load(self, source: Callable) -> np.ndarray:
@@ -554,6 +602,11 @@ class AutoSplit:
         self.each("forget_structure")
         self.top_cfg = subtree_config(cfg, self.top_rows)
         self.top_planner = new_planner(self.top_cfg)
+        self.roots = [hierarchy.nodes[int(r[0])] for r in self.rows]
+        self.top_digest = _names_digest([hierarchy.nodes[int(i)] for i in self.top_rows])
+        self.top_held: dict[int, bytes] = {}
+        """The top's measurement and plan of the recent periods (``pack``'d, by ordinal): the
+        held periods its saved state carries (a few nodes)."""
         self.top_level = depth[self.top_rows]
         self.structure = TopTree(
             hierarchy, c, FeatureSet.from_breaks(cfg.w, []),
@@ -563,13 +616,66 @@ class AutoSplit:
     def each(self, method: str, *args) -> list:
         return self.call(method, [args] * self.n)
 
+    def load_saved(self, store, last: int, *, history: bool = False) -> bool:
+        """Load every part's planner state saved after period ``last`` (the last stored one)
+        at this cut: the top's here, each subtree's where it runs (it reads the store file
+        itself, :meth:`SubtreeAuto.load_state`). False, with every planner new again, when a
+        part has none (an older store, a period released whole or at another cut since), or
+        ``history`` is given now that the saved planners never read: the caller then
+        replays (:meth:`rebuild`)."""
+        from pathlib import Path
+
+        from ..store import _planner_state as ps
+
+        if set(self.roots) | {""} <= ps.saved_roots(store._con, self.cut, last):
+            blob = ps.part_state(store._con, self.cut, "", last)
+            got = None if blob is None else ps.load_part(
+                blob, self.top_planner, lambda o: None, digest=self.top_digest)  # fmt: skip
+            if got is not None and not (history and not self.top_planner.from_history):
+                path = str(Path(store.path).resolve())
+                if all(self.each("load_state", path, self.cut, int(last))):
+                    self.top_held = dict(zip(got[0], got[1], strict=True))
+                    return True
+        from ..pipelines._autoplan import new_planner
+
+        self.top_planner = new_planner(self.top_cfg)
+        self.top_held = {}
+        self.each("reset")
+        return False
+
+    def saved_states(self, held: list[int]):
+        """Every part's planner state after the last period, as the store saves it:
+        ``(cut, root, bytes)``, the top's (root "") first, then each subtree's, fetched one at
+        a time (:meth:`dpstream.store._store.ReleaseStore._put` reads them inside the
+        period's transaction); ``held``: the ordinals of the last released full periods,
+        oldest first. Nothing for planners without a streaming state."""
+        from ..store._planner_state import dumps_part, held_count
+
+        if not self.top_planner.streaming:
+            return
+        n = held_count(self.top_planner)
+        top = held[len(held) - n :] if n else []
+        if any(o not in self.top_held for o in top):
+            return
+        self.top_held = {o: self.top_held[o] for o in top}
+        yield self.cut, "", dumps_part(self.top_planner, top, digest=self.top_digest,
+                                       held_arrays=[self.top_held[o] for o in top])  # fmt: skip
+        for s, root in enumerate(self.roots):
+            blob = self.call("state_bytes", [(held,)] * self.n, only=s)
+            if blob is not None:
+                yield self.cut, root, blob
+            del blob
+
     def rebuild(self, history: list, items, carried=None, gap: bool = False) -> None:
         """The planners' state before the first period: public ``history`` (noise-free
         :class:`Measurement` values of the whole tree) and the stored periods' whole-tree
         ``(Measurement, PeriodPlan)`` (an iterable read one period at a time; as
         :func:`dpstream.store._auto.plan_state`), each sliced here per part and dropped;
         ``carried``: an earlier release's last samples (used when nothing is stored);
-        ``gap``: a period was skipped before the next one."""
+        ``gap``: a period was skipped before the next one. An item may be ``(ordinal,
+        Measurement, PeriodPlan)``: the top keeps its rows for its saved state."""
+        from ..store._auto import pack
+
         items = iter(items)
         first = next(items, None)
         top = self.top_rows
@@ -582,12 +688,15 @@ class AutoSplit:
         mat = self.cfg.matrix[top]
         item = first
         while item is not None:
-            m, p = item
+            o, m, p = item if len(item) == 3 else (None, *item)
             tm, tp = _rows_of(m, p, top)
             r = tm.values.shape[1]
             leaf_var = np.asarray(mat @ np.where(np.isfinite(p.variances[leaf, :r]),
                                                  p.variances[leaf, :r], 0.0))  # fmt: skip
-            self.top_planner.update(tm, self._top_plan(tp, tm, leaf_var))
+            fixed = self._top_plan(tp, tm, leaf_var)
+            self.top_planner.update(tm, fixed)
+            if o is not None:
+                self.top_held[int(o)] = pack(tm, fixed)
             self.call("add_stored", [_rows_of(m, p, r) for r in self.rows])
             del m, p, tm, tp, item
             item = next(items, None)
@@ -690,7 +799,12 @@ class AutoSplit:
         record = self._pack(top_m, top_plan) if pack else None
         self.each("finish", update)
         if update:
-            self.top_planner.update(top_m, self._top_plan(top_plan, top_m, leaf_var))
+            fixed = self._top_plan(top_plan, top_m, leaf_var)
+            self.top_planner.update(top_m, fixed)
+            if self.top_planner.streaming:  # the top's rows of the period, for its saved state
+                from ..store._auto import pack
+
+                self.top_held[int(ordinal)] = pack(top_m, fixed)
         return out, top_plan, record
 
     def _pack(self, top_m: Measurement, top_plan: PeriodPlan):
@@ -826,9 +940,10 @@ def release_auto_periods_split(
     :func:`dpstream.store._auto.release_auto_period`). ``charge(ordinal)`` commits the
     period's charge; it runs after every subtree has read and validated its leaves and
     before any draw."""
-    from ..pipelines._autoplan import LOOKBACK, PRIOR_DAYS
+    from ..pipelines._autoplan import LOOKBACK, PRIOR_DAYS, STREAMING_STATE
     from ..pipelines._period_steps import history_measurements
     from ..store._auto import unpack
+    from ..store._planner_state import _held_ordinals, held_count
     from ._subtree import _maybe_client
 
     hist, carried = history or (None, None)
@@ -837,13 +952,18 @@ def release_auto_periods_split(
         first = ordinals[0]
         held = _stored_ordinals(store, first, max(LOOKBACK, PRIOR_DAYS))
         gap = bool(held) and held[-1] != first - 1  # no window of w steps straddles it
-        stored = (unpack(store._measured(o + 1, 1)[0][2]) for o in held)  # one at a time
-        split.rebuild(history_measurements(hist, cfg.w), stored, carried, gap)
-        for i, (o, source) in enumerate(zip(ordinals, sources, strict=True)):
+        if held and STREAMING_STATE and split.load_saved(store, held[-1], history=hist is not None):
+            if gap:
+                split.top_planner.previous = None
+                split.each("gap")
+        else:  # no saved state (an older store...): replay the stored periods
+            stored = ((o, *unpack(store._measured(o + 1, 1)[0][2])) for o in held)  # one a time
+            split.rebuild(history_measurements(hist, cfg.w), stored, carried, gap)
+        for o, source in zip(ordinals, sources, strict=True):
             held = split.top_planner.n_measured
+            n_held = held_count(split.top_planner)
             out, plan, blob = split.release(
                 source, ordinal=o, seed=seed, charge=lambda o=o: charge(o), pack=True,
-                update=i + 1 < len(ordinals),  # the planners are dropped after the last
             )  # fmt: skip
             label = grid.label(o)
             rec = {"period": int(o), "start": str(label), **plan.record()}
@@ -855,7 +975,9 @@ def release_auto_periods_split(
             rec["prior_periods"] = 0 if summary is None else summary[0]
             rec["prior_sd"] = None if summary is None else summary[1]
             rec["planned_on"] = f"{held} stored period(s)"
-            store._put(o, label, out, rec, seeded=seed is not None, measured=blob)
+            recent = [*_held_ordinals(store, o, n_held, cfg.w), int(o)]  # the prior's last
+            store._put(o, label, out, rec, seeded=seed is not None, measured=blob,
+                       split_state=split.saved_states(recent))  # fmt: skip
             del out, blob
             if progress is not None:
                 progress(1)

@@ -119,3 +119,230 @@ def state_after(store, planner, ordinal: int, measurement, plan, cfg) -> bytes |
         held.append(int(ordinal))
     n = held_count(planner)
     return dumps(planner, held[len(held) - n :] if n else [])
+
+
+# -- a period released split into subtrees (dpstream.engine._auto_split) -------------------------
+#
+# Every part (each subtree, and the nodes above the cut) saves its own planner's state after
+# each released period (:func:`dumps_part`; the store's ``split_state`` table, keyed by the
+# cut and the part's root, written in the period's transaction), and loads it before the next
+# run's first period where it runs (:func:`load_part`: a Dask worker opens the store file
+# read-only, as it reads its leaves from the SQLite/Parquet source): nothing whole-tree crosses
+# the client. A subtree's held periods (the prior's last released ones) are read back from the
+# stored records, only the subtree's rows (:func:`record_rows`: a split record keeps each
+# part's rows contiguous, so a worker decompresses up to its block and reads only that); the
+# top's few nodes keep theirs in the state itself (``held_arrays``), since its plan's
+# variances of a share-0 aggregate are the sums of leaves below the cut. All-zero arrays (the
+# prior's sums before its first fold, public history's without history) are not saved and
+# are restored as zeros not yet written (no resident memory). Any part missing or not of this
+# cut and node set: the caller replays the stored periods, as before.
+
+
+def dumps_part(planner, held: list[int], *, digest: str, held_arrays: list | None = None):
+    """A part's planner state as an ``.npz`` (:func:`dumps`, with the part's node ``digest``;
+    all-zero arrays left out; ``held_arrays``: the held periods themselves, ``pack``'d, for
+    the top). Returns a buffer view (no copy)."""
+    arrays, scalars = planner.export()
+    zeros = {k: list(v.shape) for k, v in arrays.items() if v.size > 64 and not v.any()}
+    meta = {"format": _FORMAT, "held": [int(o) for o in held], "scalars": scalars,
+            "digest": digest, "zeros": zeros, "n_held_arrays": len(held_arrays or ())}  # fmt: skip
+    out = {f"a_{k}": v for k, v in arrays.items() if k not in zeros}
+    for i, blob in enumerate(held_arrays or ()):
+        out[f"h_{i}"] = np.frombuffer(blob, dtype=np.uint8)
+    buf = io.BytesIO()
+    np.savez(buf, **out, meta=np.array(json.dumps(meta)))
+    return buf.getbuffer()
+
+
+def load_part(blob, planner, read, *, digest: str):
+    """Restore a part's state (:func:`dumps_part`) into the new ``planner``; ``read(ordinals)``
+    gives the held periods' ``(Measurement, PeriodPlan)`` of the part's rows (None: not
+    readable). Returns ``(held ordinals, held pack'd arrays)`` or None (another format or
+    node set, or a held period not readable: the caller replays)."""
+    from ._auto import unpack
+
+    with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+        meta = json.loads(str(z["meta"]))
+        if meta.get("format") != _FORMAT or meta.get("digest") != digest:
+            return None
+        arrays = {k[2:]: z[k] for k in z.files if k.startswith("a_")}
+        packed = [z[f"h_{i}"].tobytes() for i in range(int(meta.get("n_held_arrays", 0)))]
+    zeros = meta.get("zeros", {})
+    arrays.update({k: np.zeros(tuple(shape)) for k, shape in zeros.items()})
+    held = meta["held"]
+    if packed:
+        periods = [unpack(b) for b in packed] if len(packed) == len(held) else None
+    else:
+        periods = read(held) if held else []
+    if periods is None:
+        return None
+    planner.restore(arrays, meta["scalars"], periods)
+    del arrays, periods
+    for key, st in (("prior_", planner._state), ("agg_", planner._agg_state)):
+        for name, shape in zeros.items():  # zeros not yet written: no resident memory
+            if st is not None and name.startswith(key):
+                setattr(st, name[len(key) :], np.zeros(tuple(shape)))
+    return held, packed
+
+
+def open_readonly(path):
+    """A read-only connection to the store file ``path`` (a worker's)."""
+    import sqlite3
+    from pathlib import Path
+
+    return sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+
+
+def part_state(con, cut: int, root: str, ordinal: int) -> bytes | None:
+    """The part ``root``'s saved state after period ``ordinal`` at ``cut``, or None."""
+    if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'split_state'").fetchone() is None:
+        return None  # an older store
+    rows = con.execute(
+        "SELECT ordinal, data FROM split_state WHERE cut = ? AND root = ? ORDER BY part",
+        (int(cut), str(root)),
+    ).fetchall()
+    if not rows or {int(o) for o, _ in rows} != {int(ordinal)}:
+        return None
+    return b"".join(d for _, d in rows)
+
+
+def saved_roots(con, cut: int, ordinal: int) -> set[str]:
+    """The parts with a saved state after period ``ordinal`` at ``cut``."""
+    if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'split_state'").fetchone() is None:
+        return set()
+    rows = con.execute(
+        "SELECT DISTINCT root FROM split_state WHERE cut = ? AND ordinal = ?",
+        (int(cut), int(ordinal)),
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+class _BlobFile(io.RawIOBase):
+    """The bytes of one or more SQLite blobs, joined, as a seekable read-only file."""
+
+    def __init__(self, blobs: list) -> None:
+        self._blobs = blobs
+        self._sizes = [len(b) for b in blobs]
+        self._starts = np.r_[0, np.cumsum(self._sizes)].astype(np.int64)
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: int(self._starts[-1])}[whence]
+        self._pos = max(base + int(offset), 0)
+        return self._pos
+
+    def readinto(self, b) -> int:
+        view = memoryview(b).cast("B")
+        n = 0
+        while n < len(view) and self._pos < self._starts[-1]:
+            i = int(np.searchsorted(self._starts, self._pos, side="right")) - 1
+            blob = self._blobs[i]
+            blob.seek(self._pos - int(self._starts[i]))
+            got = blob.read(min(len(view) - n, self._sizes[i] - blob.tell()))
+            view[n : n + len(got)] = got
+            n += len(got)
+            self._pos += len(got)
+        return n
+
+    def close(self) -> None:
+        for b in self._blobs:
+            b.close()
+        super().close()
+
+
+def _record_file(con, ordinal: int):
+    """Period ``ordinal``'s record (``measured``, or its parts) as a file, or None."""
+    row = con.execute(
+        "SELECT length(measured) FROM periods WHERE ordinal = ? AND measured IS NOT NULL",
+        (int(ordinal),),
+    ).fetchone()
+    if row is None:
+        return None
+    if row[0]:
+        blobs = [con.blobopen("periods", "measured", int(ordinal), readonly=True)]
+    else:
+        ids = con.execute(
+            "SELECT rowid FROM measured_parts WHERE ordinal = ? ORDER BY part", (int(ordinal),)
+        ).fetchall()
+        blobs = [con.blobopen("measured_parts", "data", int(i), readonly=True) for (i,) in ids]
+    return io.BufferedReader(_BlobFile(blobs), buffer_size=1 << 20)
+
+
+def _member_rows(zf, name: str, positions: np.ndarray) -> np.ndarray:
+    """Rows ``positions`` of the ``.npy`` member ``name``: a contiguous block is read alone
+    (the stream decompressed up to it), other rows from the whole array."""
+    fmt = np.lib.format
+    with zf.open(name + ".npy") as f:
+        version = fmt.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = fmt.read_array_header_1_0(f)
+        else:
+            shape, fortran, dtype = fmt.read_array_header_2_0(f)
+        n = positions.size
+        a = int(positions[0]) if n else 0
+        if not fortran and n and np.array_equal(positions, np.arange(a, a + n)):
+            row = int(dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64)))
+            f.seek(f.tell() + a * row)
+            data = f.read(n * row)
+            return np.frombuffer(data, dtype=dtype).reshape((n, *shape[1:])).copy()
+    with zf.open(name + ".npy") as f:
+        return fmt.read_array(f, allow_pickle=False)[positions]
+
+
+def record_rows(con, ordinal: int, rows: np.ndarray):
+    """``(Measurement, PeriodPlan)`` of the nodes ``rows`` (in that order) of period
+    ``ordinal``'s stored record (as :func:`dpstream.store._auto.unpack`, then restricted to
+    ``rows``), reading only those rows where the record keeps them together; None if the
+    period has no record or its readings were partly unmeasured."""
+    import zipfile
+
+    from mechanisms.optstream._sampling import interpolation_matrix
+    from planner._stream_plan import PeriodPlan
+
+    from ..pipelines._period_steps import Measurement
+
+    f = _record_file(con, ordinal)
+    if f is None:
+        return None
+    rows = np.asarray(rows, dtype=np.int64)
+    with f, zipfile.ZipFile(f) as zf:
+        names = {x[:-4] for x in zf.namelist()}
+        if "observed" in names:
+            return None
+        with zf.open("plan_scalars.npy") as g:
+            scalars = json.loads(str(np.lib.format.read_array(g, allow_pickle=False)))
+        if "order" in names:  # pack_parts: rows in part order
+            with zf.open("order.npy") as g:
+                order = np.lib.format.read_array(g, allow_pickle=False)
+            inv = np.empty_like(order)
+            inv[order] = np.arange(order.size)
+            pos = inv[rows]
+            kw = {k[5:]: _member_rows(zf, k, pos) for k in names if k.startswith("plan_")
+                  and k != "plan_scalars"}  # fmt: skip
+            values = _member_rows(zf, "values", pos)
+            r = values.shape[1]
+            plan = PeriodPlan(**kw, **{k: tuple(v) if isinstance(v, list) else v
+                                       for k, v in scalars.items()})  # fmt: skip
+            mask = np.zeros((1, r), dtype=bool)
+            mask[0, plan.positions(r)] = True
+            mi = interpolation_matrix(mask)[0]
+            noise = _member_rows(zf, "noise_node", pos)[:, None] * np.diag(mi @ mi.T)[None, :]
+            sampled = np.broadcast_to(mask[0], values.shape)
+        else:  # a whole period's record (pack)
+            kw = {k[5:]: _member_rows(zf, k, rows) for k in names if k.startswith("plan_")
+                  and k != "plan_scalars"}  # fmt: skip
+            plan = PeriodPlan(**kw, **{k: tuple(v) if isinstance(v, list) else v
+                                       for k, v in scalars.items()})  # fmt: skip
+            values = _member_rows(zf, "values", rows)
+            noise = _member_rows(zf, "noise", rows)
+            sampled = _member_rows(zf, "sampled", rows)
+    return Measurement(values=values, noise=noise, sampled=sampled), plan

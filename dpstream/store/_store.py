@@ -115,6 +115,19 @@ _STATE_TABLE = """CREATE TABLE IF NOT EXISTS planner_state (
     data BLOB NOT NULL
 )"""
 
+#: The planners' streaming states of a k="auto" period released split into subtrees (issue 22,
+#: :mod:`dpstream.store._planner_state`): one per part (``root``: the subtree root's name; ""
+#: the nodes above the cut), keyed by the ``cut``, in parts of at most MEASURED_PART_BYTES,
+#: all rows replaced in the transaction that commits the period (``ordinal``: that period).
+_SPLIT_STATE_TABLE = """CREATE TABLE IF NOT EXISTS split_state (
+    cut INTEGER NOT NULL,
+    root TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (cut, root, part)
+)"""
+
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE IF NOT EXISTS periods (
@@ -130,6 +143,7 @@ _SCHEMA = (
     CHARGES_TABLE,
     _PARTS_TABLE,
     _STATE_TABLE,
+    _SPLIT_STATE_TABLE,
 )
 
 
@@ -321,6 +335,7 @@ class ReleaseStore:
                     con.execute("ALTER TABLE charges ADD COLUMN store TEXT")
                 con.execute(_PARTS_TABLE)  # stores of before the parts (issue 22)
                 con.execute(_STATE_TABLE)  # and of before the saved planner state
+                con.execute(_SPLIT_STATE_TABLE)  # and of before the split's saved states
                 for key, value in _new_meta():
                     if key not in meta:  # an id for stores made before issue 31
                         con.execute("INSERT INTO meta VALUES (?, ?)", (key, value))
@@ -681,9 +696,13 @@ class ReleaseStore:
         seeded: bool,
         measured: bytes | None = None,
         state: bytes | None = None,
+        split_state=None,
     ):
         """Commit one released period with its plan and (k="auto") measurements: one
-        transaction; a period already there is kept."""
+        transaction; a period already there is kept. ``state``: the whole planner's state
+        after the period; ``split_state``: an iterable of ``(cut, root, bytes)``, the split
+        planners' states (:mod:`dpstream.store._planner_state`), read inside the transaction
+        one at a time."""
         data = np.ascontiguousarray(values, dtype="<f8")
         self._write_pending()  # (charged already; a no-op unless a new store's first period)
         self._mark_running(True)  # in the main file before the period's commit (module notes)
@@ -724,8 +743,12 @@ class ReleaseStore:
                     )
                     with self._con.blobopen("measured_parts", "data", part_cur.lastrowid) as blob:
                         blob.write(part)
-                if state is not None:  # the planner after this period (replaces the last)
+                if state is not None or split_state is not None:  # replace the last ones
                     self._con.execute("DELETE FROM planner_state")
+                    self._con.execute("DELETE FROM split_state")
+                for cut, root, blob_bytes in split_state or ():
+                    self._put_split_state(int(cut), str(root), int(ordinal), blob_bytes)
+                if state is not None:  # the planner after this period (replaces the last)
                     sv, size = memoryview(state).cast("B"), MEASURED_PART_BYTES
                     for i in range(0, max(sv.nbytes, 1), size):
                         self._con.execute(
@@ -736,6 +759,17 @@ class ReleaseStore:
                             blob.write(sv[i : i + size])
             self._con.execute("DELETE FROM meta WHERE key = 'running'")  # with the period
         self.checkpoint()  # the main file holds the period (module notes)
+
+    def _put_split_state(self, cut: int, root: str, ordinal: int, data) -> None:
+        """One part's saved planner state (inside :meth:`_put`'s transaction), in parts."""
+        sv, size = memoryview(data).cast("B"), MEASURED_PART_BYTES
+        for i in range(0, max(sv.nbytes, 1), size):
+            cur = self._con.execute(
+                "INSERT INTO split_state VALUES (?, ?, ?, ?, zeroblob(?))",
+                (cut, root, i // size, ordinal, sv[i : i + size].nbytes),
+            )
+            with self._con.blobopen("split_state", "data", cur.lastrowid) as blob:
+                blob.write(sv[i : i + size])
 
     def _measured(self, before: int, n: int) -> list[tuple[int, dict, bytes]]:
         """The last ``n`` stored periods before ordinal ``before`` that carry measurements:
