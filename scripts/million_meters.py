@@ -22,6 +22,9 @@ Usage::
 
     python scripts/million_meters.py --workdir /tmp/mm [--meters 100] [--engine dask]
         [--workers 2] [--cut C] [--k auto] [--out docs/results/scale_million.md]
+
+The daily job (one fresh process a day into one kept store; ``--workdir`` still names where
+the generated hierarchy is): ``--day-file DAY.parquet --store STORE.db``.
 """
 
 from __future__ import annotations
@@ -114,8 +117,17 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def release(workdir: Path, engine: str, workers: int, cut: int | None, k: int | str) -> dict:
-    """One release of the day into a fresh store (run in its own process)."""
+def release(
+    workdir: Path,
+    engine: str,
+    workers: int,
+    cut: int | None,
+    k: int | str,
+    day_file: Path | None = None,
+    store: Path | None = None,
+) -> dict:
+    """One release of the day into a fresh store (run in its own process); with ``day_file``
+    and ``store``: that file into that store, kept (the daily job: one run a day)."""
     from dpstream.store import ReleaseStore
     from dpstream.store._source import release_parquet_to_store
 
@@ -131,17 +143,36 @@ def release(workdir: Path, engine: str, workers: int, cut: int | None, k: int | 
     thread.start()
     load0 = os.getloadavg()
     ch = json.loads((workdir / "hierarchy.json").read_text())
-    store_path = workdir / f"store_{engine}_{cut}.db"
-    for f in workdir.glob(store_path.name + "*"):
-        f.unlink()
+    if store is None:
+        store_path = workdir / f"store_{engine}_{cut}.db"
+        for f in workdir.glob(store_path.name + "*"):
+            f.unlink()
+        os.environ["DPSTREAM_HOME"] = str(workdir / f"home-{time.time_ns()}")  # own ledgers
+        dataset = f"million-{engine}-{cut}-{time.time_ns()}"  # each run its own data set
+    else:  # the daily job: one store, one ledger, one data set over the days
+        store_path = store
+        os.environ["DPSTREAM_HOME"] = str(store.parent / f"{store.name}-home")
+        dataset = f"million-daily-{store.stem}"
+    from dpstream.engine._auto_split import AutoSplit
+
+    replayed = [0]  # stored periods replayed into the split's planners (none if loaded)
+    rebuild = AutoSplit.rebuild
+
+    def counting(self, history, items, *a, **kw):
+        def each():
+            for item in items:
+                replayed[0] += 1
+                yield item
+
+        return rebuild(self, history, each(), *a, **kw)
+
+    AutoSplit.rebuild = counting
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
-    os.environ["DPSTREAM_HOME"] = str(workdir / f"home-{time.time_ns()}")  # own ledgers
-    dataset = f"million-{engine}-{cut}-{time.time_ns()}"  # each run its own data set
     with ReleaseStore(store_path, dataset=dataset) as store:
-        release_parquet_to_store(
+        released = release_parquet_to_store(
             store,
-            workdir / "meters.parquet",
+            day_file or workdir / "meters.parquet",
             epsilon=1.0,
             alpha=500.0,
             k=k,
@@ -153,6 +184,8 @@ def release(workdir: Path, engine: str, workers: int, cut: int | None, k: int | 
         )
         wall = time.perf_counter() - t0
         n_nodes = len(store.config["nodes"])
+        n_periods = len(store.periods())
+        saved = store._con.execute("SELECT COUNT(DISTINCT root) FROM split_state").fetchone()[0]
     done.set()
     thread.join()
     r1 = resource.getrusage(resource.RUSAGE_SELF)
@@ -163,6 +196,10 @@ def release(workdir: Path, engine: str, workers: int, cut: int | None, k: int | 
         "cut": cut,
         "k": k,
         "nodes": n_nodes,
+        "released": released,
+        "periods_in_store": n_periods,
+        "saved_part_states": saved,
+        "replayed_periods": replayed[0],
         "wall_s": round(wall, 1),
         "client_cpu_s": round(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, 1),
         "workers_cpu_s": round(kids.ru_utime + kids.ru_stime, 1),
@@ -188,17 +225,33 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--days", type=int, default=1, help="days written and released (one call)")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument(
+        "--day-file",
+        type=Path,
+        default=None,
+        help="release this Parquet file (one day) instead of the generated one",
+    )
+    ap.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="into this store, kept between runs (the daily job; with --day-file)",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     k = args.k if args.k == "auto" else int(args.k)
+    if (args.day_file is None) != (args.store is None):
+        ap.error("--day-file and --store go together")
     if args.child:
-        res = release(args.workdir, args.engine, args.workers, args.cut, k)
+        res = release(args.workdir, args.engine, args.workers, args.cut, k, args.day_file,
+                      args.store)  # fmt: skip
         print("RESULT " + json.dumps(res), flush=True)
         return
     shape = (args.regions, args.subs, args.feeders, args.meters)
     stamp = args.workdir / "shape.json"
-    if not stamp.exists() or json.loads(stamp.read_text()) != [*shape, args.days]:
+    fresh = not stamp.exists() or json.loads(stamp.read_text()) != [*shape, args.days]
+    if args.day_file is None and fresh:
         t0 = time.perf_counter()
         generate(args.workdir, *shape, seed=args.seed, days=args.days)
         stamp.write_text(json.dumps([*shape, args.days]))
@@ -207,13 +260,16 @@ def main() -> None:
     cmd += ["--engine", args.engine, "--workers", str(args.workers), "--k", str(args.k)]
     if args.cut is not None:
         cmd += ["--cut", str(args.cut)]
+    if args.day_file is not None:
+        cmd += ["--day-file", str(args.day_file), "--store", str(args.store)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     lines = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
     if not lines:
         sys.stderr.write(out.stderr[-4000:])
         raise SystemExit("the release failed")
     res = json.loads(lines[-1][7:])
-    res["meters"] = int(np.prod(shape))
+    if args.day_file is None:
+        res["meters"] = int(np.prod(shape))
     print(json.dumps(res))
     if args.out is not None:
         with args.out.open("a") as f:
