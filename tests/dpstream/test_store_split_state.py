@@ -190,3 +190,77 @@ def test_a_part_without_its_state_replays_every_part(tmp_path, short_look_backs,
     got = _daily(tmp_path, tmp_path / "s.db", loads, 4, first=3)
     _close(got, _reference(loads, 4)[3:])  # 3 stored periods: within every look-back
     assert calls == [1]
+
+
+def _count_replays(monkeypatch) -> list:
+    calls = []
+    real = AutoSplit.rebuild
+
+    def rebuild(self, history, items, carried=None, gap=False):
+        items = list(items)
+        calls.append(len(items))
+        return real(self, history, items, carried, gap)
+
+    monkeypatch.setattr(AutoSplit, "rebuild", rebuild)
+    return calls
+
+
+def _runs(tmp_path, store_path, loads, plan) -> list[np.ndarray]:
+    """One run per (day, cut) of ``plan`` (cut None: the whole period, no split)."""
+    out = []
+    for d, cut in plan:
+        with ReleaseStore(store_path) as store:
+            f = _day_file(tmp_path / f"d{d}.parquet", loads, d)
+            release_parquet_to_store(store, f, **{**KW, "cut": cut})
+            out.append(store.read([d])[list(H.nodes)].to_numpy().T)
+    return out
+
+
+def test_held_periods_released_whole_and_a_changed_cut(tmp_path, short_look_backs, monkeypatch):
+    # days 0-1 whole (their records are the whole tree's, in node order), then split: day 2
+    # replays (no split state yet), day 3 loads it and reads its held day 1 from a whole
+    # record (the rows picked from the whole array), equal to replaying (within every
+    # look-back, the replay is exact); day 4 at another cut replays
+    loads = _loads(5)
+    plan = [(0, None), (1, None), (2, 1), (3, 1)]
+    calls = _count_replays(monkeypatch)
+    got = _runs(tmp_path, tmp_path / "a.db", loads, plan)
+    assert calls == [2]  # day 2 replayed days 0-1; day 3 loaded
+    monkeypatch.setattr(AutoSplit, "load_saved", lambda self, *a, **k: False)
+    want = _runs(tmp_path, tmp_path / "b.db", loads, plan)
+    assert calls == [2, 2, 3]
+    _close(got[2:], want[2:])
+    monkeypatch.undo()
+    calls = _count_replays(monkeypatch)
+    _runs(tmp_path, tmp_path / "a.db", loads, [(4, 2)])
+    assert calls == [4]
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """A running cluster of two worker processes, reached by address."""
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
+    yield cluster.scheduler_address
+    cluster.close()
+
+
+@pytest.mark.slow  # a cluster of worker processes
+def test_dask_workers_load_their_state_from_the_store_file(tmp_path, monkeypatch, scheduler):
+    # worker processes (the default look-backs: a patch here would not reach them) read
+    # their states and held rows from the store file: every day after the first is loaded,
+    # none replayed, and equal to one planner over the days
+    loads = _loads(3)
+    calls = _count_replays(monkeypatch)
+    out = []
+    for d in range(3):
+        with ReleaseStore(tmp_path / "s.db") as store:
+            f = _day_file(tmp_path / f"d{d}.parquet", loads, d)
+            kw = {**KW, "cut": None}
+            release_parquet_to_store(store, f, engine="dask", scheduler=scheduler, **kw)
+            out.append(store.read([d])[list(H.nodes)].to_numpy().T)
+    assert calls == [0]  # the first day only (nothing stored)
+    _close(out, _reference(loads, 3))
