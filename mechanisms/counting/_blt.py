@@ -27,8 +27,17 @@ fl(C·u) by FFT (batch) or by the buffers (streaming); η bounds |v_t − (Ĉ·u
 (:func:`_rounding_slack`: the FFT's normwise bound, the buffers' error recursion, and the
 coefficients' own rounding, times 10), and the L2 sensitivity is ⌊B/γ⌋·‖ĉ‖₂ + √n·(2η + 1).
 Beyond n = 2²⁰ both bounds grow too fast (η ≈ 400 lattice units at 2²⁴: the worst step was
-2.3× the square root's); there the batch release runs the streaming encoder too, in x87
-extended precision (``np.longdouble``, u = 2⁻⁶⁴, :func:`_stream_slack`), and η falls by 2¹¹.
+2.3× the square root's); there the batch release runs the streaming encoder too, with its
+long-lived state in x87 extended precision (``np.longdouble``, u = 2⁻⁶⁴), and η falls by 2¹¹:
+the *wide encoder* runs in sub-blocks of L = 256 steps, s(t₀ + r) = Θʳ·s(t₀) + w(r), the base
+ŝ(t₀) and the carry ω·Θʳŝ(t₀) in extended precision once per sub-block, the L steps' buffers w
+in doubles from zero (:func:`_block_slack`; the calibration pays the larger of that bound and
+the whole encoder's in extended precision, :func:`_stream_slack`, so σ is the latter's).
+
+The push (issue 27): the noise blocks do not depend on the data and are drawn ahead, 4,096
+steps at a time; a step is then the d = 8 buffers of the encoder and of the decoder unrolled in
+plain doubles (:func:`_advance8`), rint by adding 2⁵², no allocation but the state's tuples: a
+single push costs less than a binary-tree push (``bench/bench_factorisation.py``).
 
 *Privacy*: event-level (ε, δ)-DP by the analytic Gaussian mechanism ([BW18] Thm. 8) on the
 integer vector y, σ ∈ [2²⁴, 2²⁵) lattice units; the prefix sums are post-processing.
@@ -229,6 +238,71 @@ def _stream_slack(strategy: BLTStrategy, units_bound: float, unit: float = _U) -
     return 10.0 * (stream + coef_err)
 
 
+#: Steps per sub-block of the wide encoder (module notes): 16 per noise block.
+_SUB = 256
+
+
+def _gamma(k: int, unit: float) -> float:
+    """γ_k = k·u/(1 − k·u) ([Hig02] Lemma 3.1)."""
+    return k * unit / (1.0 - k * unit)
+
+
+def _block_slack(strategy: BLTStrategy, units_bound: float, unit: float = _EXTENDED_UNIT) -> float:
+    """η of the wide encoder ([Hig02] §3; public inputs only): ŝ(t₀) at each sub-block start
+    in extended precision (unit ``unit``), the L = 256 steps inside it in doubles from zero.
+
+    * In-block buffers: exact wᵢ ≤ Wᵢ = M(1 − θᵢᴸ)/(1 − θᵢ); e(r) ≤ (θᵢ + 2u)e(r − 1) + 2uWᵢ,
+      so e ≤ E_wᵢ = 2u·Wᵢ·Σ_{j<L}(θᵢ + 2u)ʲ (u = 2⁻⁵³).
+    * Base: ŝ' = fl(fl(θ̂ᴸ ŝ) + w), θ̂ᴸ by L products (γ_L): the error obeys E' ≤ [(θᴸ +
+      γ_{L+1})E + (γ_{L+1} + u_e)Sᵢ + E_wᵢ]/(1 − u_e), Sᵢ = M/(1 − θᵢ), bounded by its fixed
+      point E_sᵢ (it starts at 0 and the map is increasing and contracting).
+    * Carry ω·Θʳŝ (longdouble, d products and sums, then rounded to a double): E_c ≤
+      Σ ωᵢE_sᵢ + (γ_{L+d+1}(u_e) + 2u)·Σ ωᵢ(Sᵢ + E_sᵢ).
+    * The step's sum (u + carry) + Σ ωᵢwᵢ in doubles: γ_{d+2}·(M + Σ ωᵢ(Sᵢ + E_sᵢ + E_wᵢ))
+      (the 1 + 10⁻⁹ covers the (1 + γ) factors of the carry's magnitude).
+    Plus the coefficients' own rounding (as :func:`_stream_slack`); all times 10.
+    """
+    th = np.array(strategy.theta)
+    om = np.array(strategy.omega)
+    d, m, big = th.size, float(units_bound), _SUB
+    top = m / (1.0 - th)
+    width = m * (1.0 - th**big) / (1.0 - th)
+    grow = th + 2.0 * _U
+    in_block = 2.0 * _U * width * (1.0 - grow**big) / (1.0 - grow)
+    g1 = _gamma(big + 1, unit)
+    base = ((g1 + unit) * top + in_block) / (1.0 - unit - th**big - g1)
+    carry = float(om @ base) + (_gamma(big + d + 1, unit) + 2.0 * _U) * float(om @ (top + base))
+    step = _gamma(d + 2, _U) * (m + (1.0 + 1e-9) * float(om @ (top + base + in_block)))
+    coef_err = m * _U * float(om @ (4.0 / (1.0 - th) + th * np.abs(np.log(th)) / (1.0 - th) ** 2))
+    return 10.0 * (carry + float(om @ in_block) + step + coef_err)
+
+
+def _wide_slack(strategy: BLTStrategy, units_bound: float) -> float:
+    """η paid by the wide encoder: the larger of :func:`_block_slack` and the bound of a whole
+    encoder in extended precision (:func:`_stream_slack`, the calibration before the
+    sub-blocks; the larger where x87 precision is available, so σ did not change)."""
+    return max(
+        _stream_slack(strategy, units_bound, unit=_EXTENDED_UNIT),
+        _block_slack(strategy, units_bound),
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _carry_tables(strategy: BLTStrategy) -> tuple[np.ndarray, np.ndarray]:
+    """(P, θᴸ) in extended precision: P[r, i] = ωᵢ·θᵢʳ for r < L by sequential products (the
+    γ_{r+1} of :func:`_block_slack`), θᵢᴸ the next power. Public constants, memoised."""
+    th = np.array(strategy.theta, dtype=np.longdouble)
+    steps = np.empty((_SUB + 1, th.size), dtype=np.longdouble)
+    steps[0] = 1.0
+    steps[1:] = th
+    powers = np.cumprod(steps, axis=0)
+    table = powers[:_SUB] * np.array(strategy.omega, dtype=np.longdouble)
+    table.setflags(write=False)
+    last = powers[_SUB].copy()
+    last.setflags(write=False)
+    return table, last
+
+
 @functools.lru_cache(maxsize=64)
 def _calibrate(
     n: int, epsilon: float, delta: float, bound: float, strategy: BLTStrategy
@@ -243,7 +317,7 @@ def _calibrate(
             delta,
             bound,
             coef,
-            lambda units: _stream_slack(strategy, units, unit=_EXTENDED_UNIT),
+            lambda units: _wide_slack(strategy, units),
         )
     return _place_on_lattice(
         n, epsilon, delta, bound, coef, lambda units: _rounding_slack(strategy, n, units, coef)
@@ -396,6 +470,71 @@ def _modes(strategy: BLTStrategy) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     return lam, vec, np.linalg.solve(vec, np.ones_like(th)), om @ vec
 
 
+#: 2⁵²: for 0 ≤ v < 2⁵², (v + 2⁵²) − 2⁵² is v rounded to an integer, half to even (as rint).
+_TWO52 = 4503599627370496.0
+
+
+def _generic_advance(counter: BLTCounter, u: float, start: float, z: float) -> float:
+    """One step of the encoder and the decoder of ``counter`` (module notes), any d: returns
+    x̂_t = rint(start + ω·s_t) + z_t − ω·q_t and moves the state (s, q and the deferred x̂);
+    ``start`` is u_t, or fl(u_t + carry) in the wide encoder. :func:`_advance8` is the same
+    arithmetic, unrolled."""
+    enc, dec, last = list(counter._enc), list(counter._dec), counter._last
+    acc, back = start, 0.0
+    for i, (a, w) in enumerate(zip(counter._theta, counter._omega, strict=True)):
+        q = a * dec[i] + last  # q_t = Θ q_{t−1} + 1·x̂_{t−1}: the last step's, deferred
+        dec[i] = q
+        back += w * q  # ω·q_t
+        e = enc[i]
+        acc += w * e  # y_t = u_t + ω·s_t
+        enc[i] = a * e + u  # s_{t+1} = Θ s_t + 1·u_t
+    step = ((acc + _TWO52) - _TWO52) + z - back
+    counter._enc, counter._dec, counter._last = tuple(enc), tuple(dec), step
+    return step
+
+
+@functools.lru_cache(maxsize=64)
+def _advance8(strategy: BLTStrategy):
+    """:func:`_generic_advance` for d = 8 buffers in doubles, unrolled, the strategy's
+    constants held in the closure: the same floating-point operations in the same order (so
+    the same ŷ to the last bit, and the rounding bound of :func:`_stream_slack`), about half
+    the interpreter's work of the loop."""
+    a0, a1, a2, a3, a4, a5, a6, a7 = strategy.theta
+    w0, w1, w2, w3, w4, w5, w6, w7 = strategy.omega
+
+    def advance(counter: BLTCounter, u: float, start: float, z: float) -> float:
+        e0, e1, e2, e3, e4, e5, e6, e7 = counter._enc
+        q0, q1, q2, q3, q4, q5, q6, q7 = counter._dec
+        last = counter._last
+        q0 = a0 * q0 + last
+        q1 = a1 * q1 + last
+        q2 = a2 * q2 + last
+        q3 = a3 * q3 + last
+        q4 = a4 * q4 + last
+        q5 = a5 * q5 + last
+        q6 = a6 * q6 + last
+        q7 = a7 * q7 + last
+        counter._dec = (q0, q1, q2, q3, q4, q5, q6, q7)
+        # y_t = u_t + ω·s_t, summed left to right (push_many's order); 0 ≤ acc < 2⁵²
+        acc = start + w0 * e0 + w1 * e1 + w2 * e2 + w3 * e3 + w4 * e4 + w5 * e5 + w6 * e6 + w7 * e7
+        counter._enc = (
+            a0 * e0 + u,
+            a1 * e1 + u,
+            a2 * e2 + u,
+            a3 * e3 + u,
+            a4 * e4 + u,
+            a5 * e5 + u,
+            a6 * e6 + u,
+            a7 * e7 + u,
+        )
+        back = w0 * q0 + w1 * q1 + w2 * q2 + w3 * q3 + w4 * q4 + w5 * q5 + w6 * q6 + w7 * q7
+        step = ((acc + _TWO52) - _TWO52) + z - back
+        counter._last = step
+        return step
+
+    return advance
+
+
 class BLTCounter:
     """Streaming BLT counter: ``push(x)`` returns the prefix sum so far in O(d) per step.
 
@@ -435,15 +574,29 @@ class BLTCounter:
         self._cal = cal
         self._theta = list(strat.theta)
         self._omega = list(strat.omega)
-        zero = np.longdouble(0.0) if self._wide else 0.0
-        self._enc = [zero] * strat.buffers  # s: the encoder's buffers (extended if _wide)
-        self._dec = [0.0] * strat.buffers  # the decoder's buffers (same Θ, module notes)
+        self._enc = (0.0,) * strat.buffers  # s (wide: the sub-block's part w of s)
+        self._dec = (0.0,) * strat.buffers  # the decoder's buffers (same Θ, module notes)
         self._last = 0.0  # x̂ of the last step, not yet added to the decoder's buffers
+        self._advance = _advance8(strat) if strat.buffers == 8 else _generic_advance
+        # wide encoder (module notes): ŝ at the sub-block's start (extended precision) and
+        # the carry ω·Θʳŝ of its steps (doubles), next index in it
+        self._base = np.zeros(strat.buffers, dtype=np.longdouble)
+        self._carry: list[float] = []
+        self._cpos = 0
+        th, om = np.array(strat.theta), np.array(strat.omega)
+        reach = cal.units_bound * (1.0 + float(np.sum(om / (1.0 - th))))
+        if not reach < 2.0**51:  # rint by adding 2⁵² needs 0 ≤ y < 2⁵² (public: never met)
+            raise ParameterError(
+                f"The 'bound' parameter of {type(self).__name__} is too large for its lattice."
+            )
         self._bits = bit_source(seed)
-        self._block: list[float] = []
+        self._block: list[float] = []  # the current noise block (lattice units)...
         self._block_array = np.zeros(0)
+        self._pos = 0  # ...and the index in it of the next step's draw
         self._sum = 0.0
         self._t = 0
+        self._scale = 1.0 / cal.granularity  # exact: γ is a power of two
+        self._top = float(cal.units_bound)
 
     @property
     def noise(self) -> GaussianNoise:
@@ -464,52 +617,82 @@ class BLTCounter:
 
         ``x`` is clamped to [0, B] (as :meth:`BinaryTreeCounter.push`: an error that depends
         on a private value would leak it); a non-number or NaN raises a typed error. O(d) in
-        plain floats: the encoder's and decoder's buffers (module notes).
+        plain doubles: the encoder's and decoder's buffers, unrolled (module notes).
         """
-        kind = type(x)
-        if kind is not float and (kind is bool or kind is np.bool_ or not isinstance(x, Real)):
-            raise DomainError(
-                f"The 'x' argument of BLTCounter.push must be a real number. Got {kind.__name__}."
-            )
-        xf = float(x)
-        if math.isnan(xf):
-            raise DomainError(
-                "The 'x' argument of BLTCounter.push must be a number, not NaN (a NaN cannot be "
-                "clamped to the bound). Impute missing values before pushing."
-            )
-        t, cal = self._t, self._cal
-        if t >= self.n:
-            raise ParameterError(
-                f"{type(self).__name__} was sized for n={self.n} steps; every step has been "
-                "pushed. Size a "
-                "new counter for the whole stream."
-            )
-        u = min(max(round(min(max(xf, 0.0), self.bound) / cal.granularity), 0), cal.units_bound)
-        theta, omega, enc, dec, last = self._theta, self._omega, self._enc, self._dec, self._last
-        acc, back = float(u), 0.0
-        for i in range(len(enc)):
-            a, w = theta[i], omega[i]
-            q = a * dec[i] + last  # q_t = Θ q_{t−1} + 1·x̂_{t−1}: the last step's, deferred
-            dec[i] = q
-            back += w * q  # ω·q_t
-            e = enc[i]
-            acc += w * e  # y_t = u_t + ω·s_t
-            enc[i] = a * e + u  # s_{t+1} = Θ s_t + 1·u_t
-        if t % _BLOCK == 0:
-            self._draw_block(t)
-        step = round(acc) + self._block[t % _BLOCK] - back  # x̂_t = ŷ_t − ω·q_t (C⁻¹)
-        self._last = step
-        self._sum += step
-        self._t = t + 1
-        return self._sum * cal.granularity
+        if type(x) is float:
+            xf = x
+        else:
+            kind = type(x)
+            if kind is bool or kind is np.bool_ or not isinstance(x, Real):
+                raise DomainError(
+                    f"The 'x' argument of {type(self).__name__}.push must be a real number. Got "
+                    f"{kind.__name__}."
+                )
+            xf = float(x)
+        if not 0.0 <= xf <= self.bound:  # out of range, ±inf or NaN: the slow path
+            if xf != xf:
+                raise DomainError(
+                    f"The 'x' argument of {type(self).__name__}.push must be a number, not NaN "
+                    "(a NaN cannot be clamped to the bound). Impute missing values before "
+                    "pushing."
+                )
+            xf = min(max(xf, 0.0), self.bound)
+        pos = self._pos
+        try:
+            z = self._block[pos]
+        except IndexError:  # the block is used up: the next one, or the stream is full
+            self._draw_block(self._t)
+            pos = 0
+            z = self._block[0]
+        # u = rint(x/γ) half to even (x/γ < 2⁵² is exact, and so is adding 2⁵²), clipped to ⌊B/γ⌋
+        u = (xf * self._scale + _TWO52) - _TWO52
+        if u > self._top:
+            u = self._top
+        if self._wide:  # the sub-block's carry ω·Θʳŝ(t₀) (module notes)
+            cpos = self._cpos
+            try:
+                carry = self._carry[cpos]
+            except IndexError:
+                self._next_carry(self._t)
+                cpos, carry = 0, self._carry[0]
+            self._cpos = cpos + 1
+            step = self._advance(self, u, u + carry, z)
+        else:
+            step = self._advance(self, u, u, z)  # x̂_t (module notes)
+        self._pos = pos + 1
+        self._t += 1
+        total = self._sum + step
+        self._sum = total
+        return total * self._cal.granularity
 
     def _draw_block(self, t: int) -> None:
         """Draw the noise block that starts at step t (t a multiple of the block size): the
-        blocks of :func:`blt_release`, in its order, from the same bits."""
+        blocks of :func:`blt_release`, in its order, from the same bits. Refuses a step
+        beyond n (nothing drawn)."""
+        if t >= self.n:
+            raise ParameterError(
+                f"{type(self).__name__} was sized for n={self.n} steps; every step has been "
+                "pushed. Size a new counter for the whole stream."
+            )
         self._block_array = discrete_gaussian(
             self._bits, min(_BLOCK, self.n - t), self._cal.sigma_units
         )
         self._block = self._block_array.tolist()
+        self._pos = 0
+
+    def _next_carry(self, t: int) -> None:
+        """At a sub-block's first step t₀ (a multiple of L): ŝ(t₀) = fl(θᴸ·ŝ(t₀ − L)) + w in
+        extended precision, w back to zero, and the carry ω·Θʳŝ(t₀) of its steps, each rounded
+        to a double (:func:`_block_slack`)."""
+        table, last = _carry_tables(self.strategy)
+        base = last * self._base + np.array(self._enc, dtype=np.longdouble)
+        self._base = base
+        self._enc = (0.0,) * base.size
+        carry = table[:, 0] * base[0]
+        for i in range(1, base.size):
+            carry += table[:, i] * base[i]
+        self._carry = carry[: min(_SUB, self.n - t)].astype(np.float64).tolist()
+        self._cpos = 0
 
     def push_many(self, values: object) -> np.ndarray:
         """Push several steps at once and return their released prefix sums, one per step.
@@ -562,24 +745,30 @@ class BLTCounter:
         units /= cal.granularity  # as push: x/γ, rounded half to even, clipped
         np.rint(units, out=units)
         np.clip(units, 0.0, cal.units_bound, out=units)
-        dt = np.longdouble if self._wide else np.float64  # the push's arithmetic
-        units = units.astype(dt)
-        acc = units.copy()
-        one = np.array([0.0, 1.0], dtype=dt)
-        for i, (th, w) in enumerate(zip(self._theta, self._omega, strict=True)):
-            den = np.array([1.0, -th], dtype=dt)
-            s_i, zf = lfilter(one, den, units, zi=np.array([self._enc[i]], dtype=dt))
-            acc += dt(w) * s_i  # the push's order: u, then ω₀s₀, ω₁s₁, ...
-            self._enc[i] = zf[0] if self._wide else float(zf[0])
+        if self._wide:  # sub-block by sub-block, each with its carry (module notes)
+            acc = np.empty(k)
+            done = 0
+            while done < k:
+                if self._cpos == len(self._carry):
+                    self._next_carry(t + done)
+                start = self._cpos
+                take = min(k - done, len(self._carry) - start)
+                acc[done : done + take] = self._encode(
+                    units[done : done + take], np.array(self._carry[start : start + take])
+                )
+                self._cpos = start + take
+                done += take
+        else:
+            acc = self._encode(units, None)
         noise = np.empty(k)
         done = 0
         while done < k:  # the noise blocks of push, drawn at the same steps
-            pos = t + done
-            if pos % _BLOCK == 0:
-                self._draw_block(pos)
-            start = pos % _BLOCK
-            take = min(k - done, self._block_array.size - start)
+            if self._pos == len(self._block):
+                self._draw_block(t + done)
+            start = self._pos
+            take = min(k - done, len(self._block) - start)
             noise[done : done + take] = self._block_array[start : start + take]
+            self._pos = start + take
             done += take
         encoded = np.rint(acc).astype(np.float64) + noise  # ŷ (integers, exact)
         lam, vec, gain, out = _modes(self.strategy)
@@ -591,13 +780,29 @@ class BLTCounter:
             back += out[j] * q_j
             q[j] = q_j[-1]
         steps = encoded - back  # x̂_t = ŷ_t − ω·q_t
-        self._dec = (vec @ q).tolist()  # as push leaves it: the last q and x̂ (deferred)
+        self._dec = tuple((vec @ q).tolist())  # as push leaves it: the last q and x̂ (deferred)
         self._last = float(steps[-1])
         steps[0] += self._sum  # c̃ accumulated in the push's order
         sums = np.cumsum(steps)
         self._sum = float(sums[-1])
         self._t = t + k
         return sums * cal.granularity, encoded * cal.granularity
+
+    def _encode(self, units: np.ndarray, carry: np.ndarray | None) -> np.ndarray:
+        """u + (carry) + ω·s for consecutive steps, the buffers as first-order filters
+        (``scipy.signal.lfilter``: the push's two roundings per step, so the same doubles),
+        summed in the push's order; moves the encoder's buffers."""
+        from scipy.signal import lfilter
+
+        acc = units.copy() if carry is None else units + carry
+        one = np.array([0.0, 1.0])
+        enc = []
+        for th, w, e in zip(self._theta, self._omega, self._enc, strict=True):
+            s_i, zf = lfilter(one, np.array([1.0, -th]), units, zi=np.array([e]))
+            acc += w * s_i  # the push's order: u (+ carry), then ω₀s₀, ω₁s₁, ...
+            enc.append(float(zf[0]))
+        self._enc = tuple(enc)
+        return acc
 
     def variance(self, t: int | None = None) -> float:
         """Exact noise variance of c̃(t) (default: the last step pushed)."""

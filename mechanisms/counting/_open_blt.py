@@ -23,7 +23,8 @@ The lattice rounding is not summable (``docs/privacy.md``): every coordinate of 
 may differ between neighbours by one lattice step. The counter is therefore calibrated for a
 stated public horizon H (default 2³², refused beyond 2⁴⁰), the most steps it will ever accept:
 Δ = ⌊B/γ⌋·‖c‖₂ + √H·(2η + 1), η the buffers' rounding bound (streaming arithmetic only: pushes
-and :meth:`~._blt.BLTCounter.push_many`, bit-identical encodings, in extended precision).
+and :meth:`~._blt.BLTCounter.push_many`, bit-identical encodings: the wide encoder of
+:mod:`._blt`, state in extended precision once per 256 steps).
 At H = 2³² the rounding adds about 1.6% to Δ; σ does not depend on how many steps are
 actually pushed.
 
@@ -45,12 +46,11 @@ from ..core._errors import ParameterError
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import check_integer, check_positive, check_probability, check_stream
 from ._blt import (
-    _EXTENDED_UNIT,
     BLTCounter,
     BLTRelease,
     BLTStrategy,
     _inverse,
-    _stream_slack,
+    _wide_slack,
 )
 from ._factorisation import _Calibration, _place_on_lattice
 
@@ -157,7 +157,7 @@ def _calibrate(epsilon: float, delta: float, bound: float, horizon: int) -> _Cal
         delta,
         bound,
         None,
-        lambda units: _stream_slack(strat, units, unit=_EXTENDED_UNIT),
+        lambda units: _wide_slack(strat, units),
         norm=column_norm(strat),
     )
 
@@ -215,9 +215,9 @@ class UnboundedBLTCounter(BLTCounter):
     """A Gaussian continual counter that needs no n: ``push``/``push_many`` up to H steps.
 
     The time-invariant BLT of the module notes; the same O(d) push and the same chunked
-    :meth:`push_many` as :class:`BLTCounter` (whose state it uses), with the encoder's buffers
-    in extended precision (``np.longdouble``: the rounding bound η is 2¹¹ times smaller, which
-    is what makes a horizon of 2³² affordable), σ fixed by (ε, δ, B, H).
+    :meth:`push_many` as :class:`BLTCounter` (whose state it uses), with its wide encoder (the
+    long-lived state in extended precision, ``np.longdouble``: the rounding bound η is 2¹¹
+    times smaller, which is what makes a horizon of 2³² affordable), σ fixed by (ε, δ, B, H).
 
     Examples
     --------

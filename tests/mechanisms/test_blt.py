@@ -19,6 +19,7 @@ from mechanisms.counting._blt import (
     blt_variance,
 )
 from mechanisms.counting._factorisation import sqrt_coefficients, sqrt_factorisation_variance
+from mechanisms.counting._open_blt import UnboundedBLTCounter, open_strategy
 
 
 def _toeplitz(coef: np.ndarray) -> np.ndarray:
@@ -201,3 +202,54 @@ def test_long_streams_encode_in_extended_precision_batch_and_push_alike():
     coef = strat.coefficients(1 << 22)
     exact = cal.units_bound * math.sqrt(float(coef @ coef))
     assert cal.sensitivity_units <= exact * 1.002  # was 1.05 in doubles
+
+
+@pytest.mark.skipif(_blt._EXTENDED_UNIT != 2.0**-64, reason="x87 extended precision only")
+@pytest.mark.parametrize("k", [21, 22, 23, 24, None])
+def test_the_wide_encoder_bound_is_below_the_extended_encoders(k):
+    # the sub-block encoder's rounding bound is below the whole extended-precision encoder's,
+    # which the calibration keeps paying: σ did not change when the push moved to doubles
+    strat = open_strategy() if k is None else blt_strategy(1 << k)
+    for units in (1.0, 3e5, 2.0**30):
+        old = _blt._stream_slack(strat, units, unit=_blt._EXTENDED_UNIT)
+        assert _blt._block_slack(strat, units) <= 0.85 * old
+        assert _blt._wide_slack(strat, units) == old
+
+
+@pytest.mark.parametrize("wide", ["open", "sized"])
+def test_the_wide_encoder_encodes_c_times_u(wide):
+    # y − (C·u) within 1/2 + η: the base, the carry and the in-block buffers add up to C·u
+    # across sub-blocks of 256 steps (a carry off by one power of θ would miss by far more)
+    if wide == "open":
+        counter = UnboundedBLTCounter(epsilon=1.0, delta=1e-6, bound=1.0, seed=4)
+    else:
+        counter = BLTCounter((1 << 20) + 1, epsilon=1.0, delta=1e-6, bound=1.0, seed=4)
+    g, top = counter._cal.granularity, counter._cal.units_bound
+    rng = np.random.default_rng(5)
+    units = rng.integers(0, int(top) + 1, 900).astype(np.float64)
+    units[300:600] = top  # a run at the bound: the largest state
+    first = counter.push_many(units[:100] * g)
+    rest = np.array([counter.push(v) for v in units[100:130] * g])
+    _, encoded = counter._push_many(units[130:] * g, "test")
+    assert first.size + rest.size + encoded.size == units.size
+    y = encoded / g - counter._block_array[130:900]
+    th = np.array(counter.strategy.theta, dtype=np.longdouble)
+    om = np.array(counter.strategy.omega, dtype=np.longdouble)
+    powers = np.cumprod(np.vstack([np.ones_like(th), np.tile(th, (898, 1))]), axis=0)
+    coef = np.concatenate([[np.longdouble(1.0)], powers @ om])  # c_0..c_899
+    exact = np.array(
+        [np.dot(coef[: t + 1][::-1], units[: t + 1].astype(np.longdouble)) for t in range(900)]
+    )[130:]
+    assert np.all(np.abs(y - exact) <= 0.5 + 0.01)
+
+
+@pytest.mark.parametrize("n", [5000, (1 << 20) + 5])
+def test_the_unrolled_push_is_the_loop(n):
+    # _advance8 (d = 8, unrolled) and _generic_advance: the same doubles, step by step
+    x = np.random.default_rng(6).uniform(-0.2, 1.2, 700)
+    fast = BLTCounter(n, epsilon=1.0, delta=1e-6, bound=1.0, seed=8)
+    loop = BLTCounter(n, epsilon=1.0, delta=1e-6, bound=1.0, seed=8)
+    loop._advance = _blt._generic_advance
+    assert fast._advance is not _blt._generic_advance
+    assert [fast.push(v) for v in x] == [loop.push(v) for v in x]
+    assert fast._enc == loop._enc and fast._dec == loop._dec
