@@ -44,6 +44,7 @@ from ..core._validation import (
 )
 from ..counting._counters import (
     _APPROXIMATE,
+    COUNTERS,
     CounterRelease,
     best_counter,
     check_counter,
@@ -501,8 +502,12 @@ def _suffix_release(
     values: np.ndarray, counter: str, eps: float, delta: float, bound: float, bits: BitSource
 ) -> CounterRelease:
     """The counter's release (tree counters: the BT nodes of ``_tree_release``, then the
-    counter's estimate from them; post-processing)."""
-    if counter in (*_APPROXIMATE, "kary_tree", "kary_tree_consistent"):
+    counter's estimate from them; post-processing). Any name outside :data:`COUNTERS` is a
+    typed error before anything is drawn (an open counter has no place here)."""
+    if counter in _TREE_COUNTERS:
+        tree = _tree_release(values, epsilon=eps, bound=bound, bits=bits, owner="pak_release")
+        return tree_counter_release(tree, counter)
+    if counter in COUNTERS:
         return counter_release(
             values,
             counter=counter,
@@ -512,8 +517,14 @@ def _suffix_release(
             bits=bits,
             owner="pak_release",
         )
-    tree = _tree_release(values, epsilon=eps, bound=bound, bits=bits, owner="pak_release")
-    return tree_counter_release(tree, counter)
+    raise ParameterError(
+        f"The 'counter' parameter of pak_release must be one of {COUNTERS}. Got {counter!r} "
+        "instead."
+    )
+
+
+#: The counters estimated from the binary tree's nodes (``_tree_release``).
+_TREE_COUNTERS = ("binary_tree", "binary_tree_online", "binary_tree_consistent")
 
 
 def _clipped_lattice_sum(values: np.ndarray, tau: float, noise: LaplaceNoise) -> float:
