@@ -1,5 +1,7 @@
 """BLT counters ([DMRST24]; ``mechanisms.counting._blt``): the factorisation, its variance, the
-streaming push, the shipped constants."""
+streaming push, the shipped constants. What the BLT shares with the square root (calibration,
+seeded variances, streaming == batch, bad inputs, clamping) is parametrised over both in
+``test_factorisation.py``."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.linalg import toeplitz
 
 from mechanisms import DomainError, ParameterError
 from mechanisms.counting import _blt
@@ -22,16 +25,10 @@ from mechanisms.counting._factorisation import sqrt_coefficients, sqrt_factorisa
 from mechanisms.counting._open_blt import UnboundedBLTCounter, open_strategy
 
 
-def _toeplitz(coef: np.ndarray) -> np.ndarray:
-    n = coef.size
-    i, j = np.indices((n, n))
-    return np.where(i >= j, coef[np.clip(i - j, 0, n - 1)], 0.0)
-
-
 def test_the_inverse_coefficients_invert_c():
     strat = blt_strategy(200)
-    c = _toeplitz(strat.coefficients(200))
-    r = _toeplitz(strat.inverse_coefficients(200))
+    c = np.tril(toeplitz(strat.coefficients(200)))
+    r = np.tril(toeplitz(strat.inverse_coefficients(200)))
     np.testing.assert_allclose(r @ c, np.eye(200), atol=1e-10)
 
 
@@ -73,73 +70,15 @@ def test_variance_near_the_square_root_at_epsilon_delta():
     assert np.all(np.diff(bl) >= 0)
 
 
-def test_calibration_keeps_sigma_in_the_sampler_range_and_pays_the_rounding():
-    for n in (1, 5, 1 << 12, 1 << 20):
-        strat = blt_strategy(n)
-        cal = _blt._calibrate(n, 1.0, 1e-6, 1.0, strat)
-        coef = strat.coefficients(n)
-        exact = cal.units_bound * math.sqrt(float(coef @ coef))
-        assert 2**24 <= cal.sigma_units < 2**25
-        assert exact + math.sqrt(n) <= cal.sensitivity_units <= exact * 1.01
-
-
-@pytest.mark.statistical
-def test_the_exact_variance_matches_1000_seeded_releases():
-    n = 1 << 12
-    x = np.random.default_rng(0).uniform(0.0, 1.0, n)
-    truth = np.cumsum(x)
-    err = np.stack(
-        [
-            blt_release(x, epsilon=1.0, delta=1e-6, bound=1.0, seed=s).prefix_sums - truth
-            for s in range(1000)
-        ]
-    )
-    var = blt_variance(n, epsilon=1.0, delta=1e-6, bound=1.0)
-    ratio = (err**2).mean(axis=0) / var
-    assert np.all(np.abs(ratio - 1.0) < 0.25)
-    assert abs(float(np.mean((err**2).mean(axis=0)) / var.mean()) - 1.0) < 0.08
-
-
-def test_streaming_draws_the_same_noise_as_the_batch():
-    x = np.random.default_rng(1).uniform(0.0, 3.0, 5000)  # crosses a block of 4096 draws
-    rel = blt_release(x, epsilon=0.5, delta=1e-8, bound=3.0, seed=5)
-    counter = BLTCounter(5000, epsilon=0.5, delta=1e-8, bound=3.0, seed=5)
-    sums = np.array([counter.push(v) for v in x])
-    # one lattice step per coordinate where the two roundings of y differ, carried by B
-    np.testing.assert_allclose(
-        sums, rel.prefix_sums, rtol=0, atol=1e-3 * math.sqrt(rel.variance[-1])
-    )
-    assert counter.variance() == pytest.approx(float(rel.variance[-1]), rel=1e-9)
-
-
-def test_bad_inputs_are_refused():
-    with pytest.raises(ParameterError, match="'delta'"):
-        blt_release([1.0], epsilon=1.0, delta=0.0, bound=1.0, seed=0)
-    with pytest.raises(DomainError, match="'values'"):
-        blt_release([2.0], epsilon=1.0, delta=1e-6, bound=1.0, seed=0)
+def test_bad_strategy_parameters_are_refused():
+    # the shared bad inputs (delta, epsilon, bound, values, a full counter) are parametrised
+    # over both factorisations in test_factorisation.py
     with pytest.raises(ParameterError, match="'at'"):
         blt_strategy(10, at="median")
     with pytest.raises(ParameterError, match="'n'"):
         blt_strategy(1 << 25)
     with pytest.raises(ParameterError, match="theta"):
         BLTStrategy(theta=(1.5,), omega=(0.1,))
-    counter = BLTCounter(1, epsilon=1.0, delta=1e-6, bound=1.0, seed=0)
-    counter.push(0.5)
-    with pytest.raises(ParameterError, match="sized for n=1"):
-        counter.push(0.5)
-
-
-def test_push_clamps_out_of_range_values_and_refuses_nan():
-    # a private value outside [0, B] is clamped, never an error (an error would reveal it)
-    for cls in (BLTCounter,):
-        a = cls(3, epsilon=1.0, delta=1e-6, bound=1.0, seed=4)
-        b = cls(3, epsilon=1.0, delta=1e-6, bound=1.0, seed=4)
-        assert a.push(5.0) == b.push(1.0)
-        assert a.push(-2.0) == b.push(0.0)
-        with pytest.raises(DomainError, match="NaN"):
-            a.push(float("nan"))
-        with pytest.raises(DomainError, match="real number"):
-            a.push("1")
 
 
 def test_push_many_is_the_same_release_as_push():
