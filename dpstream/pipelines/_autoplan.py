@@ -410,10 +410,14 @@ def release_auto(
     n_full = periods.full.shape[0]
     full = np.stack(released[:n_full]) if n_full else np.empty((0, sf.n_nodes, w))
     tail = released[n_full] if len(released) > n_full else None
-    values = np.maximum(from_periods(full, tail), 0.0)
+    del released  # the periods' arrays: one copy of the output at a time (memory, issue 22)
+    values = from_periods(full, tail)
+    del full
+    np.maximum(values, 0.0, out=values)
     if sf.observed is not None:  # nothing is published for a missing reading
         values = np.where(sf.observed, values, np.nan)
     out = sf.to_frame(values)
+    del values
     est_full = (
         np.stack([m.values for m in measured[:n_full]]) if n_full else np.empty((0, sf.n_nodes, w))
     )
@@ -421,6 +425,7 @@ def release_auto(
     starts = [sf.index[i * w] for i in range(len(plans))]
     out.attrs["plan"] = records(plans, priors, starts, delta)
     out.attrs["measurements"] = from_periods(est_full, est_tail)
+    del est_full
     from dpstream._std_errors import PlanningRecord  # public by-products: no replay (issue 30)
 
     out.attrs["planning"] = PlanningRecord(measured, plans, priors, out.attrs["measurements"])
