@@ -143,6 +143,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         help="eps_theta,eps_r pairs (default: 1,1 and four more)")  # fmt: skip
     parser.add_argument("--out", default=None, help="stem of a CSV/Markdown to write")
     parser.add_argument("--stream", choices=("household", "minutes"), default="household")
+    parser.add_argument("--update", action="store_true",
+                        help="keep --out's rows of the settings not run (same runs)")  # fmt: skip
     args = parser.parse_args(argv)
     x, bound, default_step = stream(args.stream)
     step = args.step if args.step is not None else default_step
@@ -152,6 +154,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     print(f"n = {x.size:,}, m = {M:,}, r = {x.size - M:,}, B = {bound:g}, s = {step:.4g}, "
           f"runs = {args.runs}, queries = {args.queries}")  # fmt: skip
     rows = []
+    kept = []
+    if args.update and args.out and Path(args.out).with_suffix(".csv").exists():
+        import pandas as pd
+
+        old = pd.read_csv(Path(args.out).with_suffix(".csv")).to_dict("records")
+        kept = [r for r in old if (r["eps_threshold"], r["eps_perturb"]) not in settings]
     start = time.perf_counter()
     for eps_t, eps_r in settings:
         runs = [one_run(x, bound, eps_t, eps_r, step, args.queries, k) for k in range(args.runs)]
@@ -180,7 +188,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
               f"{row['shapes_ours']} vs {row['shapes_authors']} "
               f"({time.perf_counter() - start:.0f} s)", flush=True)  # fmt: skip
         if args.out:
-            _write(rows, Path(args.out), args, step)
+            order = {s: i for i, s in enumerate((*SETTINGS, *settings))}
+            merged = sorted(kept + rows, key=lambda r: order.get(
+                (r["eps_threshold"], r["eps_perturb"]), len(order)))  # fmt: skip
+            _write(merged, Path(args.out), args, step)
     return rows
 
 

@@ -229,6 +229,7 @@ class ToPSStream:
             self.correction = check_choice(
                 threshold_correction, "threshold_correction", owner, CORRECTIONS
             )
+            self._c = float(c)
             self.kappa = tops_kappa(
                 time_lag=self.time_lag,
                 horizon=self.horizon,
@@ -388,6 +389,7 @@ class ToPSStream:
                 self._bits,
                 seeded=self.seeded,
                 correction=self.correction,
+                c=self._c,
             )
             self.threshold = chosen = self.threshold_release.threshold
             if self._deferred:  # sequential on the prefix: θ, then the shape given θ

@@ -40,7 +40,7 @@ are: the selection is θ* plus a one-sided, roughly exponential overshoot of mea
 the selection given a peak θ_t as the exponential mechanism on q(θ) = q(θ_t) − κ(θ − θ_t) for
 θ ≥ θ_t (the flat side; the steep side is ignored), whose mean is
 μ(t) = Σ_{k ≥ t} θ_k e^{−εκθ_k} / Σ_{k ≥ t} e^{−εκθ_k} (public: grid, ε, κ), and release θ_t
-with μ(t) nearest the selected θ (moment matching: the mean released θ then sits at θ*). Two
+with μ(t) nearest the selected θ (moment matching: the mean released θ then sits at θ*). Three
 public guards, because the loss is not symmetric (a θ in the bulk of the data truncates every
 value, a θ too high only adds noise ∝ θ²):
 
@@ -48,9 +48,24 @@ value, a θ too high only adds noise ∝ θ²):
   largest candidate, so μ(t) − θ_t ≈ 1/(εκ) and μ is invertible with slope ≈ 1). Otherwise the
   selection is nearly uniform over [θ*, B] and moment matching would release thresholds near 0;
 * spread: never below 2/(εκ) (the correction, and its spread 1/(εκ), stay within half of θ);
-  a correction that would go below is stopped there.
+  a correction that would go below is stopped there;
+* asymmetry (issue 23): only when ε·κ·c ≥ ``STEEP`` = 8. The overshoot model treats the side
+  below θ* as a wall. Under the score's own model of the tail (κ is the data's density m·f(θ*)
+  at the peak, c the typical excess of a truncated value, so m_θ ≈ κc·e^{−(θ−θ*)/c}) the score
+  falls below θ* by κc(e^{d/c} − 1 − d/c) at a distance d, so against noise 1/ε the selection
+  spreads *below* θ* by about c·√(2/(εκc)) as well: the wall holds only when εκc is large. When
+  the selection's own budget is tiny that downward spread is a sizeable part of c, the scale on
+  which the truncation bias grows e-fold below θ*, while a θ too high only adds noise ∝ θ²:
+  the expected error over the selection's *distribution* then rises steeply if θ is moved
+  down, and the selection is released as is. At εκc = 8 the downward spread is c/2. The
+  guard is unit-free: κc = (3m/(r·ε_r))·√(2(F − 1)h³) does not depend on c, and under the same
+  model it is m_θ*, the number of prefix values the score's peak truncates; so it reads "the
+  score noise 1/ε is at most 1/8 of the count the peak truncates". Measured
+  on whole-minute durations (c = 60 is their tail's scale) at ε_θ = 0.01, ε_r = 0.05 (εκc =
+  2.3): the correction moved θ to 309 ± 43 min (q10 263) where the MSE-optimal θ is ≈ 406, and
+  lost 3.3× to the authors' uncorrected code (``docs/results/tops_authors_minutes.md``).
 
-Where neither applies the selected θ is released as is and the drift stays: the score cannot
+Where none applies the selected θ is released as is and the drift stays: the score cannot
 tell the candidates apart there, and only a larger ε_θ (or a steeper score) helps. Measured on
 the household minutes (``docs/results/tops_rule.md``). ``correction="none"`` releases the
 selection.
@@ -97,6 +112,8 @@ THRESHOLD_METHODS = ("laplace", "exponential")
 CORRECTIONS = ("overshoot", "none")
 #: Smallest εκ·(θ_G − θ_t) at which the overshoot correction is applied (module notes).
 GATE = 4.0
+#: Smallest ε·κ·c at which the overshoot correction is applied (module notes, asymmetry).
+STEEP = 8.0
 #: Default number of grid candidates B·j/G.
 DEFAULT_GRID = 1024
 #: [ToPS21]'s constant c in κ.
@@ -250,15 +267,20 @@ def _check_method(method: object, owner: str) -> str:
     return check_choice(method, "method", owner, THRESHOLD_METHODS)
 
 
-def overshoot_index(grid: np.ndarray, kappa: float, epsilon: float, selected: int) -> int:
+def overshoot_index(
+    grid: np.ndarray, kappa: float, epsilon: float, selected: int, *, c: float = DEFAULT_C
+) -> int:
     """The released index of the overshoot correction (module notes; public inputs only).
 
     Moment matching: the t whose model mean μ(t) is nearest θ_selected, if εκ·(θ_G − θ_t) ≥
-    :data:`GATE`, else ``selected``; never below the first candidate ≥ 2/(εκ). Log-sums keep
-    μ exact where e^{−εκθ} underflows.
+    :data:`GATE` and ε·κ·c ≥ :data:`STEEP` (``c`` the score's constant κ was computed with),
+    else ``selected``; never below the first candidate ≥ 2/(εκ). Log-sums keep μ exact where
+    e^{−εκθ} underflows.
     """
     theta = np.asarray(grid, dtype=np.float64)
     lam = epsilon * kappa
+    if lam * c < STEEP:  # the selection spreads below θ* too: moving down is unsafe
+        return selected
     a = -lam * theta
     log0 = np.logaddexp.accumulate(a[::-1])[::-1]
     log1 = np.logaddexp.accumulate((a + np.log(theta))[::-1])[::-1]
@@ -278,8 +300,10 @@ def _select(
     bits: BitSource,
     seeded: bool = False,
     correction: str = "overshoot",
+    c: float = DEFAULT_C,
 ) -> TopsThresholdRelease:
-    """Run the selection on validated inputs (draws from ``bits``), then the correction."""
+    """Run the selection on validated inputs (draws from ``bits``), then the correction
+    (``c``: the score's constant κ was computed with)."""
     scores = tops_scores(prefix, grid, kappa)
     noise = None
     if method == "laplace":
@@ -290,7 +314,7 @@ def _select(
         cdf = np.cumsum(weights)
         u = float(uniform_open(bits, 1)[0]) * cdf[-1]
         index = min(int(np.searchsorted(cdf, u, side="right")), grid.size - 1)
-    released = index if correction == "none" else overshoot_index(grid, kappa, epsilon, index)
+    released = index if correction == "none" else overshoot_index(grid, kappa, epsilon, index, c=c)
     return TopsThresholdRelease(
         threshold=float(grid[released]),
         index=released,
@@ -395,4 +419,6 @@ def tops_threshold(
         time_lag=arr.size, horizon=horizon, epsilon_perturb=epsilon_perturb, fanout=fanout, c=c
     )
     charge_ledger(ledger, Budget(eps), owner, EventLevel())
-    return _select(arr, grid, kappa, eps, meth, bits, seeded=seed is not None, correction=corr)
+    return _select(
+        arr, grid, kappa, eps, meth, bits, seeded=seed is not None, correction=corr, c=float(c)
+    )
