@@ -771,13 +771,14 @@ class PriorState:
             return f * s
         return np.where(s, f / (sigma2[:, None] + spread + _FLOOR) ** 2, 0.0)
 
-    def _weights(self, held: list, sigma2: np.ndarray, r: int):
-        """A held period's forecast terms (Σ-parts of wts, wts·y, wts², wts²·e), (N, r)."""
+    def _weights(self, held: list, sigma2: np.ndarray, r: int, rows: slice = slice(None)):
+        """A held period's forecast terms (Σ-parts of wts, wts·y, wts², wts²·e), (N, r)
+        (of the nodes ``rows``; ``sigma2`` theirs)."""
         y, _, _, e, own, _ = held
-        wts = np.maximum(e[:, :r] + sigma2[:, None], self._floor())
+        wts = np.maximum(e[rows, :r] + sigma2[:, None], self._floor())
         np.reciprocal(wts, out=wts)
-        wts *= own[:, None]
-        return wts, wts * y[:, :r], wts * wts, wts * wts * e[:, :r]
+        wts *= own[rows, None]
+        return wts, wts * y[rows, :r], wts * wts, wts * wts * e[rows, :r]
 
     def _sigma2(self, r: int) -> np.ndarray:
         """(N,) σ̂² from the first r steps (module Notes, 1; ``bandwidth=inf``): the folded
@@ -824,27 +825,39 @@ class PriorState:
 
     def prior(self, r: int | None = None, *, period: int | None = None) -> ProfilePrior | None:
         """The forecast of the next period's first r steps (default w) and its error variance,
-        as :func:`profile_prior` of the periods added (class Notes); None before two."""
+        as :func:`profile_prior` of the periods added (class Notes); None before two.
+
+        Per node once σ̂² and the floor are known: a block of ``_SHRINK_ROWS`` nodes at a
+        time (bitwise the same; the temporaries stay in cache)."""
         r = self.w if r is None else int(r)
         if self.n_periods < 2:
             return None
         sigma2v = self._sigma2(r)
-        sigma2 = sigma2v[:, None]
         floor = self._floor()
+        mean = np.empty((self.n_nodes, r))
+        variance = np.empty((self.n_nodes, r))
+        for i in range(0, self.n_nodes, _SHRINK_ROWS):
+            rows = slice(i, i + _SHRINK_ROWS)
+            mean[rows], variance[rows] = self._prior_rows(r, rows, sigma2v[rows], floor, period)
+        n = min(self.n_periods, self.days)
+        return ProfilePrior(mean=mean, variance=variance, n_periods=n, n_pairs=n)
+
+    def _prior_rows(self, r: int, rows: slice, sigma2v: np.ndarray, floor: float, period):
+        sigma2 = sigma2v[:, None]
         hw = 1.0 / np.maximum(sigma2, floor)  # public history: e = 0, one weight per node
-        hn = self.hn[:, None]
-        total = self.wt[:, :r] + hn * hw
-        wy = self.wy[:, :r] + self.hy[:, :r] * hw
-        w2 = self.w2[:, :r] + hn * hw * hw
-        w2e = self.w2e[:, :r].copy()
+        hn = self.hn[rows, None]
+        total = self.wt[rows, :r] + hn * hw
+        wy = self.wy[rows, :r] + self.hy[rows, :r] * hw
+        w2 = self.w2[rows, :r] + hn * hw * hw
+        w2e = self.w2e[rows, :r].copy()
         for held in self._held:
             f = held[5]
-            t, ty, t2, t2e = self._weights(held, sigma2v, r)
+            t, ty, t2, t2e = self._weights(held, sigma2v, r, rows)
             total = total + f * t
             wy += f * ty
             w2 += f * t2
             w2e += f * t2e
-        usable = (self.count >= 2.0 - 1e-9)[:, None]
+        usable = (self.count[rows] >= 2.0 - 1e-9)[:, None]
         total = np.where(usable & (total > 0), total, 1.0)
         mean = np.where(usable, wy / total, 0.0)
         a2 = w2 / (total * total)
@@ -854,7 +867,4 @@ class PriorState:
         if self.shrink:
             mean = _shrunk_profile(mean, estimation, period=period or self.w)
         tau2 = np.maximum(day + estimation, floor)
-        n = min(self.n_periods, self.days)
-        return ProfilePrior(
-            mean=mean, variance=np.where(usable, tau2, np.inf), n_periods=n, n_pairs=n
-        )
+        return mean, np.where(usable, tau2, np.inf)
