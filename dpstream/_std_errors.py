@@ -67,6 +67,16 @@ by-products of planning) so that the figures need not replay the planner (CPU 0.
 0.32 s replaying, the release 0.77 s, regional 28 days); a release read back from a file
 replays them from the published measurements. A store's periods: :func:`store_std_errors`.
 
+Unmeasured readings (``missing="unmeasured"``, in memory or through the store): the release
+publishes them empty, and their stated error is empty too. Algorithm 4 pinned them to an exact
+0 (``post_process_periods``), and the error model pins them the same way (no error, no prior
+weight, no bootstrap for the pinned 0: :func:`_pinned_inputs`). The aggregates' figures are
+then errors against the sum of the *observed* leaves, the quantity they release. An observed
+value's figure carries the noise of its node's interpolation through its observed samples;
+the interpolation error is as planned, not widened where a sample was dropped. Regional
+hierarchy, 14 days, ε = 1, 5 % of the leaf readings missing and one 6-hour outage, 4 seeds:
+empirical / stated 1.04-1.23 against 0.91-1.08 without gaps.
+
 Where the figures hold: the interpolation error between samples is the planner's prediction,
 from a variogram the published samples only see at multiples of the sample spacing (the same
 steps every day). Aggregated loads (the regional hierarchy) are calibrated; a household's
@@ -271,6 +281,7 @@ def _dense_period(
     cross=None,
     prior_scale=None,
     interp=None,
+    pinned=None,
 ) -> np.ndarray:
     """(N, r) error variance of Algorithm 4's linear estimate with errors shared between levels.
 
@@ -280,7 +291,8 @@ def _dense_period(
     error is the noise (independent between nodes) plus an interpolation error and the prior's
     error is a forecast error, both additive over the tree (an aggregate's is the sum of its
     leaves') with one correlation between leaves (:func:`_shared_correlation`; for the prior,
-    ``rho_prior`` where the root has no prior of its own to infer it from).
+    ``rho_prior`` where the root has no prior of its own to infer it from). ``pinned`` (N, r):
+    unmeasured readings (:func:`_pin_unmeasured`), which share no error with the others.
     """
     a = matrix  # (N, L)
     n, r = v.shape
@@ -319,6 +331,9 @@ def _dense_period(
             sc = np.sqrt(cross[leaves])
             cl = rho_c[:, None, None] * np.outer(sc, sc)[None]
             cl[:, np.arange(len(leaves)), np.arange(len(leaves))] = cross[leaves][None, :]
+            if pinned is not None:  # a pinned reading has no error to share
+                kept = ~pinned[leaves].T  # (r, L)
+                cl = cl * kept[:, :, None] * kept[:, None, :]
             cov_cf = np.einsum("nl,tlm,km->tnk", a, cl, a)
             both = wt.T[:, :, None] * cov_cf * qt.T[:, None, :]
             middle += both + both.transpose(0, 2, 1)
@@ -647,6 +662,30 @@ def _optstream_auto(
     return _auto_errors(x, measured, plans, priors, cfg, tree, n_bootstrap, seed, interpolation)
 
 
+def _pin_unmeasured(m, r: int) -> np.ndarray | None:
+    """(N, r) True at a period's unmeasured readings (``missing="unmeasured"``, the public
+    mask its measurement keeps), or None for complete readings."""
+    if m.observed is None:
+        return None
+    pinned = ~np.asarray(m.observed, dtype=bool)[:, :r]
+    return pinned if pinned.any() else None
+
+
+def _pinned_inputs(pinned, v, noise, pv, interp):
+    """The error model's inputs with unmeasured readings pinned, as Algorithm 4 pins them
+    (:func:`dpstream.pipelines._period_steps.post_process_periods`): a measurement of 0 with a
+    negligible variance (1e-9 of the smallest observed one) and no error, no prior weight. The
+    aggregates above are then sums over the observed leaves, as released; the figure of an
+    observed value carries the noise of its node's interpolation through its *observed*
+    samples (``Measurement.noise``), the interpolation error as planned."""
+    pin = 1e-9 * float(v[~pinned].min(initial=1.0))
+    v = np.where(pinned, pin, v)
+    noise = np.where(pinned, pin, noise)
+    pv = None if pv is None else np.where(pinned, np.inf, pv)
+    interp = None if interp is None else np.where(pinned, 0.0, interp)
+    return v, noise, pv, interp
+
+
 def _auto_errors(
     x, measured, plans, priors, cfg, tree, n_bootstrap, seed, interpolation
 ) -> tuple[np.ndarray, str]:
@@ -681,9 +720,14 @@ def _auto_errors(
         interp = None
         if rough is not None:  # the rough variogram's interpolation error (an upper figure)
             interp = np.maximum(v - noise, rough[i])
+        pinned = _pin_unmeasured(measured[i], r)
+        if pinned is not None:  # as post_process_periods: a known 0, no prior
+            v, noise, pv, interp = _pinned_inputs(pinned, v, noise, pv, interp)
         if dense:
             se = np.sqrt(
-                _dense_period(v, noise, pv, matrix, leaves, rho_prior, cross, prior_scale, interp)
+                _dense_period(
+                    v, noise, pv, matrix, leaves, rho_prior, cross, prior_scale, interp, pinned
+                )
             )
         elif tree is None and pv is not None and cross is not None:
             # independent columns: x̂ = (c/v + f/τ²) / (1/v + 1/τ²) per value, with Cov(c, f)
@@ -699,12 +743,18 @@ def _auto_errors(
                 var = var * f[:, None]
             se = np.sqrt(var)
         period = x[lo : lo + r].T
-        if (period <= 0).any() and n_bootstrap > 0:  # non-negativity binds somewhere
+        at_zero = period <= 0
+        if pinned is not None:  # published empty: the model's 0 (aggregates sum the others)
+            period = np.where(pinned, 0.0, period)
+            at_zero = at_zero & ~pinned  # a pinned 0 is exact: no (O3) there
+        if at_zero.any() and n_bootstrap > 0:  # non-negativity binds somewhere
             vb = v if interp is None else noise + interp
             se = _bootstrap(period, vb, pv, tree, n_bootstrap, rng)
             if tree is not None and not dense:  # its draws are independent between nodes:
                 se = se * np.sqrt(f)[:, None]  # the shared errors' factor, as above
             boot += 1
+        if pinned is not None:  # no value published, no error stated
+            se = np.where(pinned, np.nan, se)
         out[lo : lo + r] = se.T
     how = (
         "OptStream k=auto: the error of Algorithm 4's estimate with the plans' variances "

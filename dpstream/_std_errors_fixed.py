@@ -22,12 +22,10 @@ def _level_variograms(published, levels, w: int) -> np.ndarray | None:
     """(N, w) variogram of every node from the published samples (noise taken out).
 
     A node's singletons at its level's sampled steps are its value plus noise of known
-    variance; pairs of sampled steps of every full period give the empirical variogram
-    (:func:`planner.period_roughness`, :func:`planner.variogram`). The L1 sampler moves its
-    samples from day to day, so many lags are seen; equally spaced samples see only multiples
-    of their spacing (the planner's random-walk model below it, see ``interpolation``).
+    variance; pairs of sampled steps of every full period give the sums of
+    :func:`planner.period_roughness`, and :func:`_pooled_variogram` one model per node.
     """
-    from planner import period_roughness, variogram
+    from planner import period_roughness
 
     n = published[0]["estimates"].shape[0]
     gamma = np.full((n, w), np.nan)
@@ -42,11 +40,37 @@ def _level_variograms(published, levels, w: int) -> np.ndarray | None:
             sampled = np.broadcast_to(masks[li], vals.shape)
             stats = period_roughness(vals, noise, sampled)
             total = stats if total is None else total + stats
-        g = None if total is None else variogram(total)
+        g = None if total is None else _pooled_variogram(total)
         if g is None:
             return None
         gamma[nodes] = g
     return gamma
+
+
+def _pooled_variogram(stats) -> np.ndarray | None:
+    """γ(h) = sill·min(2h/w, 1) (N, w), the sill pooled over every measured pair at lags >= w/4.
+
+    The planner's random-walk model (:func:`planner.variogram`, few lags) for every sampler.
+    Each pair at lag h gives ``(ỹ_j − ỹ_i)² − s_i² − s_j²``, unbiased for 2γ(h); the sill is
+    their sum over the long lags divided by the number of pairs (one ratio, clipped at 0 once).
+    Per-lag estimates are not used: at ε = 0.1 each lag's few pairs carry noise variances
+    10²-10³ times the variogram, and clipping each at 0 then taking the running maximum over
+    the lags (the empirical branch of :func:`planner.variogram`, which the L1 sampler's many
+    lags select) kept the largest noise excursion: an interpolation error 10-30x the realised
+    one, the L1 figures' overstatement (``docs/results/std_errors_fixed_k.md``).
+    """
+    counts = np.asarray(stats.counts, dtype=np.float64)
+    n, w = stats.squares.shape
+    counts = np.broadcast_to(counts, (n, w))
+    lags = np.arange(w)
+    long = (lags >= w / 4) & (counts > 0)
+    use = np.where(long.any(axis=1)[:, None], long, counts > 0)  # no long lag: every lag
+    pairs = np.where(use, counts, 0.0).sum(axis=1)
+    if not (pairs > 0).all():
+        return None
+    diff = np.where(use, stats.squares - stats.noise, 0.0).sum(axis=1)
+    sill = np.maximum(0.5 * diff / pairs, 0.0)
+    return sill[:, None] * np.minimum(2.0 * lags / w, 1.0)[None, :]
 
 
 def _fixed_covariance(period, gamma, rho, tree, levels, n) -> tuple[np.ndarray, np.ndarray]:

@@ -273,7 +273,8 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
     is_flag=True,
     help="optstream: also write the standard error of every released value "
     "(dpstream.std_errors): a 'std_error' column in long format, OUT_STEM.std_error.SUFFIX "
-    "beside a wide file; with --store (k auto), every period of OUT from the store.",
+    "beside a wide file; with --store (k auto), every period of OUT from the store; "
+    "empty where OUT is empty (--missing unmeasured).",
 )
 @ledger_options
 def release(
@@ -460,12 +461,6 @@ def release(
         raise ParameterError(
             f"The '--missing' option of {command} is 'unmeasured', which is optstream's policy. "
             "Use dpstream release optstream, or --missing zero."
-        )
-    if missing == "unmeasured" and std_errors and store_path is not None:
-        raise ParameterError(
-            f"The '--std-errors' option of {command} with --store needs complete readings "
-            "(--missing unmeasured is not covered there). Drop one of them, or release "
-            "without --store."
         )
     if std_errors and (method != "optstream" or (store_path is not None and k != "auto")):
         raise ParameterError(

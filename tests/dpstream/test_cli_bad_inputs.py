@@ -157,10 +157,6 @@ def _pipeline_cases(method: str) -> list[tuple[list[str], str]]:
             (with_(drop=("--alpha",)), "'--alpha'"),
             (with_("--alpha", "none", "--bound", "10"), "'--alpha'"),
             (with_("--k", "60", "--w", "50"), "'--k'"),
-            (
-                with_("--missing", "unmeasured", "--store", "s.db", "--std-errors"),
-                "'--std-errors'",
-            ),
         ]
     else:
         cases += [

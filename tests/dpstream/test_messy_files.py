@@ -265,16 +265,10 @@ def test_unmeasured_with_k_auto_releases_the_gap_empty(files, capsys):
         (files / f).unlink(missing_ok=True)
 
 
-def test_unmeasured_with_the_store_refuses_std_errors_and_a_parquet_input(files, capsys):
-    """--k auto with --store takes unmeasured readings (tests/dpstream/test_store_unmeasured.py);
-    still refused: --std-errors with them, and a Parquet INPUT (read period by period)."""
-    before = _snapshot(files)
-    path = _file(files, "missing pair")
-    args = _release(files, path, "--missing", "unmeasured", "--std-errors", store=True)
-    args[args.index("--k") + 1] = "auto"
-    assert main(args) == 2
-    assert "'--std-errors'" in capsys.readouterr().err
-    assert _snapshot(files) == before
+def test_unmeasured_with_the_store_refuses_a_parquet_input(files, capsys):
+    """--k auto with --store takes unmeasured readings (tests/dpstream/test_store_unmeasured.py),
+    with --std-errors too (tests/dpstream/test_std_errors.py); still refused: a Parquet INPUT
+    (read period by period)."""
     _gap(clean()).to_parquet(files / "gap.parquet", index=False)
     before = _snapshot(files)
     pq = _release(files, str(files / "gap.parquet"), "--missing", "unmeasured", store=True)

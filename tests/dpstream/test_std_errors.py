@@ -314,3 +314,71 @@ def test_the_release_carries_its_hierarchy_and_a_tree_is_never_read_as_columns(r
     bare.attrs = {k: v for k, v in out.attrs.items() if k != "hierarchy"}
     with pytest.raises(ParameterError, match="hierarchy of 2 levels"):
         dpstream.std_errors(bare)
+
+
+# --- unmeasured readings (missing="unmeasured"), in memory and through the store's CLI ---
+
+GAP_TREE = {"total": ["a", "b", "c"]}
+
+
+def _gapped(days: int) -> pd.DataFrame:
+    """Three leaves far from 0 (non-negativity never binds), with scattered unmeasured readings
+    and leaf b out for six hours on day 2."""
+    idx = pd.date_range("2016-03-01", periods=48 * days, freq="30min", name="time")
+    t = np.arange(idx.size)
+    rng = np.random.default_rng(5)  # test data, nothing released
+    frame = pd.DataFrame(
+        {
+            "a": 3000 + 800 * np.sin(2 * np.pi * t / 48) + rng.uniform(0, 20, t.size),
+            "b": 2000 + 400 * np.cos(2 * np.pi * t / 48) + rng.uniform(0, 20, t.size),
+            "c": 1000 + rng.uniform(0, 20, t.size),
+        },
+        index=idx,
+    )
+    gaps = rng.random(frame.shape) < 0.06
+    gaps[48 + 10 : 48 + 22, 1] = True
+    return frame.mask(gaps)
+
+
+def test_unmeasured_readings_have_no_error_and_pin_no_bootstrap():
+    """An empty (unmeasured) value gets an empty error; Algorithm 4 pinned it to an exact 0, so
+    it neither triggers the bootstrap (whose draws are independent between levels) nor adds
+    error to the aggregate, which sums the observed leaves."""
+    frame = _gapped(3)
+    out = dpstream.release_optstream(
+        frame, epsilon=1.0, alpha=5, hierarchy=GAP_TREE, missing="unmeasured", seed=2,
+        ledger=False,
+    )  # fmt: skip
+    se = dpstream.std_errors(out, hierarchy=GAP_TREE, n_bootstrap=20)
+    assert out.isna().to_numpy().any()
+    pd.testing.assert_frame_equal(se.isna(), out.isna())
+    assert (se.to_numpy()[out.notna().to_numpy()] > 0).all()
+    assert "in the 0 of 3 period(s) holding a 0" in se.attrs["method"]
+    # the total where b is out: no larger than where every leaf reports (one error fewer)
+    gap = out["b"].isna()
+    assert se["total"][gap].mean() < se["total"][~gap].mean()
+
+
+def test_cli_store_std_errors_with_unmeasured_readings(tmp_path, capsys):
+    """--store --missing unmeasured --std-errors (issue 30): written beside OUT, empty where OUT
+    is empty; a second run returns the stored periods with the same figures."""
+    import json
+
+    from dpstream.cli import main
+
+    _gapped(3).to_csv(tmp_path / "gap.csv")
+    (tmp_path / "h.json").write_text(json.dumps(GAP_TREE))
+    args = ["release", "optstream", str(tmp_path / "gap.csv"), "--epsilon", "1"]
+    args += ["--alpha", "5", "--hierarchy", str(tmp_path / "h.json"), "--seed", "3"]
+    args += ["--store", str(tmp_path / "s.db"), "--missing", "unmeasured", "--std-errors"]
+    assert main([*args, "--out", str(tmp_path / "o.csv")]) == 0, capsys.readouterr().err
+    assert "Standard errors: " in capsys.readouterr().out
+    out = pd.read_csv(tmp_path / "o.csv", index_col=0)
+    se = pd.read_csv(tmp_path / "o.std_error.csv", index_col=0)
+    assert list(se.columns) == list(out.columns) and se.index.equals(out.index)
+    assert out.isna().to_numpy().any()
+    pd.testing.assert_frame_equal(se.isna(), out.isna())
+    assert (se.to_numpy()[out.notna().to_numpy()] > 0).all() and out["total"].notna().all()
+    assert main([*args, "--out", str(tmp_path / "again.csv")]) == 0
+    again = pd.read_csv(tmp_path / "again.std_error.csv", index_col=0)
+    pd.testing.assert_frame_equal(again, se, rtol=1e-9)

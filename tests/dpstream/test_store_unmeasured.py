@@ -174,12 +174,12 @@ def test_cli_store_with_the_default_k_releases_the_gaps_empty(gap_csv, capsys):
     with ReleaseStore(root / "s.db") as store:
         assert store.config["k"] == "auto"
         assert all(m.observed is not None for m, _ in stored(store))
-    # --std-errors with --store is still refused for unmeasured readings
+    # --std-errors with --store and unmeasured readings (issue 30): empty where OUT is empty
     again = [*args, "--std-errors"]
     again[again.index("--out") + 1] = str(root / "o2.csv")
-    assert main(again) == 2
-    assert "'--std-errors'" in capsys.readouterr().err
-    assert not (root / "o2.csv").exists()
+    assert main(again) == 0, capsys.readouterr().err
+    errors = pd.read_csv(root / "o2.std_error.csv", index_col=0, parse_dates=True)
+    pd.testing.assert_frame_equal(errors.isna(), out.isna())
 
 
 def _tree(regions: int = 2, subs: int = 3, feeders: int = 12) -> dict:
