@@ -88,7 +88,9 @@ def _prior_errors(
     (:func:`_node_errors`).
     """
     merged = _merged(v, tau2)
-    if coherent is None:
+    if coherent is None or not (_uses_combination(matrix) if combine is None else combine):
+        # without the combination each node's error is its own merged variance's: the shared
+        # parts below would only be thrown away (at 100,000 feeders, 38x the 10,000 cost)
         return _node_errors(merged, matrix, combine=combine)
     with np.errstate(invalid="ignore", divide="ignore"):
         weight = np.where(np.isfinite(tau2), merged / tau2, 0.0)  # (C, N, r), 0 without prior
