@@ -36,7 +36,7 @@ the whole encoder's in extended precision, :func:`_stream_slack`, so σ is the l
 
 The push (issue 27): the noise blocks do not depend on the data and are drawn ahead, 4,096
 steps at a time; a step is then the d = 8 buffers of the encoder and of the decoder unrolled in
-plain doubles (:func:`_advance8`), rint by adding 2⁵², no allocation but the state's tuples: a
+plain doubles (:func:`_push_function`), rint by adding 2⁵², no allocation but the state's tuples: a
 single push costs less than a binary-tree push (``bench/bench_factorisation.py``).
 
 *Privacy*: event-level (ε, δ)-DP by the analytic Gaussian mechanism ([BW18] Thm. 8) on the
@@ -256,8 +256,9 @@ def _block_slack(strategy: BLTStrategy, units_bound: float, unit: float = _EXTEN
     * Base: ŝ' = fl(fl(θ̂ᴸ ŝ) + w), θ̂ᴸ by L products (γ_L): the error obeys E' ≤ [(θᴸ +
       γ_{L+1})E + (γ_{L+1} + u_e)Sᵢ + E_wᵢ]/(1 − u_e), Sᵢ = M/(1 − θᵢ), bounded by its fixed
       point E_sᵢ (it starts at 0 and the map is increasing and contracting).
-    * Carry ω·Θʳŝ (longdouble, d products and sums, then rounded to a double): E_c ≤
-      Σ ωᵢE_sᵢ + (γ_{L+d+1}(u_e) + 2u)·Σ ωᵢ(Sᵢ + E_sᵢ).
+    * Carry ω·Θʳŝ in doubles (P's entries and ŝ each rounded once to a double, then a dot
+      product of d terms in any order, [Hig02] Eq. 3.5): E_c ≤ Σ ωᵢE_sᵢ + (γ_{L+1}(u_e) +
+      γ_{d+4}(u))·Σ ωᵢ(Sᵢ + E_sᵢ).
     * The step's sum (u + carry) + Σ ωᵢwᵢ in doubles: γ_{d+2}·(M + Σ ωᵢ(Sᵢ + E_sᵢ + E_wᵢ))
       (the 1 + 10⁻⁹ covers the (1 + γ) factors of the carry's magnitude).
     Plus the coefficients' own rounding (as :func:`_stream_slack`); all times 10.
@@ -271,7 +272,9 @@ def _block_slack(strategy: BLTStrategy, units_bound: float, unit: float = _EXTEN
     in_block = 2.0 * _U * width * (1.0 - grow**big) / (1.0 - grow)
     g1 = _gamma(big + 1, unit)
     base = ((g1 + unit) * top + in_block) / (1.0 - unit - th**big - g1)
-    carry = float(om @ base) + (_gamma(big + d + 1, unit) + 2.0 * _U) * float(om @ (top + base))
+    carry = float(om @ base) + (_gamma(big + 1, unit) + _gamma(d + 4, _U)) * float(
+        om @ (top + base)
+    )
     step = _gamma(d + 2, _U) * (m + (1.0 + 1e-9) * float(om @ (top + base + in_block)))
     coef_err = m * _U * float(om @ (4.0 / (1.0 - th) + th * np.abs(np.log(th)) / (1.0 - th) ** 2))
     return 10.0 * (carry + float(om @ in_block) + step + coef_err)
@@ -289,14 +292,15 @@ def _wide_slack(strategy: BLTStrategy, units_bound: float) -> float:
 
 @functools.lru_cache(maxsize=16)
 def _carry_tables(strategy: BLTStrategy) -> tuple[np.ndarray, np.ndarray]:
-    """(P, θᴸ) in extended precision: P[r, i] = ωᵢ·θᵢʳ for r < L by sequential products (the
-    γ_{r+1} of :func:`_block_slack`), θᵢᴸ the next power. Public constants, memoised."""
+    """(P, θᴸ): P[r, i] = ωᵢ·θᵢʳ for r < L by sequential products in extended precision (the
+    γ_{r+1} of :func:`_block_slack`), rounded to doubles; θᵢᴸ the next power, in extended
+    precision. Public constants, memoised."""
     th = np.array(strategy.theta, dtype=np.longdouble)
     steps = np.empty((_SUB + 1, th.size), dtype=np.longdouble)
     steps[0] = 1.0
     steps[1:] = th
     powers = np.cumprod(steps, axis=0)
-    table = powers[:_SUB] * np.array(strategy.omega, dtype=np.longdouble)
+    table = (powers[:_SUB] * np.array(strategy.omega, dtype=np.longdouble)).astype(np.float64)
     table.setflags(write=False)
     last = powers[_SUB].copy()
     last.setflags(write=False)
@@ -474,65 +478,76 @@ def _modes(strategy: BLTStrategy) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
 _TWO52 = 4503599627370496.0
 
 
-def _generic_advance(counter: BLTCounter, u: float, start: float, z: float) -> float:
-    """One step of the encoder and the decoder of ``counter`` (module notes), any d: returns
-    x̂_t = rint(start + ω·s_t) + z_t − ω·q_t and moves the state (s, q and the deferred x̂);
-    ``start`` is u_t, or fl(u_t + carry) in the wide encoder. :func:`_advance8` is the same
-    arithmetic, unrolled."""
-    enc, dec, last = list(counter._enc), list(counter._dec), counter._last
-    acc, back = start, 0.0
-    for i, (a, w) in enumerate(zip(counter._theta, counter._omega, strict=True)):
-        q = a * dec[i] + last  # q_t = Θ q_{t−1} + 1·x̂_{t−1}: the last step's, deferred
-        dec[i] = q
-        back += w * q  # ω·q_t
-        e = enc[i]
-        acc += w * e  # y_t = u_t + ω·s_t
-        enc[i] = a * e + u  # s_{t+1} = Θ s_t + 1·u_t
-    step = ((acc + _TWO52) - _TWO52) + z - back
-    counter._enc, counter._dec, counter._last = tuple(enc), tuple(dec), step
-    return step
+def _push_source(d: int, wide: bool) -> str:
+    """Source of :func:`_push_function` for d buffers (the unrolled step, module notes)."""
+    idx = range(d)
+
+    def row(fmt: str, sep: str = ", ") -> str:
+        return sep.join(fmt.format(i=i) for i in idx)
+
+    carry = (
+        """
+            r = t & MASK
+            if not r:
+                counter._next_carry(t)
+            start = u + counter._carry[r]"""
+        if wide
+        else """
+            start = u"""
+    )
+    return f"""
+def factory({row("a{i}")}, {row("w{i}")}):
+    def bind(counter, bound, scale, top, g):
+        def push(x):
+            if type(x) is not float or not 0.0 <= x <= bound:
+                x = counter._clamp(x)
+            t = counter._t
+            pos = counter._pos
+            try:
+                z = counter._block[pos]
+            except IndexError:
+                counter._draw_block(t)
+                pos = 0
+                z = counter._block[0]
+            u = (x * scale + TWO52) - TWO52
+            if u > top:
+                u = top{carry}
+            {row("e{i}")}, = counter._enc
+            {row("q{i}")}, = counter._dec
+            last = counter._last
+            {row("q{i} = a{i} * q{i} + last", "; ")}
+            counter._dec = ({row("q{i}")},)
+            acc = start + {row("w{i} * e{i}", " + ")}
+            counter._enc = ({row("a{i} * e{i} + u")},)
+            step = ((acc + TWO52) - TWO52) + z - ({row("w{i} * q{i}", " + ")})
+            counter._last = step
+            counter._pos = pos + 1
+            counter._t = t + 1
+            total = counter._sum + step
+            counter._sum = total
+            return total * g
+        return push
+    return bind
+"""
 
 
 @functools.lru_cache(maxsize=64)
-def _advance8(strategy: BLTStrategy):
-    """:func:`_generic_advance` for d = 8 buffers in doubles, unrolled, the strategy's
-    constants held in the closure: the same floating-point operations in the same order (so
-    the same ŷ to the last bit, and the rounding bound of :func:`_stream_slack`), about half
-    the interpreter's work of the loop."""
-    a0, a1, a2, a3, a4, a5, a6, a7 = strategy.theta
-    w0, w1, w2, w3, w4, w5, w6, w7 = strategy.omega
+def _push_function(strategy: BLTStrategy, wide: bool):
+    """``bind(counter, B, 1/γ, ⌊B/γ⌋, γ)`` → the push of a counter with ``strategy``: the d
+    buffers of the encoder and the decoder unrolled, the constants in the closure
+    (:meth:`BLTCounter.push`, module notes); ``wide`` adds the sub-block's carry.
 
-    def advance(counter: BLTCounter, u: float, start: float, z: float) -> float:
-        e0, e1, e2, e3, e4, e5, e6, e7 = counter._enc
-        q0, q1, q2, q3, q4, q5, q6, q7 = counter._dec
-        last = counter._last
-        q0 = a0 * q0 + last
-        q1 = a1 * q1 + last
-        q2 = a2 * q2 + last
-        q3 = a3 * q3 + last
-        q4 = a4 * q4 + last
-        q5 = a5 * q5 + last
-        q6 = a6 * q6 + last
-        q7 = a7 * q7 + last
-        counter._dec = (q0, q1, q2, q3, q4, q5, q6, q7)
-        # y_t = u_t + ω·s_t, summed left to right (push_many's order); 0 ≤ acc < 2⁵²
-        acc = start + w0 * e0 + w1 * e1 + w2 * e2 + w3 * e3 + w4 * e4 + w5 * e5 + w6 * e6 + w7 * e7
-        counter._enc = (
-            a0 * e0 + u,
-            a1 * e1 + u,
-            a2 * e2 + u,
-            a3 * e3 + u,
-            a4 * e4 + u,
-            a5 * e5 + u,
-            a6 * e6 + u,
-            a7 * e7 + u,
-        )
-        back = w0 * q0 + w1 * q1 + w2 * q2 + w3 * q3 + w4 * q4 + w5 * q5 + w6 * q6 + w7 * q7
-        step = ((acc + _TWO52) - _TWO52) + z - back
-        counter._last = step
-        return step
-
-    return advance
+    Generated once per strategy from :func:`_push_source` (as :mod:`dataclasses` generates
+    ``__init__``): a loop over the buffers costs the interpreter about twice the work. Per
+    step, in this order (the floating-point operations of ``push_many`` and of the rounding
+    bounds): q_t = Θq_{t−1} + 1·x̂_{t−1} (the decoder, deferred by a step); y_t = rint(u_t
+    (+ carry) + ω₀s₀ + … + ω_{d−1}s_{d−1}) summed left to right (0 ≤ y < 2⁵², so rint is
+    adding and subtracting 2⁵², half to even); s_{t+1} = Θs_t + 1·u_t; x̂_t = y_t + z_t − ω·q_t;
+    c̃(t) = c̃(t − 1) + x̂_t.
+    """
+    namespace = {"TWO52": _TWO52, "MASK": _SUB - 1}
+    exec(_push_source(strategy.buffers, wide), namespace)  # our own template, no input
+    return namespace["factory"](*strategy.theta, *strategy.omega)
 
 
 class BLTCounter:
@@ -551,7 +566,7 @@ class BLTCounter:
     True
     """
 
-    #: Encoder in extended precision (np.longdouble) instead of doubles (subclasses).
+    #: The wide encoder (module notes: sub-blocks, state in extended precision).
     _wide = False
 
     def __init__(
@@ -577,12 +592,10 @@ class BLTCounter:
         self._enc = (0.0,) * strat.buffers  # s (wide: the sub-block's part w of s)
         self._dec = (0.0,) * strat.buffers  # the decoder's buffers (same Θ, module notes)
         self._last = 0.0  # x̂ of the last step, not yet added to the decoder's buffers
-        self._advance = _advance8(strat) if strat.buffers == 8 else _generic_advance
         # wide encoder (module notes): ŝ at the sub-block's start (extended precision) and
-        # the carry ω·Θʳŝ of its steps (doubles), next index in it
+        # the carry ω·Θʳŝ of its steps (doubles)
         self._base = np.zeros(strat.buffers, dtype=np.longdouble)
         self._carry: list[float] = []
-        self._cpos = 0
         th, om = np.array(strat.theta), np.array(strat.omega)
         reach = cal.units_bound * (1.0 + float(np.sum(om / (1.0 - th))))
         if not reach < 2.0**51:  # rint by adding 2⁵² needs 0 ≤ y < 2⁵² (public: never met)
@@ -595,8 +608,25 @@ class BLTCounter:
         self._pos = 0  # ...and the index in it of the next step's draw
         self._sum = 0.0
         self._t = 0
-        self._scale = 1.0 / cal.granularity  # exact: γ is a power of two
-        self._top = float(cal.units_bound)
+        self._bind()
+
+    def _bind(self) -> None:
+        """The instance's ``push``: the strategy's generated step bound to this counter's
+        state and constants (:func:`_push_function`; 1/γ is exact, γ a power of two)."""
+        cal = self._cal
+        bind = _push_function(self.strategy, self._wide)
+        self._step = bind(
+            self, self.bound, 1.0 / cal.granularity, float(cal.units_bound), cal.granularity
+        )
+        self.push = self._step
+
+    def __getstate__(self) -> dict:
+        """State without the bound step (copies and pickles rebind their own)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("push", "_step")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._bind()
 
     @property
     def noise(self) -> GaussianNoise:
@@ -619,51 +649,24 @@ class BLTCounter:
         on a private value would leak it); a non-number or NaN raises a typed error. O(d) in
         plain doubles: the encoder's and decoder's buffers, unrolled (module notes).
         """
-        if type(x) is float:
-            xf = x
-        else:
-            kind = type(x)
-            if kind is bool or kind is np.bool_ or not isinstance(x, Real):
-                raise DomainError(
-                    f"The 'x' argument of {type(self).__name__}.push must be a real number. Got "
-                    f"{kind.__name__}."
-                )
-            xf = float(x)
-        if not 0.0 <= xf <= self.bound:  # out of range, ±inf or NaN: the slow path
-            if xf != xf:
-                raise DomainError(
-                    f"The 'x' argument of {type(self).__name__}.push must be a number, not NaN "
-                    "(a NaN cannot be clamped to the bound). Impute missing values before "
-                    "pushing."
-                )
-            xf = min(max(xf, 0.0), self.bound)
-        pos = self._pos
-        try:
-            z = self._block[pos]
-        except IndexError:  # the block is used up: the next one, or the stream is full
-            self._draw_block(self._t)
-            pos = 0
-            z = self._block[0]
-        # u = rint(x/γ) half to even (x/γ < 2⁵² is exact, and so is adding 2⁵²), clipped to ⌊B/γ⌋
-        u = (xf * self._scale + _TWO52) - _TWO52
-        if u > self._top:
-            u = self._top
-        if self._wide:  # the sub-block's carry ω·Θʳŝ(t₀) (module notes)
-            cpos = self._cpos
-            try:
-                carry = self._carry[cpos]
-            except IndexError:
-                self._next_carry(self._t)
-                cpos, carry = 0, self._carry[0]
-            self._cpos = cpos + 1
-            step = self._advance(self, u, u + carry, z)
-        else:
-            step = self._advance(self, u, u, z)  # x̂_t (module notes)
-        self._pos = pos + 1
-        self._t += 1
-        total = self._sum + step
-        self._sum = total
-        return total * self._cal.granularity
+        return self._step(x)
+
+    def _clamp(self, x: object) -> float:
+        """``x`` as a float in [0, B]: clamped (an error that depends on a private value would
+        leak it), or a typed error for a non-number or NaN (nothing consumed)."""
+        kind = type(x)
+        if kind is not float and (kind is bool or kind is np.bool_ or not isinstance(x, Real)):
+            raise DomainError(
+                f"The 'x' argument of {type(self).__name__}.push must be a real number. Got "
+                f"{kind.__name__}."
+            )
+        xf = float(x)
+        if math.isnan(xf):
+            raise DomainError(
+                f"The 'x' argument of {type(self).__name__}.push must be a number, not NaN (a "
+                "NaN cannot be clamped to the bound). Impute missing values before pushing."
+            )
+        return min(max(xf, 0.0), self.bound)
 
     def _draw_block(self, t: int) -> None:
         """Draw the noise block that starts at step t (t a multiple of the block size): the
@@ -682,17 +685,14 @@ class BLTCounter:
 
     def _next_carry(self, t: int) -> None:
         """At a sub-block's first step t₀ (a multiple of L): ŝ(t₀) = fl(θᴸ·ŝ(t₀ − L)) + w in
-        extended precision, w back to zero, and the carry ω·Θʳŝ(t₀) of its steps, each rounded
-        to a double (:func:`_block_slack`)."""
+        extended precision, w back to zero, and the carry ω·Θʳŝ(t₀) of its steps, in doubles
+        (:func:`_block_slack`)."""
         table, last = _carry_tables(self.strategy)
         base = last * self._base + np.array(self._enc, dtype=np.longdouble)
         self._base = base
         self._enc = (0.0,) * base.size
-        carry = table[:, 0] * base[0]
-        for i in range(1, base.size):
-            carry += table[:, i] * base[i]
-        self._carry = carry[: min(_SUB, self.n - t)].astype(np.float64).tolist()
-        self._cpos = 0
+        size = min(_SUB, self.n - t)
+        self._carry = (table[:size] @ base.astype(np.float64)).tolist()
 
     def push_many(self, values: object) -> np.ndarray:
         """Push several steps at once and return their released prefix sums, one per step.
@@ -749,14 +749,13 @@ class BLTCounter:
             acc = np.empty(k)
             done = 0
             while done < k:
-                if self._cpos == len(self._carry):
+                start = (t + done) % _SUB
+                if start == 0:
                     self._next_carry(t + done)
-                start = self._cpos
                 take = min(k - done, len(self._carry) - start)
                 acc[done : done + take] = self._encode(
                     units[done : done + take], np.array(self._carry[start : start + take])
                 )
-                self._cpos = start + take
                 done += take
         else:
             acc = self._encode(units, None)

@@ -5,7 +5,9 @@ seeded variances, streaming == batch, bad inputs, clamping) is parametrised over
 
 from __future__ import annotations
 
+import copy
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -182,13 +184,56 @@ def test_the_wide_encoder_encodes_c_times_u(wide):
     assert np.all(np.abs(y - exact) <= 0.5 + 0.01)
 
 
+def _reference_push(counter, x):
+    """The push as a plain loop over the buffers (the module notes' recursion, the same
+    floating-point operations in the same order), for the generated, unrolled push."""
+    x = counter._clamp(x)
+    t, pos = counter._t, counter._pos
+    if pos == len(counter._block):
+        counter._draw_block(t)
+        pos = 0
+    u = float(round(x / counter._cal.granularity))
+    u = min(u, counter._cal.units_bound)
+    acc = u
+    if counter._wide:
+        if t % 256 == 0:
+            counter._next_carry(t)
+        acc = u + counter._carry[t % 256]
+    enc, dec, back = list(counter._enc), list(counter._dec), 0.0
+    for i, (a, w) in enumerate(zip(counter._theta, counter._omega, strict=True)):
+        dec[i] = a * dec[i] + counter._last
+        back += w * dec[i]
+        acc += w * enc[i]
+        enc[i] = a * enc[i] + u
+    step = float(round(acc)) + counter._block[pos] - back
+    counter._enc, counter._dec, counter._last = tuple(enc), tuple(dec), step
+    counter._pos, counter._t = pos + 1, t + 1
+    counter._sum += step
+    return counter._sum * counter._cal.granularity
+
+
 @pytest.mark.parametrize("n", [5000, (1 << 20) + 5])
 def test_the_unrolled_push_is_the_loop(n):
-    # _advance8 (d = 8, unrolled) and _generic_advance: the same doubles, step by step
+    # the generated push (d = 8 unrolled) against a plain loop: the same doubles, step by step
+    # (700 steps: past two sub-blocks of the wide encoder), values clamped alike
     x = np.random.default_rng(6).uniform(-0.2, 1.2, 700)
     fast = BLTCounter(n, epsilon=1.0, delta=1e-6, bound=1.0, seed=8)
     loop = BLTCounter(n, epsilon=1.0, delta=1e-6, bound=1.0, seed=8)
-    loop._advance = _blt._generic_advance
-    assert fast._advance is not _blt._generic_advance
-    assert [fast.push(v) for v in x] == [loop.push(v) for v in x]
+    assert [fast.push(v) for v in x] == [_reference_push(loop, v) for v in x]
     assert fast._enc == loop._enc and fast._dec == loop._dec
+
+
+@pytest.mark.parametrize("how", ["copy", "pickle"])
+def test_a_copied_counter_pushes_its_own_state(how):
+    # the instance's push is bound to its counter: a copy (or an unpickled counter) must move
+    # its own state, not the original's
+    x = np.random.default_rng(7).uniform(0.0, 1.0, 300)
+    counter = BLTCounter(600, epsilon=1.0, delta=1e-6, bound=1.0, seed=2)
+    twin = BLTCounter(600, epsilon=1.0, delta=1e-6, bound=1.0, seed=2)
+    head = [counter.push(v) for v in x[:100]]
+    assert head == [twin.push(v) for v in x[:100]]
+    other = copy.deepcopy(counter) if how == "copy" else pickle.loads(pickle.dumps(counter))
+    tail = [other.push(v) for v in x[100:]]
+    assert counter._t == 100 and other._t == 300
+    assert tail == [twin.push(v) for v in x[100:]]
+    assert counter.push(x[100]) == tail[0]
