@@ -596,6 +596,7 @@ class BLTCounter:
         # the carry ω·Θʳŝ of its steps (doubles)
         self._base = np.zeros(strat.buffers, dtype=np.longdouble)
         self._carry: list[float] = []
+        self._carry_array = np.zeros(0)
         th, om = np.array(strat.theta), np.array(strat.omega)
         reach = cal.units_bound * (1.0 + float(np.sum(om / (1.0 - th))))
         if not reach < 2.0**51:  # rint by adding 2⁵² needs 0 ≤ y < 2⁵² (public: never met)
@@ -692,7 +693,8 @@ class BLTCounter:
         self._base = base
         self._enc = (0.0,) * base.size
         size = min(_SUB, self.n - t)
-        self._carry = (table[:size] @ base.astype(np.float64)).tolist()
+        self._carry_array = table[:size] @ base.astype(np.float64)
+        self._carry = self._carry_array.tolist()
 
     def push_many(self, values: object) -> np.ndarray:
         """Push several steps at once and return their released prefix sums, one per step.
@@ -750,11 +752,18 @@ class BLTCounter:
             done = 0
             while done < k:
                 start = (t + done) % _SUB
+                rows = min((k - done) // _SUB, 64) if start == 0 else 0
+                if rows:  # whole sub-blocks, as rows
+                    span = rows * _SUB
+                    block = units[done : done + span].reshape(rows, _SUB)
+                    acc[done : done + span] = self._encode_rows(block, t + done).ravel()
+                    done += span
+                    continue
                 if start == 0:
                     self._next_carry(t + done)
                 take = min(k - done, len(self._carry) - start)
                 acc[done : done + take] = self._encode(
-                    units[done : done + take], np.array(self._carry[start : start + take])
+                    units[done : done + take], self._carry_array[start : start + take]
                 )
                 done += take
         else:
@@ -801,6 +810,28 @@ class BLTCounter:
             acc += w * s_i  # the push's order: u (+ carry), then ω₀s₀, ω₁s₁, ...
             enc.append(float(zf[0]))
         self._enc = tuple(enc)
+        return acc
+
+    def _encode_rows(self, block: np.ndarray, t: int) -> np.ndarray:
+        """:meth:`_encode` of whole sub-blocks (rows of ``block``, the first starting at step t,
+        a multiple of L): each row's buffers from zero as 2-D filters, then the chain of bases
+        and carries (:meth:`_next_carry`, row by row), then the sums in the push's order. The
+        same doubles as the push (a row's filter is the push's recursion from zero)."""
+        from scipy.signal import lfilter
+
+        rows = block.shape[0]
+        one, zero = np.array([0.0, 1.0]), np.zeros((rows, 1))
+        dens = [np.array([1.0, -th]) for th in self._theta]
+        ends = np.empty((rows, len(dens)))
+        for i, den in enumerate(dens):
+            ends[:, i] = lfilter(one, den, block, axis=1, zi=zero)[1][:, 0]
+        acc = np.empty_like(block)
+        for j in range(rows):
+            self._next_carry(t + j * _SUB)
+            acc[j] = block[j] + self._carry_array
+            self._enc = tuple(ends[j].tolist())  # w at the row's end
+        for w, den in zip(self._omega, dens, strict=True):
+            acc += w * lfilter(one, den, block, axis=1, zi=zero)[0]
         return acc
 
     def variance(self, t: int | None = None) -> float:

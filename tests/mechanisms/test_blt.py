@@ -237,3 +237,17 @@ def test_a_copied_counter_pushes_its_own_state(how):
     assert counter._t == 100 and other._t == 300
     assert tail == [twin.push(v) for v in x[100:]]
     assert counter.push(x[100]) == tail[0]
+
+
+def test_whole_sub_blocks_as_rows_are_the_push():
+    # push_many's rows of 256 steps (2-D filters, then the chain of bases) leave the wide
+    # encoder exactly where pushing one value at a time does, at every chunk boundary
+    x = np.random.default_rng(8).uniform(0.0, 1.0, 3000)
+    one = UnboundedBLTCounter(epsilon=1.0, delta=1e-6, bound=1.0, seed=3)
+    many = UnboundedBLTCounter(epsilon=1.0, delta=1e-6, bound=1.0, seed=3)
+    for a, b in ((0, 512), (512, 700), (700, 2900), (2900, 3000)):
+        by_step = [one.push(v) for v in x[a:b]]
+        chunk = many.push_many(x[a:b])
+        assert many._enc == one._enc and many._carry == one._carry
+        assert np.array_equal(many._base, one._base)
+        np.testing.assert_allclose(chunk, by_step, rtol=0, atol=1e-9 * math.sqrt(one.variance()))
