@@ -95,10 +95,13 @@ non-negativity does not bind: ``K = (A ⊗ I)(Hᵀ W H)⁻¹ Hᵀ W`` (H: single
 of every node's sum of leaves, W: the weights), and its error covariance ``K Σ Kᵀ`` is exact
 under the error model Σ: the noise at the samples interpolated (independent between nodes),
 the feature noise, and the interpolation error through each level's samples by the kriging
-identity with the leaves' variograms estimated from the published samples (cross-variogram
-``ρ·√(γ_l γ_m)``, ρ from the root's own). Up to 64 leaves; a parametric bootstrap where a
-released value is 0. With the L1 sampler the samples sit where the interpolation error would
-be large, so the figure is an upper one (``docs/results/std_errors_fixed_k.md``).
+identity with the leaves' variograms estimated from the published samples (one random-walk
+variogram per node, its sill pooled over all long-lag pairs of samples with the noise taken out,
+:func:`dpstream._std_errors_fixed._pooled_variogram`; cross-variogram ``ρ·√(γ_l γ_m)``, ρ from
+the root's own). Up to 64 leaves; a parametric bootstrap where a released value is 0. The L1
+sampler's sample steps depend on the data (the SVT); the model takes them as given. Calibrated
+for both samplers at ε = 1 and 0.1 (``docs/results/std_errors_fixed_k.md``, which also splits
+the error into its noise and interpolation parts).
 
 Other releases
 --------------
@@ -945,9 +948,9 @@ def std_errors(
 
         values, how = optstream_fixed(frame, tree, n_bootstrap, seed)
         note = (
-            "Root-mean-square error: noise, and the interpolation error between samples as "
-            "the weights estimate it from the feature residuals; a simulation (Monte Carlo) "
-            "figure."
+            "Root-mean-square error: noise carried exactly through Algorithm 4, and the "
+            "interpolation error between samples from each node's variogram of the published "
+            "samples; a parametric bootstrap where non-negativity binds."
         )
     elif mechanism == "optstream":
         if params.get("k") != "auto" or "measurements" not in frame.attrs:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from std_errors_scope import SCOPE  # scripts/ is on sys.path when run
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "results" / "std_errors_calibration.md"
@@ -195,6 +196,7 @@ def main() -> None:
         "ratio may fall below 1.",
         "",
     ] + SEE_ALSO
+    lines += SCOPE
     OUT.write_text("\n".join(lines), encoding="utf-8")
     print(f"wrote {OUT}", file=sys.stderr)
 

@@ -19,6 +19,7 @@ from unittest import mock
 
 import numpy as np
 import pandas as pd
+from std_errors_scope import SCOPE  # scripts/ is on sys.path when run
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "results" / "std_errors_large_tree.md"
@@ -133,6 +134,7 @@ def main() -> None:
         "over-states how much the leaves' errors move together here.",
         "",
     ]
+    lines += SCOPE
     OUT.write_text("\n".join(lines))
 
 

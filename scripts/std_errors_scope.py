@@ -1,0 +1,50 @@
+"""What ``dpstream.std_errors`` states and where it does not hold: one section for every
+``docs/results/std_errors_*.md`` (issue 30, item 4), imported by the scripts that write them.
+
+Numbers quoted here come from those documents; change them when a script's table changes.
+"""
+
+from __future__ import annotations
+
+SCOPE = [
+    "## What the stated figure includes, and where it does not hold",
+    "",
+    "The stated figure is a root-mean-square error per released value, computed from public "
+    "parameters and the released values only (post-processing: no budget):",
+    "",
+    "- the mechanism's noise, carried exactly through Algorithm 4's linear post-processing "
+    "([FV19] Alg. 4, features and the hierarchy included);",
+    '- the interpolation error between samples: with `k="auto"` as the planner predicts it '
+    "from the variogram of the published measurements; with an int k by the kriging identity "
+    "with one random-walk variogram per node (its sill pooled over every pair of published "
+    "samples, the noise taken out);",
+    '- with `k="auto"`, the prior\'s shrinkage (its empirical-Bayes variance, checked '
+    "against the published residuals), and the errors the levels share (dense up to 64 "
+    "leaves, a Monte Carlo factor beyond);",
+    "- where a released value is 0 (non-negativity binds), a parametric bootstrap around the "
+    "released values, which stand in for the truth there.",
+    "",
+    'Unmeasured readings (`missing="unmeasured"`, with or without `--store`): the value is '
+    "published empty and so is its error; an aggregate's figure is its error against the sum "
+    "of the observed leaves, the quantity it releases.",
+    "",
+    "Where it does not hold:",
+    "",
+    "- **Loads that switch within a sample spacing** (single households, sub-meters): "
+    "understated 1.9-2.7x (`std_errors_domain.md`). The samples sit at the same steps every "
+    "day, so no published value shows a lag below the spacing, and the variogram there is an "
+    "extrapolation; the figures are calibrated for aggregated loads (regional hierarchy "
+    '0.9-1.25). `interpolation="rough"` narrows the households\' gap (1.07-1.70) and '
+    "overstates aggregated loads about 3x.",
+    "- **Biases the released values cannot show**: the clipping of ToPS and PAK at the "
+    "released threshold (`dpstream query` states the noise only; ToPS ratios 1.28-1.36, "
+    "about 1.0-1.2 once the bias is removed, `std_errors_calibration.md`).",
+    "- **Bootstrap periods**: where the truth is small but the release is 0, the bootstrap "
+    "clips around 0 and states less than the realised error.",
+    '- **Trees above 64 leaves** (`k="auto"`): one correlation between all leaves; the '
+    "national's figure is conservative there (ratio 0.75 at ε = 1, `std_errors_large_tree.md`).",
+    "- **Not computed** (a typed error): int k above 64 leaves, int k with unmeasured "
+    'readings or `weights="paper"`, OptStream releases that did not publish their '
+    "measurements, other mechanisms' streams (their range queries: `dpstream query`).",
+    "",
+]
