@@ -240,6 +240,8 @@ def _stream_slack(strategy: BLTStrategy, units_bound: float, unit: float = _U) -
 
 #: Steps per sub-block of the wide encoder (module notes): 16 per noise block.
 _SUB = 256
+#: push_many pushes fewer steps than this one at a time (cheaper than its filters).
+_FEW = 128
 
 
 def _gamma(k: int, unit: float) -> float:
@@ -703,7 +705,8 @@ class BLTCounter:
         same bits, the same encoding ŷ to the last bit: the encoder's buffers run as
         first-order filters, ``scipy.signal.lfilter``, whose two roundings per step are the
         push's); the decoder, post-processing of ŷ, runs in the eigenbasis of M = Θ − 1ωᵀ
-        (module notes) and agrees with :meth:`push` to floating point. Steps may be mixed
+        (module notes) and agrees with :meth:`push` to floating point (a chunk of fewer than
+        128 steps is simply pushed step by step: cheaper than the filters). Steps may be mixed
         freely with :meth:`push`. Values are clamped to [0, B] as in :meth:`push`; a
         non-number or NaN raises a typed error before anything is consumed.
 
@@ -717,10 +720,14 @@ class BLTCounter:
         numpy.ndarray
             c̃(t) for each pushed step.
         """
-        return self._push_many(values, "BLTCounter.push_many")[0]
+        return self._push_many(values, "BLTCounter.push_many", encoding=False)[0]
 
-    def _push_many(self, values: object, owner: str) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`push_many`, also returning the published encoding γ·ŷ of the steps."""
+    def _push_many(
+        self, values: object, owner: str, *, encoding: bool = True
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`push_many`, also returning the published encoding γ·ŷ of the steps (unless
+        ``encoding`` is false: then a chunk of fewer than 128 steps is pushed one step at a
+        time, which costs less than the filters' set-up; the same encoder, bit for bit)."""
         from scipy.signal import lfilter
 
         arr = _real_array(values, "values", owner, True)
@@ -743,6 +750,9 @@ class BLTCounter:
             )
         if k == 0:
             return np.zeros(0), np.zeros(0)
+        if k < _FEW and not encoding:
+            push = self._step
+            return np.array([push(v) for v in arr.tolist()]), None
         units = np.clip(arr, 0.0, self.bound)
         units /= cal.granularity  # as push: x/γ, rounded half to even, clipped
         np.rint(units, out=units)
