@@ -504,13 +504,13 @@ def factory({row("a{i}")}, {row("w{i}")}):
             if type(x) is not float or not 0.0 <= x <= bound:
                 x = counter._clamp(x)
             t = counter._t
-            pos = counter._pos
+            pos = t & BLOCK_MASK
+            if not pos:
+                counter._draw_block(t)
             try:
                 z = counter._block[pos]
-            except IndexError:
+            except IndexError:  # past n in the last block
                 counter._draw_block(t)
-                pos = 0
-                z = counter._block[0]
             u = (x * scale + TWO52) - TWO52
             if u > top:
                 u = top{carry}
@@ -523,7 +523,6 @@ def factory({row("a{i}")}, {row("w{i}")}):
             counter._enc = ({row("a{i} * e{i} + u")},)
             step = ((acc + TWO52) - TWO52) + z - ({row("w{i} * q{i}", " + ")})
             counter._last = step
-            counter._pos = pos + 1
             counter._t = t + 1
             total = counter._sum + step
             counter._sum = total
@@ -547,7 +546,7 @@ def _push_function(strategy: BLTStrategy, wide: bool):
     adding and subtracting 2⁵², half to even); s_{t+1} = Θs_t + 1·u_t; x̂_t = y_t + z_t − ω·q_t;
     c̃(t) = c̃(t − 1) + x̂_t.
     """
-    namespace = {"TWO52": _TWO52, "MASK": _SUB - 1}
+    namespace = {"TWO52": _TWO52, "MASK": _SUB - 1, "BLOCK_MASK": _BLOCK - 1}
     exec(_push_source(strategy.buffers, wide), namespace)  # our own template, no input
     return namespace["factory"](*strategy.theta, *strategy.omega)
 
@@ -606,9 +605,8 @@ class BLTCounter:
                 f"The 'bound' parameter of {type(self).__name__} is too large for its lattice."
             )
         self._bits = bit_source(seed)
-        self._block: list[float] = []  # the current noise block (lattice units)...
-        self._block_array = np.zeros(0)
-        self._pos = 0  # ...and the index in it of the next step's draw
+        self._block: list[float] = []  # the current noise block (lattice units): step t
+        self._block_array = np.zeros(0)  # draws its (t mod 4096)-th entry
         self._sum = 0.0
         self._t = 0
         self._bind()
@@ -684,7 +682,6 @@ class BLTCounter:
             self._bits, min(_BLOCK, self.n - t), self._cal.sigma_units
         )
         self._block = self._block_array.tolist()
-        self._pos = 0
 
     def _next_carry(self, t: int) -> None:
         """At a sub-block's first step t₀ (a multiple of L): ŝ(t₀) = fl(θᴸ·ŝ(t₀ − L)) + w in
@@ -781,12 +778,11 @@ class BLTCounter:
         noise = np.empty(k)
         done = 0
         while done < k:  # the noise blocks of push, drawn at the same steps
-            if self._pos == len(self._block):
+            start = (t + done) % _BLOCK
+            if start == 0:
                 self._draw_block(t + done)
-            start = self._pos
             take = min(k - done, len(self._block) - start)
             noise[done : done + take] = self._block_array[start : start + take]
-            self._pos = start + take
             done += take
         encoded = np.rint(acc).astype(np.float64) + noise  # ŷ (integers, exact)
         lam, vec, gain, out = _modes(self.strategy)

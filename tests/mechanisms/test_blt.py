@@ -188,10 +188,10 @@ def _reference_push(counter, x):
     """The push as a plain loop over the buffers (the module notes' recursion, the same
     floating-point operations in the same order), for the generated, unrolled push."""
     x = counter._clamp(x)
-    t, pos = counter._t, counter._pos
-    if pos == len(counter._block):
+    t = counter._t
+    pos = t % 4096
+    if pos == 0:
         counter._draw_block(t)
-        pos = 0
     u = float(round(x / counter._cal.granularity))
     u = min(u, counter._cal.units_bound)
     acc = u
@@ -207,7 +207,7 @@ def _reference_push(counter, x):
         enc[i] = a * enc[i] + u
     step = float(round(acc)) + counter._block[pos] - back
     counter._enc, counter._dec, counter._last = tuple(enc), tuple(dec), step
-    counter._pos, counter._t = pos + 1, t + 1
+    counter._t = t + 1
     counter._sum += step
     return counter._sum * counter._cal.granularity
 
