@@ -43,8 +43,22 @@ def _rows(m: sparse.spmatrix, x: np.ndarray) -> np.ndarray:
 def _cols(x: np.ndarray, m: sparse.spmatrix) -> np.ndarray:
     """``x[b] @ m^T`` for every ``b`` of a stack (B, n, k) -> (B, n, m), ``m`` sparse."""
     b, n, k = x.shape
+    if _identity(m, k):  # singleton parts only (k="auto"'s features): x itself, no transposes
+        return np.array(x, dtype=np.float64, order="C")
     out = (m @ x.reshape(b * n, k).T).T
     return np.ascontiguousarray(np.asarray(out).reshape(b, n, -1))
+
+
+def _identity(m: sparse.spmatrix, k: int) -> bool:
+    """True if the sparse ``m`` is the (k, k) identity."""
+    m = sparse.csr_matrix(m)
+    return (
+        m.shape == (k, k)
+        and m.nnz == k
+        and np.array_equal(m.indptr, np.arange(k + 1))
+        and np.array_equal(m.indices, np.arange(k))
+        and bool((m.data == 1).all())
+    )
 
 
 class Problem:
