@@ -12,7 +12,8 @@ random walk and noise (a benchmark: nothing is released, the runs are seeded).
     python bench/bench_autoplan.py --rows a.json b.json   # the table of rows run apart
 
 Each row also gives the in-memory planner's state after the last period (``state_gb``:
-:attr:`planner.StreamPlanner.nbytes`, running sums and the last released periods it holds).
+:attr:`planner.StreamPlanner.nbytes`, running sums and the last released periods it holds)
+and what the release returns (``output_gb``: :func:`output_gb`), which grows with the days.
 
 The table goes to ``docs/results/bench_autoplan.md`` (``--out``). The ratio default / fixed
 is measured in the same run, sizes one after the other, on a machine shared with other jobs:
@@ -99,8 +100,27 @@ def one(n_feeders: int, days: int, k: str, store: bool) -> dict:
         "cpu_per_day": cpu / days,
         "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
         "state_gb": planners[-1].nbytes / 1e9 if planners else None,
+        "output_gb": None if store else output_gb(out),
         "ks": sorted({p["k"] for p in plans}) if plans else [kk],
     }
+
+
+def output_gb(out) -> float:
+    """GB of what the release returns: its values, ``attrs["measurements"]`` and, for the
+    default, ``attrs["planning"]`` (every period's measurement, plan and prior, kept for
+    ``dpstream.std_errors``): what grows with the days by design."""
+    total = int(out.memory_usage(index=False, deep=False).sum())
+    meas = out.attrs.get("measurements")
+    total += 0 if meas is None else np.asarray(meas).nbytes
+    planning = out.attrs.get("planning")
+    if planning is not None and not isinstance(planning, dict | list):
+        for m in planning.measured:
+            total += m.values.nbytes + m.noise.nbytes  # sampled: one broadcast row
+        for p in planning.plans:
+            total += p.variances.nbytes + p.predicted_nodes.nbytes + p.sample_variance.nbytes
+        for pr in planning.priors:
+            total += 0 if pr is None else pr.mean.nbytes + pr.variance.nbytes
+    return total / 1e9
 
 
 def run(n: int, days: int, k: str, store: bool) -> dict:
@@ -161,8 +181,8 @@ def main() -> None:
         f"with other jobs (load average {os.getloadavg()[0]:.0f} at the end).",
         "",
         "| feeders | nodes | days | k | CPU s | CPU s / day | default / fixed | peak GB | "
-        "planner state GB | k chosen |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "output GB | planner state GB | k chosen |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for f, a in zip(fixed, auto, strict=True):
         for r in (f, a):
@@ -170,7 +190,8 @@ def main() -> None:
             lines.append(
                 f"| {r['feeders']:,} | {r['nodes']:,} | {r['days']} | {r['k']} | {r['cpu']:.1f} "
                 f"| {r['cpu_per_day']:.2f} | {ratio:.2f} | {r['peak_gb']:.2f} | "
-                f"{_gb(r.get('state_gb'))} | {', '.join(map(str, r['ks']))} |"
+                f"{_gb(r.get('output_gb'))} | {_gb(r.get('state_gb'))} | "
+                f"{', '.join(map(str, r['ks']))} |"
             )
     lines.append("")
     if len(fixed) > 1:
