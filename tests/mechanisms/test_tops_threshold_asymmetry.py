@@ -47,6 +47,13 @@ def test_guard_leaves_the_identifiable_settings_unchanged():
         got = _released(grid, kappa, eps)
         assert np.array_equal(got, _released(grid, kappa, eps, c=1e6))
         assert np.any(got < np.arange(grid.size))  # and the correction does act there
+    # the household cells at ε_θ = 0.01 and 0.02 (εκc < STEEP): the identifiability gate and the
+    # spread guard already released every selection as is, so they do not change either
+    grid = tops_candidates(36.0)
+    kappa = tops_kappa(**household, epsilon_perturb=0.05)
+    for eps in (0.75 * 0.01, 0.75 * 0.02):
+        assert eps * kappa * DEFAULT_C < STEEP
+        assert np.array_equal(_released(grid, kappa, eps, c=1e6), np.arange(grid.size))
 
 
 def test_guard_is_unit_free_and_reaches_the_release_paths():
