@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 _UNMEASURED = 1e8  # variance multiplier for nodes of a level with share 0 (no estimate)
-_BATCH_NUMBERS = 2**23  # periods x nodes x steps post-processed at once (64 MB per array)
+_BATCH_NUMBERS = 2**21  # periods x nodes x steps post-processed at once (16 MB per array)
 
 
 def _level_noise(plan: PeriodPlan, cfg: AutoConfig, k: int, share: float, n_nodes: int):
