@@ -129,8 +129,8 @@ def release_stream(
     if options.get("counter") in ("unbounded", "unbounded_blt") and method != "bt":
         raise ParameterError(
             f"The '--counter' option of {owner} may be 'unbounded' or 'unbounded_blt' for bt "
-            "only. Got it for "
-            f"{method}: choose another counter."
+            f"only. Got it for {method}: a file's length is known, so a counter sized to it has "
+            "the smaller error; choose another counter (e.g. auto, or blt with --delta)."
         )
     unit = LocalDP() if method == "topl" else EventLevel()
     budget = _budget(method, eps, eps_t, delta, options.get("counter", "auto"))
