@@ -130,7 +130,7 @@ def release_stream(
         raise ParameterError(
             f"The '--counter' option of {owner} may be 'unbounded' or 'unbounded_blt' for bt "
             f"only. Got it for {method}: a file's length is known, so a counter sized to it has "
-            "the smaller error; choose another counter (e.g. auto, or blt with --delta)."
+            "the smaller error; choose another counter (e.g. auto)."
         )
     unit = LocalDP() if method == "topl" else EventLevel()
     budget = _budget(method, eps, eps_t, delta, options.get("counter", "auto"))
