@@ -857,8 +857,9 @@ def std_errors(
     Parameters
     ----------
     released : pandas.DataFrame or Series
-        A release as :func:`dpstream.release_optstream` (``k="auto"``) returned it, with
-        its ``attrs`` (the privacy record, the published measurements and plan configuration).
+        A release as :func:`dpstream.release_optstream` returned it (``k="auto"``, or an int
+        ``k`` up to 64 leaves), with its ``attrs`` (the privacy record, the published
+        measurements and plans or per-period estimates).
     hierarchy : mapping parent -> children, optional
         The hierarchy the release was made with (``attrs["hierarchy"]`` if absent).
     history : pandas.DataFrame, optional
@@ -875,19 +876,21 @@ def std_errors(
         as the regional hierarchy); ``"rough"``, the largest a stationary load with the
         measured sill can have (``γ(h) = sill`` from lag 1), an upper figure for loads that
         switch within a sample spacing, such as single households, where ``"planned"``
-        understates 1.5-4x (``docs/results/std_errors_calibration.md``).
+        understates 1.9-2.7x (``docs/results/std_errors_domain.md``).
 
     Returns
     -------
     pandas.DataFrame or Series
         Same index and columns as ``released``; ``attrs["method"]`` says how the figures were
-        computed and ``attrs["note"]`` what they do not include.
+        computed and ``attrs["note"]`` what they do not include. Empty (NaN) where the
+        release is empty (an unmeasured reading, ``missing="unmeasured"``).
 
     Raises
     ------
     ParameterError
         A release without the public information its errors need (a record, the measurements
-        of ``k="auto"``), an int-``k`` OptStream release, or a hierarchy that does not match.
+        of ``k="auto"`` or the estimates of an int ``k``), an int-``k`` release above 64 leaves,
+        with ``weights="paper"`` or unmeasured readings, or a hierarchy that does not match.
 
     Notes
     -----
@@ -895,6 +898,13 @@ def std_errors(
     inverse information matrix by an upward and a downward pass; a parametric bootstrap where
     non-negativity (O3) binds. *Privacy*: post-processing of the release ([FV19] Theorem 3):
     only ``attrs`` and the released values are read.
+
+    *Domain*: the stated figure is calibrated (empirical / stated RMSE per node within
+    0.8-1.25) for aggregated loads such as the regional hierarchy, with either sampler, at
+    ε = 1 and 0.1. It understates loads that switch within a sample spacing (a single
+    household's sub-meters, 1.9-2.7x): the published samples never show a lag that short. It
+    does not include biases the released values cannot show. See "What the stated figure
+    includes, and where it does not hold" in ``docs/results/std_errors_*.md``.
 
     Examples
     --------
