@@ -40,7 +40,7 @@ from ._pak_defaults import (
     pak_defaults,
     pak_mean_square_error,
 )
-from ._pak_mse import PakMsePlan, empirical_loss, plan_pak_mse
+from ._pak_mse import PakMsePlan, empirical_loss, pak_rmse_quantile, plan_pak_mse
 from ._pak_plan import METHODS, PakPlan, plan_pak, solve_pak
 from ._roughness import RoughnessStats, kriging_bias, period_roughness, variogram
 from ._stream_plan import PeriodPlan, plan_period, rule_k, share_grid, window_budget
@@ -126,6 +126,7 @@ __all__ = [
     "optstream_forward",
     "pak_forward",
     "plan_epsilon",
+    "pak_rmse_quantile",
     "plan_pak_mse",
     "solve_epsilon",
     "tops_forward",

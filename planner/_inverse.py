@@ -366,21 +366,35 @@ def pak_forward(
     counter: str = "auto",
     beta: float = 0.02,
     p_max: float = 0.005,
+    releases: int | None = None,
+    confidence: float = 0.9,
 ) -> EpsilonPlan:
     """Predicted RMSE of PAK's released c(σ, L) at ε (forward; module notes).
 
     ``prefix`` is the m values the threshold reads (**data**); L = ``range_length`` > m.
+    By default the prediction is the plan's expected RMSE. With ``releases`` = N it is instead
+    the ``confidence`` quantile of the RMSE of N releases (:func:`planner.pak_rmse_quantile`),
+    (the plan's ``metric`` is then ``"rmse_quantile"``), so that :func:`plan_epsilon` answers
+    "at most the target over N releases with probability ``confidence``". ``errors["range"]``
+    carries both.
     """
-    from ._pak_mse import plan_pak_mse
+    from ._pak_mse import pak_rmse_quantile, plan_pak_mse
 
     plan = plan_pak_mse(
         prefix, n=range_length, bound=bound, epsilon=epsilon, delta=delta, beta=beta,
         p_max=p_max, counter=counter,
     )  # fmt: skip
     errors = {"range": {"rmse": plan.rmse}}
+    predicted = plan.rmse
+    if releases is not None:
+        _, predicted = pak_rmse_quantile(prefix, plan, releases=releases, confidence=confidence)
+        errors["range"].update(
+            rmse_quantile=predicted, releases=int(releases), confidence=float(confidence)
+        )
     return EpsilonPlan(
-        method="pak", epsilon=plan.epsilon, metric="rmse", level="range", target=None,
-        predicted=plan.rmse, reachable=True, errors=errors, parameters=plan.parameters(),
+        method="pak", epsilon=plan.epsilon,
+        metric="rmse" if releases is None else "rmse_quantile", level="range", target=None,
+        predicted=predicted, reachable=True, errors=errors, parameters=plan.parameters(),
         epsilon_range=(plan.epsilon, plan.epsilon), evaluations=1,
     )  # fmt: skip
 

@@ -48,10 +48,17 @@ import numpy as np
 
 from mechanisms import ParameterError, counter_end_variance
 
-from ._pak_defaults import PAPER_DEFAULTS, R_GRID, SHARE_GRID, pak_mean_square_error
+from ._pak_defaults import (
+    PAPER_DEFAULTS,
+    R_GRID,
+    SHARE_GRID,
+    _full_law,
+    _quantile,
+    pak_mean_square_error,
+)
 from ._pak_plan import ANALYSIS_NOTE, PakPlan, plan_pak
 
-__all__ = ["BETA_LT_GRID", "PakMsePlan", "empirical_loss", "plan_pak_mse"]
+__all__ = ["BETA_LT_GRID", "PakMsePlan", "empirical_loss", "pak_rmse_quantile", "plan_pak_mse"]
 
 #: β_lt values the plan tries besides Eq. 16's and Table I's (module notes).
 BETA_LT_GRID = (1e-3, 1e-4, 1e-5, 1e-6)
@@ -270,3 +277,71 @@ def plan_pak_mse(
         use_threshold=False, r=1.0, lam=1.0, p=p_max, eps1_share=0.0,
         beta_lt=beta_lt if math.isfinite(beta_lt) else 0.0, rmse=math.sqrt(plain), **common,
     )  # fmt: skip
+
+
+def pak_rmse_quantile(
+    prefix: object, plan: PakMsePlan, *, releases: int, confidence: float
+) -> tuple[float, float]:
+    """(RMSE, its ``confidence`` quantile over ``releases`` releases) of ``plan`` on its model.
+
+    The root mean square error of N independent releases of ĉ(σ, n), √(Σₖ eₖ²/N), is itself
+    random. With the plan's model, given τ the error is e = −L(τ) + Λ + G. L(τ) is the clipping
+    loss: its mean is ``empirical_loss``'s and its variance joins G. Λ is the Laplace noise of
+    c(σ, m), with variance 2τ²/ε₂² and fourth moment 6·Var². G is the suffix counter's noise
+    plus the loss's variance, taken as normal (fourth moment 3·Var²). So E[e²] and E[e⁴] are
+    exact given τ, and integrated over τ's whole law as :func:`plan_pak_mse` does. The mean of
+    N squared errors is then approximated by a scaled χ² with the same two moments
+    (Satterthwaite: M₂·χ²_k/k, k = 2N·M₂²/Var(e²)). The plain counter's error is normal with
+    mean 0, so k = N. The rare τ near 0 (probability p_t) would dominate E[e⁴] without being
+    seen in N releases. So the lowest (1 − q)/(100·N) of τ's law is taken out of the moments
+    and counted as an exceedance: the quantile is that of the rest at q/(1 − p_t)^N (the whole
+    law's χ² if that is ≥ 1). The first value returned is √M₂ over the whole law, the plan's
+    predicted RMSE. ``prefix`` is the plan's prefix (**data** when the plan read data).
+    """
+    from scipy.stats import chi2
+
+    from mechanisms import pak_threshold_calibration
+
+    owner = "pak_rmse_quantile"
+    if isinstance(releases, bool) or not isinstance(releases, int | np.integer) or releases < 1:
+        raise ParameterError(
+            f"The 'releases' parameter of {owner} must be an int >= 1. Got {releases!r} instead."
+        )
+    q = float(confidence)
+    if not 0.0 < q < 1.0:
+        raise ParameterError(
+            f"The 'confidence' parameter of {owner} must be a float in (0, 1). Got "
+            f"{confidence!r} instead."
+        )
+    n, eps, bound = plan.n, plan.epsilon, plan.bound
+    if not plan.use_threshold:
+        m2 = plan.plain_rmse**2
+        k = float(releases)  # e ~ N(0, var): the mean of N squares is var·χ²_N/N
+    else:
+        values = np.asarray(prefix, dtype=np.float64).ravel()
+        cal = pak_threshold_calibration(
+            values, bound=bound, epsilon=plan.eps1_share * eps, delta=plan.delta, lam=plan.lam,
+            p=plan.p, beta_lt=plan.beta_lt, noise=plan.noise,
+        )  # fmt: skip
+        u, w = _full_law()
+        z = _quantile(plan.noise, u)
+        tau = np.clip(plan.r * (cal.tau_prime + cal.scale * z), bound * 2.0**-30, bound)
+        v = counter_end_variance(plan.counter, n - plan.time_lag, epsilon=eps, bound=1.0,
+                                 delta=plan.delta)  # fmt: skip
+        mean, lvar = empirical_loss(values, n, known=values.size)(tau)
+        lap = 2.0 * (tau / ((1.0 - plan.eps1_share) * eps)) ** 2
+        gauss = tau**2 * v + lvar
+        var = lap + gauss
+        e2 = mean**2 + var
+        e4 = mean**4 + 6.0 * mean**2 * var + 6.0 * lap**2 + 6.0 * lap * gauss + 3.0 * gauss**2
+        rmse = math.sqrt(float(e2 @ w))
+        rare = u < (1.0 - q) / (100.0 * releases)  # τ's lowest tail (u ascending: τ too)
+        p_t = float(w[rare].sum())
+        q_bulk = q / (1.0 - p_t) ** releases
+        if q_bulk < 1.0:
+            w = np.where(rare, 0.0, w) / (1.0 - p_t)
+            q = q_bulk
+        m2, m4 = float(e2 @ w), float(e4 @ w)
+        k = 2.0 * releases * m2**2 / max(m4 - m2**2, 1e-300 * m2**2)
+        return rmse, math.sqrt(m2 * float(chi2.ppf(q, k)) / k)
+    return math.sqrt(m2), math.sqrt(m2 * float(chi2.ppf(q, k)) / k)

@@ -13,6 +13,13 @@ values the threshold reads). For 3 targets each:
 Wanted: realised/target in 0.7-1.2. Run: ``python scripts/planner_inverse_streams.py
 [--trials 30] [--methods pak]``; writes ``docs/results/planner_inverse_streams.csv`` and
 ``.md`` after every cell. Seeded runs: an experiment, not a release.
+
+``--check-pak TARGET --seeds K`` instead releases one PAK cell K times (seeds 0..K−1) and
+splits each error into its parts, to test the plan's model against the realised error
+(writes ``docs/results/planner_inverse_pak_check.md``): the Laplace noise of c(σ, m) and the
+suffix counter's noise at step n, each over its scale given the run's released τ (a z-score:
+mean 0, variance 1 if the model is right), the clipping loss given τ, and the RMSE over
+consecutive blocks of ``--trials`` seeds (the sampling spread of a 30-trial RMSE).
 """
 
 from __future__ import annotations
@@ -42,14 +49,30 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=30)
     parser.add_argument("--methods", nargs="*", default=["tops", "pak"],
                         help="methods to run; the others' rows are kept from the CSV")  # fmt: skip
+    parser.add_argument("--check-pak", type=float, default=None,
+                        help="a PAK target RMSE: split its error over --seeds runs")  # fmt: skip
+    parser.add_argument("--seeds", type=int, default=300)
+    parser.add_argument(
+        "--releases",
+        type=int,
+        default=None,
+        help="PAK: plan the --confidence quantile of the RMSE of this many "
+        "releases (pak_forward(releases=...)) instead of its expectation",
+    )
+    parser.add_argument("--confidence", type=float, default=0.9)
     args = parser.parse_args()
     x = np.asarray(household_minutes_stream(), dtype=np.float64)
     bound = float(HOUSEHOLD_MINUTES_BOUND)
+    if args.check_pak is not None:
+        check_pak(x, bound, args.check_pak, args.seeds, args.trials)
+        return
     r = x.size - M
     start = time.perf_counter()
     rows: list[dict] = []
     kept = OUT / "planner_inverse_streams.csv"
-    if set(args.methods) != {"tops", "pak"} and kept.exists():
+    if args.releases is not None and kept.exists():  # the quantile rows join the table
+        rows = pd.read_csv(kept).to_dict("records")
+    elif set(args.methods) != {"tops", "pak"} and kept.exists():
         old = pd.read_csv(kept)
         rows = old[~old["method"].str.lower().isin(args.methods)].to_dict("records")
 
@@ -83,6 +106,11 @@ def main() -> None:
                "epsilon": plan.epsilon, "predicted": plan.predicted, "realised": real,
                "realised_over_target": real / target, "trials": args.trials})  # fmt: skip
     pak = functools.partial(pak_forward, x[:M], range_length=x.size, bound=bound, delta=DELTA)
+    label = "PAK"
+    if args.releases is not None:
+        pak = functools.partial(pak, releases=args.releases, confidence=args.confidence)
+        label = f"PAK, {args.confidence:g} quantile over {args.releases}"
+        rows = [r for r in rows if r["method"] != label]
     total = math.fsum(x)
     for target in PAK_TARGETS if "pak" in args.methods else ():
         plan = plan_epsilon(pak, target=target, epsilon_min=0.05, epsilon_max=50.0)
@@ -96,10 +124,81 @@ def main() -> None:
             err.append(float(rel.prefix_sums[-1]) - total)
         real = math.sqrt(float(np.mean(np.square(err))))
         expected = expected_rmse(x, bound, M, mse_plan.release_parameters(), epsilon=plan.epsilon)
-        flush({"method": "PAK", "quantity": "c(σ, n)", "target": target,
+        flush({"method": label, "quantity": "c(σ, n)", "target": target,
                "epsilon": plan.epsilon, "predicted": plan.predicted, "expected": expected,
                "realised": real, "realised_over_target": real / target,
                "trials": args.trials})  # fmt: skip
+
+
+def check_pak(x: np.ndarray, bound: float, target: float, seeds: int, block: int) -> None:
+    """One PAK cell released ``seeds`` times, its error split into the model's parts."""
+    from mechanisms import counter_end_variance
+    from planner import empirical_loss
+
+    pak = functools.partial(pak_forward, x[:M], range_length=x.size, bound=bound, delta=DELTA)
+    plan = plan_epsilon(pak, target=target, epsilon_min=0.05, epsilon_max=50.0)
+    eps = plan.epsilon
+    mse_plan = plan_pak_mse(x[:M], n=x.size, bound=bound, epsilon=eps, delta=DELTA)
+    params = mse_plan.release_parameters()
+    expected = expected_rmse(x, bound, M, params, epsilon=eps)
+    v = counter_end_variance(params["counter"], x.size - M, epsilon=eps, bound=1.0, delta=DELTA)
+    eps2 = (1.0 - params["eps1_share"]) * eps
+    loss = empirical_loss(x, x.size)
+    total = math.fsum(x)
+    rows = []
+    for seed in range(seeds):
+        rel = pak_release(x, bound=bound, epsilon=eps, delta=DELTA, time_lag=M, seed=seed,
+                          **params)  # fmt: skip
+        tau = float(rel.threshold)
+        c_m, c_n = float(rel.prefix_sums[M - 1]), float(rel.prefix_sums[-1])
+        prefix_noise = c_m - math.fsum(np.minimum(x[:M], tau))
+        counter_noise = c_n - c_m - math.fsum(np.minimum(x[M:], tau))
+        rows.append({
+            "seed": seed, "tau": tau, "error": c_n - total,
+            "loss": float(loss(np.array([tau]))[0][0]),
+            "z_prefix": prefix_noise / (math.sqrt(2.0) * tau / eps2),
+            "z_counter": counter_noise / (tau * math.sqrt(v)),
+        })  # fmt: skip
+    frame = pd.DataFrame(rows)
+    err = frame["error"].to_numpy()
+    blocks = [math.sqrt(float(np.mean(err[i : i + block] ** 2)))
+              for i in range(0, seeds - block + 1, block)]  # fmt: skip
+    centred = err - err.mean()
+    kurtosis = float(np.mean(centred**4) / np.mean(centred**2) ** 2)
+    rmse = math.sqrt(float(np.mean(err**2)))
+    lines = [
+        f"# PAK inverse cell, target {target:g}: the model against {seeds} releases",
+        "",
+        f"`python scripts/planner_inverse_streams.py --check-pak {target:g} --seeds {seeds} "
+        f"--trials {block}`. Household minutes, m = {M:,}, the ε `plan_epsilon(pak_forward)` "
+        f"returns for target RMSE {target:g} of c(σ, n): ε = {eps:.4g}; parameters "
+        f"{ {k: (round(w, 4) if isinstance(w, float) else w) for k, w in params.items()} }. "
+        "Each error is split into the Laplace noise of c(σ, m) and the suffix counter's "
+        "noise at step n, each divided by its scale given the run's τ (mean 0 and variance 1 "
+        "if the model is right), and the clipping loss given τ.",
+        "",
+        "| quantity | value |",
+        "|---|---|",
+        f"| predicted RMSE (the plan) | {plan.predicted:.4g} |",
+        f"| expected RMSE on the stream (τ's law, no sampling error) | {expected:.4g} |",
+        f"| realised RMSE, seeds 0–{seeds - 1} | {rmse:.4g} ({rmse / expected:.3f} of expected) |",
+        f"| realised RMSE, seeds 0–{block - 1} (the table's cell) | {blocks[0]:.4g} |",
+        f"| realised RMSE per block of {block} seeds | "
+        + ", ".join(f"{b:.0f}" for b in blocks)
+        + " |",
+        f"| prefix noise z: mean, variance | {frame['z_prefix'].mean():.3f}, "
+        f"{frame['z_prefix'].var(ddof=0):.3f} |",
+        f"| counter noise z: mean, variance | {frame['z_counter'].mean():.3f}, "
+        f"{frame['z_counter'].var(ddof=0):.3f} |",
+        f"| τ: min, mean, max | {frame['tau'].min():.3g}, {frame['tau'].mean():.3g}, "
+        f"{frame['tau'].max():.3g} |",
+        f"| clipping loss given τ: mean | {frame['loss'].mean():.4g} |",
+        f"| error: mean, kurtosis (normal: 3) | {err.mean():.4g}, {kurtosis:.2f} |",
+        "",
+    ]
+    frame.to_csv(OUT / "planner_inverse_pak_check.csv", index=False, float_format="%.6g")
+    (OUT / "planner_inverse_pak_check.md").write_text("\n".join(lines))
+    print("\n".join(lines))
 
 
 def _markdown(frame: pd.DataFrame, trials: int, seconds: float) -> str:
