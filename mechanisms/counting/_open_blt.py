@@ -24,7 +24,7 @@ may differ between neighbours by one lattice step. The counter is therefore cali
 stated public horizon H (default 2³², refused beyond 2⁴⁰), the most steps it will ever accept:
 Δ = ⌊B/γ⌋·‖c‖₂ + √H·(2η + 1), η the buffers' rounding bound (streaming arithmetic only: pushes
 and :meth:`~._blt.BLTCounter.push_many`, bit-identical encodings: the wide encoder of
-:mod:`._blt`, state in extended precision once per 256 steps).
+:mod:`._blt_counter`, state in extended precision once per 256 steps).
 At H = 2³² the rounding adds about 1.6% to Δ; σ does not depend on how many steps are
 actually pushed.
 
@@ -45,13 +45,8 @@ from ..core._budget import Budget
 from ..core._errors import ParameterError
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import check_integer, check_positive, check_probability, check_stream
-from ._blt import (
-    BLTCounter,
-    BLTRelease,
-    BLTStrategy,
-    _inverse,
-    _wide_slack,
-)
+from ._blt import BLTRelease, BLTStrategy, _inverse, _wide_slack
+from ._blt_counter import BLTCounter
 from ._factorisation import _Calibration, _place_on_lattice
 
 __all__ = [
