@@ -23,7 +23,7 @@ The lattice rounding is not summable (``docs/privacy.md``): every coordinate of 
 may differ between neighbours by one lattice step. The counter is therefore calibrated for a
 stated public horizon H (default 2³², refused beyond 2⁴⁰), the most steps it will ever accept:
 Δ = ⌊B/γ⌋·‖c‖₂ + √H·(2η + 1), η the buffers' rounding bound (streaming arithmetic only: pushes
-and :meth:`~._blt.BLTCounter.push_many`, bit-identical encodings: the wide encoder of
+and :meth:`~._blt_counter.BLTCounter.push_many`, bit-identical encodings: the wide encoder of
 :mod:`._blt_counter`, state in extended precision once per 256 steps).
 At H = 2³² the rounding adds about 1.6% to Δ; σ does not depend on how many steps are
 actually pushed.
