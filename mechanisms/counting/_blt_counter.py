@@ -26,7 +26,7 @@ from ..core._noise import GaussianNoise
 from ..core._random import bit_source
 from ..core._samplers import discrete_gaussian
 from ..core._units import EventLevel, PrivacyGuarantee
-from ..core._validation import _real_array, check_integer
+from ..core._validation import check_integer, clamp_stream
 from ._blt import _PROOF, _SUB, _WIDE_FROM, BLTStrategy, _calibrate, _check
 from ._factorisation import _BLOCK
 
@@ -316,17 +316,7 @@ class BLTCounter:
         time, which costs less than the filters' set-up; the same encoder, bit for bit)."""
         from scipy.signal import lfilter
 
-        arr = _real_array(values, "values", owner, True)
-        if arr.ndim != 1:
-            raise DomainError(
-                f"The 'values' argument of {owner} must be one-dimensional. Got an array of "
-                f"shape {arr.shape}. Pass one stream at a time."
-            )
-        if np.isnan(arr).any():
-            raise DomainError(
-                f"The 'values' argument of {owner} must hold numbers, not NaN (a NaN cannot be "
-                "clamped to the bound). Impute missing values before pushing."
-            )
+        arr, _ = clamp_stream(values, "values", owner, bound=self.bound)  # typed errors first
         t, k, cal = self._t, arr.size, self._cal
         if t + k > self.n:
             raise ParameterError(
