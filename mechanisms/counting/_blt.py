@@ -263,7 +263,10 @@ def _block_slack(strategy: BLTStrategy, units_bound: float, unit: float = _EXTEN
     grow = th + 2.0 * _U
     in_block = 2.0 * _U * width * (1.0 - grow**big) / (1.0 - grow)
     g1 = _gamma(big + 1, unit)
-    base = ((g1 + unit) * top + in_block) / (1.0 - unit - th**big - g1)
+    room = 1.0 - unit - th**big - g1
+    if np.any(room <= 0.0):  # no contracting fixed point, no bound (not for shipped constants)
+        return math.inf
+    base = ((g1 + unit) * top + in_block) / room
     carry = float(om @ base) + (_gamma(big + 1, unit) + _gamma(d + 4, _U)) * float(
         om @ (top + base)
     )
