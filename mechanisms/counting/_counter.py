@@ -52,6 +52,7 @@ class BinaryTreeCounter:
 
     Examples
     --------
+    >>> from mechanisms import binary_tree_prefix_sums
     >>> counter = BinaryTreeCounter(4, epsilon=1.0, bound=2.0, seed=7)
     >>> stream = [1.0, 0.0, 2.0, 1.0]
     >>> out = [counter.push(x) for x in stream]
