@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import planner._stream_planner as sp
 from dpstream import ReleaseStore
 from dpstream.pipelines import _autoplan
 from dpstream.pipelines._autoplan import _config, replan, run_periods
@@ -68,8 +69,9 @@ def assert_same_plan(a, b) -> None:
 @pytest.mark.parametrize("memory", [None, (2, 4)], ids=["defaults", "short-look-backs"])
 def test_day_by_day_through_the_store_equals_the_in_memory_planner(tmp_path, monkeypatch, memory):
     if memory is not None:  # the store must read back every period the planner uses (both)
-        monkeypatch.setattr(_autoplan, "LOOKBACK", memory[0])
-        monkeypatch.setattr(_autoplan, "PRIOR_DAYS", memory[1])
+        for mod in (sp, _autoplan):  # the planner's look-backs and the store's replay's
+            monkeypatch.setattr(mod, "LOOKBACK", memory[0])
+            monkeypatch.setattr(mod, "PRIOR_DAYS", memory[1])
     frame = loads(DAYS)
     cfg, sf, measured, plans, priors, released = in_memory(frame, seed=7)
     with ReleaseStore(tmp_path / "daily.db") as daily, ReleaseStore(tmp_path / "one.db") as one:
