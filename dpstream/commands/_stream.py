@@ -126,11 +126,10 @@ def release_stream(
     eps_t = option_float(options["epsilon_threshold"], "--epsilon-threshold", owner)
     delta = option_probability(options["delta"], "--delta", owner)
     option_int(options["fanout"], "--fanout", owner, minimum=2)
-    if options.get("counter") in ("unbounded", "unbounded_blt") and method != "bt":
+    if options.get("counter") in ("unbounded", "unbounded_blt") and method not in ("bt", "pak"):
         raise ParameterError(
             f"The '--counter' option of {owner} may be 'unbounded' or 'unbounded_blt' for bt "
-            f"only. Got it for {method}: a file's length is known, so a counter sized to it has "
-            "the smaller error; choose another counter (e.g. auto)."
+            f"and pak only. Got it for {method}."
         )
     unit = LocalDP() if method == "topl" else EventLevel()
     budget = _budget(method, eps, eps_t, delta, options.get("counter", "auto"))

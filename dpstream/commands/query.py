@@ -204,20 +204,28 @@ def range_std_errors(meta: dict, ranges: list[tuple[int, int]]) -> tuple[list[fl
     method = meta.get("method")
     lag = int(meta.get("time_lag", 0))
     try:
-        if method == "bt" and meta.get("counter") == "unbounded":  # exact, no n
-            from mechanisms.counting import unbounded_kary_range_variance as rv
+        open_counter = meta.get("counter") in ("unbounded", "unbounded_blt")
+        if method in ("pak", "bt") and open_counter:  # exact, no n (unbounded_blt: H = 2^32)
+            from mechanisms.counting import unbounded_blt_range_variance as blt_rv
+            from mechanisms.counting import unbounded_kary_range_variance as kary_rv
 
-            eps, bnd = float(meta["epsilon"]), float(meta["bound"])
-            out = [math.sqrt(rv(i + 1, j + 1, epsilon=eps, bound=bnd)) for i, j in ranges]
-            return out, "noise of the counter (exact; values were in [0, --bound])"
-        if method == "bt" and meta.get("counter") == "unbounded_blt":  # exact, H = 2^32
-            from mechanisms.counting import unbounded_blt_range_variance as rv
-
-            eps, dlt, bnd = float(meta["epsilon"]), float(meta["delta"]), float(meta["bound"])
-            out = [
-                math.sqrt(rv(i + 1, j + 1, epsilon=eps, delta=dlt, bound=bnd)) for i, j in ranges
-            ]
-            return out, "noise of the counter (exact; values were in [0, --bound])"
+            eps = float(meta["epsilon"])  # pak: the suffix counter runs at the whole (ε, δ)
+            bnd = float(meta["threshold"] if method == "pak" else meta["bound"])
+            if meta["counter"] == "unbounded":
+                var = [kary_rv(i - lag + 1, j - lag + 1, epsilon=eps, bound=bnd) for i, j in ranges]
+            else:
+                dlt = float(meta["delta"])
+                var = [
+                    blt_rv(i - lag + 1, j - lag + 1, epsilon=eps, delta=dlt, bound=bnd)
+                    for i, j in ranges
+                ]
+            note = (
+                "noise of the counter (exact); the bias of clipping values at the released "
+                "threshold cannot be estimated from public values (not included)"
+                if method == "pak"
+                else "noise of the counter (exact; values were in [0, --bound])"
+            )
+            return [math.sqrt(v) for v in var], note
         if method in ("pak", "bt"):
             oracle = _counter_oracle(meta)
             out = [math.sqrt(oracle.range_variance(i - lag, j - lag)) for i, j in ranges]

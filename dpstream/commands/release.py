@@ -206,10 +206,14 @@ def _write_output(frame: pd.DataFrame | pd.Series, path: str) -> None:
     default="auto",
     show_default=True,
     help="pak/bt: continual counter of the released sums; auto = the smallest exact variance "
-    "for the budget (public), binary_tree = the paper's BT; bt only: unbounded = a counter "
-    "sized for no stream length (epochs of k-ary trees; each run is a new release, charged); "
-    "unbounded_blt = its Gaussian twin at (--epsilon, --delta) (a time-invariant BLT, "
-    "calibrated for streams of up to 2^32 rows).",
+    "for the budget (public; a counter sized to the file's length, the best when the length is "
+    "known), binary_tree = the paper's BT; for a stream whose length is not fixed in advance: "
+    "unbounded = a counter sized for no stream length (epochs of k-ary trees, pure ε; rows "
+    "appended later leave the released prefix unchanged for the same seed, for pak with "
+    "--parameters paper (planned parameters depend on the number of rows); each run is a new "
+    "release, charged), unbounded_blt = its Gaussian twin at (--epsilon, --delta) (a "
+    "time-invariant BLT, calibrated for streams of up to 2^32 rows; pak: the suffix after "
+    "--time-lag).",
 )
 @click.option(
     "--parameters",

@@ -8,6 +8,7 @@ from ._analysis import StreamAnalysis
 from ._counter import BinaryTreeCounter
 from ._counters import (
     COUNTERS,
+    OPEN_COUNTERS,
     CounterRelease,
     best_counter,
     counter_end_variance,
@@ -56,6 +57,7 @@ from ._unbounded import (
 
 __all__ = [
     "COUNTERS",
+    "OPEN_COUNTERS",
     "CounterRelease",
     "KaryTreeCounter",
     "KaryTreeRelease",

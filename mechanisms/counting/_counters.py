@@ -68,12 +68,19 @@ from ._kary import (
     kary_noise,
     kary_variance_units,
 )
+from ._open_blt import _unbounded_blt_release, unbounded_blt_variance
 from ._smooth import SmoothBinaryRelease, _smooth_release, smooth_binary_noise
 from ._tree import TreeRelease, _levels, _tree_release, binary_tree_noise
 from ._tree_estimates import (
     _consistent_variance_units,
     _online_level_variances,
     _popcounts,
+)
+from ._unbounded import (
+    UnboundedKaryRelease,
+    _unbounded_release,
+    unbounded_kary_range_variance,
+    unbounded_kary_variance,
 )
 
 __all__ = [
@@ -97,8 +104,11 @@ COUNTERS = (
     "sqrt_factorisation",
     "blt",
 )
+#: Counters that need no stream length (:mod:`._unbounded`, :mod:`._open_blt`): accepted by
+#: name, never chosen by :func:`best_counter` (a counter sized to a known n is better).
+OPEN_COUNTERS = ("unbounded", "unbounded_blt")
 #: Counters that need δ > 0.
-_APPROXIMATE = ("smooth_binary", "sqrt_factorisation", "blt")
+_APPROXIMATE = ("smooth_binary", "sqrt_factorisation", "blt", "unbounded_blt")
 #: Counters whose estimate at t reads nodes completed after t (batch only).
 _BATCH_ONLY = ("binary_tree_consistent", "kary_tree_consistent")
 #: Longest stream of the counters that have one (the factorisations' lattice and constants).
@@ -106,11 +116,12 @@ _MAX_LENGTH = {"sqrt_factorisation": 1 << 26, "blt": 1 << 24}
 
 
 def check_counter(counter: object, owner: str, *, delta: float = 0.0) -> str:
-    """Return ``counter`` if it names a counter usable at this δ (``"auto"`` allowed)."""
-    if counter != "auto" and counter not in COUNTERS:
+    """Return ``counter`` if it names a counter usable at this δ (``"auto"`` and the
+    :data:`OPEN_COUNTERS` allowed)."""
+    if counter != "auto" and counter not in COUNTERS and counter not in OPEN_COUNTERS:
         raise ParameterError(
-            f"The 'counter' parameter of {owner} must be one of {('auto', *COUNTERS)}. Got "
-            f"{counter!r} instead."
+            f"The 'counter' parameter of {owner} must be one of "
+            f"{('auto', *COUNTERS, *OPEN_COUNTERS)}. Got {counter!r} instead."
         )
     if counter in _APPROXIMATE and not delta > 0.0:
         raise ParameterError(
@@ -154,6 +165,10 @@ def counter_end_variance(
     if counter == "smooth_binary":
         noise, _, _, _, k = smooth_binary_noise(n, epsilon=eps, delta=dlt, bound=bnd)
         return float(k * noise.variance)
+    if counter == "unbounded":  # closed forms at the one step n (no n in the counter)
+        return float(unbounded_kary_variance(np.array([n]), epsilon=eps, bound=bnd)[0])
+    if counter == "unbounded_blt":
+        return float(unbounded_blt_variance(n, epsilon=eps, delta=dlt, bound=bnd)[0])
     if counter in ("sqrt_factorisation", "blt"):
         return float(counter_variance(counter, n, epsilon=eps, bound=bnd, delta=dlt)[-1])
     if counter in ("kary_tree", "kary_tree_consistent"):
@@ -188,6 +203,10 @@ def counter_variance(
         return np.full(n, k * noise.variance)
     if counter == "sqrt_factorisation":
         return sqrt_factorisation_variance(n, epsilon=eps, delta=dlt, bound=bnd)
+    if counter == "unbounded":  # closed forms, no n (steps 1..n of the open counters)
+        return unbounded_kary_variance(np.arange(1, n + 1), epsilon=eps, bound=bnd)
+    if counter == "unbounded_blt":
+        return unbounded_blt_variance(np.arange(1, n + 1), epsilon=eps, delta=dlt, bound=bnd)
     if counter == "blt":
         return blt_variance(n, epsilon=eps, delta=dlt, bound=bnd)
     if counter in ("kary_tree", "kary_tree_consistent"):
@@ -262,7 +281,10 @@ class CounterRelease:
     kary: KaryTreeRelease | None = None
     """The k-ary release for ``"kary_tree"``; None otherwise."""
     factorisation: SqrtFactorisationRelease | BLTRelease | None = None
-    """The matrix-factorisation release for ``"sqrt_factorisation"`` / ``"blt"``; else None."""
+    """The matrix-factorisation release for ``"sqrt_factorisation"`` / ``"blt"`` /
+    ``"unbounded_blt"``; else None."""
+    unbounded: UnboundedKaryRelease | None = None
+    """The open-stream k-ary release for ``"unbounded"``; None otherwise."""
     guarantee: PrivacyGuarantee
     """Event-level guarantee (ε for trees; (ε, δ) from ρ-zCDP for the smooth binary)."""
     n: int = field(init=False)
@@ -297,7 +319,12 @@ class CounterRelease:
                         coef[(h, b)] = coef.get((h, b), 0) + sign * (1 if d > 0 else -1)
                     pos += d * size
             return float(sum(c * c for c in coef.values())) * kr.noise.variance
-        if self.counter in ("sqrt_factorisation", "blt"):
+        if self.counter == "unbounded":  # exact: blocks shared by both prefixes cancel
+            ur = self.unbounded
+            return unbounded_kary_range_variance(
+                i + 1, j + 1, epsilon=ur.epsilon, bound=ur.bound, fanout=ur.fanout
+            )
+        if self.counter in ("sqrt_factorisation", "blt", "unbounded_blt"):
             fr = self.factorisation  # c̃(t) = Σ_{s<t} b_{t−1−s} z_s: Toeplitz rows, exact
             b = (
                 sqrt_coefficients(self.n)
@@ -356,8 +383,22 @@ def counter_release(
             kary=kr,
             guarantee=kr.guarantee,
         )
-    if counter in ("sqrt_factorisation", "blt"):
-        release = _sqrt_release if counter == "sqrt_factorisation" else _blt_release
+    if counter == "unbounded":
+        ur = _unbounded_release(values, epsilon=epsilon, bound=bound, bits=bits, owner=owner)
+        return CounterRelease(
+            counter=counter,
+            prefix_sums=np.array(ur.prefix_sums),
+            variance=np.array(ur.variance),
+            tree=None,
+            unbounded=ur,
+            guarantee=ur.guarantee,
+        )
+    if counter in ("sqrt_factorisation", "blt", "unbounded_blt"):
+        release = {
+            "sqrt_factorisation": _sqrt_release,
+            "blt": _blt_release,
+            "unbounded_blt": _unbounded_blt_release,
+        }[counter]
         fr = release(values, epsilon=epsilon, delta=dlt, bound=bound, bits=bits, owner=owner)
         return CounterRelease(
             counter=counter,

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..core._budget import Budget
 from ..core._errors import ParameterError
+from ..core._random import BitSource, bit_source
 from ..core._units import EventLevel, PrivacyGuarantee
 from ..core._validation import check_integer, check_positive, check_probability, check_stream
 from ._blt import BLTRelease, BLTStrategy, _inverse, _wide_slack
@@ -278,7 +279,24 @@ def unbounded_blt_release(
     >>> rel.n, bool(rel.variance[0] < rel.variance[-1])
     (3, True)
     """
-    owner = "unbounded_blt_release"
+    return _unbounded_blt_release(
+        values, epsilon=epsilon, delta=delta, bound=bound, horizon=horizon,
+        bits=bit_source(seed),
+    )  # fmt: skip
+
+
+def _unbounded_blt_release(
+    values: object,
+    *,
+    epsilon: float,
+    delta: float,
+    bound: float,
+    bits: BitSource,
+    horizon: int = DEFAULT_HORIZON,
+    owner: str = "unbounded_blt_release",
+) -> BLTRelease:
+    """Validate everything, then release with noise from ``bits`` only (the counter keeps it:
+    :func:`~mechanisms.core._random.bit_source` returns a bit source unchanged)."""
     eps, dlt, bnd, hor = _check(epsilon, delta, bound, horizon, owner)
     vals = check_stream(values, "values", owner, bound=bnd)
     if vals.size > hor:
@@ -286,7 +304,7 @@ def unbounded_blt_release(
             f"The 'values' argument of {owner} holds more steps than the stated horizon "
             f"({hor}). Calibrate for a longer horizon."
         )
-    counter = UnboundedBLTCounter(epsilon=eps, delta=dlt, bound=bnd, horizon=hor, seed=seed)
+    counter = UnboundedBLTCounter(epsilon=eps, delta=dlt, bound=bnd, horizon=hor, seed=bits)
     sums, encoded = counter._push_many(vals, owner)
     cal = counter._cal
     sig = cal.sigma_units * cal.granularity

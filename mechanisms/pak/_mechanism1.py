@@ -10,7 +10,10 @@ Steps (Mechanism 1, with the threshold of §IV and r of §V-B):
 
 Step 3's counter is the one with the smallest exact variance for the budget by default
 (``counter="auto"``, issue 14: under pure ε the k-ary tree with negative digits and its
-least-squares estimate); ``counter="binary_tree"`` is the paper's protocol. The local
+least-squares estimate); ``counter="binary_tree"`` is the paper's protocol. The open counters
+``"unbounded"`` / ``"unbounded_blt"`` (issue 27 item 5) need no n: the released prefix sums
+of a stream do not change when steps are appended (with the same bits), for streams whose
+length is not fixed in advance. The local
 parameters' defaults are the paper's Table I choices; :func:`planner.pak_defaults` chooses
 them from public inputs.
 """
@@ -45,6 +48,7 @@ from ..core._validation import (
 from ..counting._counters import (
     _APPROXIMATE,
     COUNTERS,
+    OPEN_COUNTERS,
     CounterRelease,
     best_counter,
     check_counter,
@@ -282,7 +286,12 @@ def pak_release(
         negative digits, its signed cover sums / least-squares estimate; pure ε),
         ``"smooth_binary"``, ``"sqrt_factorisation"``, ``"blt"`` (Gaussian noise calibrated
         at (ε, δ); need δ > 0; the last two are matrix factorisations, [FHU23], [DMRST24]).
-        Under ``"auto"`` with δ > 0 the Gaussian counters compete too. The record's
+        Under ``"auto"`` with δ > 0 the Gaussian counters compete too. For a stream whose
+        length is not fixed in advance (:data:`~mechanisms.counting.OPEN_COUNTERS`, never
+        chosen by ``"auto"``): ``"unbounded"`` ([CSS11] §4 epochs of k-ary trees, pure ε,
+        :func:`~mechanisms.counting.unbounded_kary_release`) or ``"unbounded_blt"`` (a
+        time-invariant BLT with Gaussian noise at (ε, δ), needs δ > 0, streams of at most 2³²
+        suffix steps, :func:`~mechanisms.counting.unbounded_blt_release`). The record's
         ``parameters["counter"]`` names the counter used.
 
     Returns
@@ -312,11 +321,12 @@ def pak_release(
     differing in the prefix the BT output has the same distribution given τ (loss (ε, δ));
     differing in the suffix, the prefix outputs are identical in distribution and BT costs ε
     (parallel composition, adaptively). Overall (ε, δ). With a Gaussian counter
-    (``"smooth_binary"``, ``"sqrt_factorisation"``, ``"blt"``) the suffix is (ε, δ)-DP
-    (analytic Gaussian calibration, [BW18]) instead of ε-DP; parallel
+    (``"smooth_binary"``, ``"sqrt_factorisation"``, ``"blt"``, ``"unbounded_blt"``) the
+    suffix is (ε, δ)-DP (analytic Gaussian calibration, [BW18]) instead of ε-DP; parallel
     composition of two (ε, δ) parts is still (ε, δ). The tree counters' estimates
     (online, consistent) are post-processing of the same BT nodes; ``"kary_tree"`` is ε-DP
-    ([APT24], :mod:`mechanisms.counting._kary`).
+    ([APT24], :mod:`mechanisms.counting._kary`); ``"unbounded"`` is ε-DP (k-ary trees on
+    disjoint epochs, parallel composition, :mod:`mechanisms.counting._unbounded`).
 
     Examples
     --------
@@ -502,12 +512,13 @@ def _suffix_release(
     values: np.ndarray, counter: str, eps: float, delta: float, bound: float, bits: BitSource
 ) -> CounterRelease:
     """The counter's release (tree counters: the BT nodes of ``_tree_release``, then the
-    counter's estimate from them; post-processing). Any name outside :data:`COUNTERS` is a
-    typed error before anything is drawn (an open counter has no place here)."""
+    counter's estimate from them; post-processing); the open counters
+    (:data:`OPEN_COUNTERS`) through their bits-taking releases. Every draw comes from ``bits``.
+    Any other name is a typed error before anything is drawn."""
     if counter in _TREE_COUNTERS:
         tree = _tree_release(values, epsilon=eps, bound=bound, bits=bits, owner="pak_release")
         return tree_counter_release(tree, counter)
-    if counter in COUNTERS:
+    if counter in COUNTERS or counter in OPEN_COUNTERS:
         return counter_release(
             values,
             counter=counter,
@@ -518,8 +529,8 @@ def _suffix_release(
             owner="pak_release",
         )
     raise ParameterError(
-        f"The 'counter' parameter of pak_release must be one of {COUNTERS}. Got {counter!r} "
-        "instead."
+        f"The 'counter' parameter of pak_release must be one of {(*COUNTERS, *OPEN_COUNTERS)}. "
+        f"Got {counter!r} instead."
     )
 
 

@@ -96,10 +96,11 @@ def test_query_gives_the_gaussian_open_counters_exact_standard_errors(tmp_path, 
 
 
 @pytest.mark.parametrize("counter", ["unbounded", "unbounded_blt"])
-def test_unbounded_is_refused_for_pak_before_anything(tmp_path, x, capsys, counter):
+def test_unbounded_is_refused_for_tops_before_anything(tmp_path, x, capsys, counter):
+    # pak takes the open counters too (tests/dpstream/test_cli_pak_open.py); tops has none
     path = _write(tmp_path, x, "p.csv")
     out = tmp_path / "p_out.csv"
-    args = ["release", "pak", str(path), "--bound", str(B), "--epsilon", "1", "--delta", "1e-6"]
+    args = ["release", "tops", str(path), "--bound", str(B), "--epsilon", "1", "--delta", "1e-6"]
     code = main([*args, "--time-lag", "100", "--counter", counter, "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 2 and "'--counter'" in err and len(err.strip().splitlines()) == 1
