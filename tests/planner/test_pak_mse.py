@@ -16,6 +16,7 @@ from mechanisms import (
     pak_threshold_calibration,
 )
 from mechanisms.core import bit_source
+from mechanisms.counting import OPEN_COUNTERS
 from planner import empirical_loss, pak_forward, plan_pak_mse
 from planner._objective import _upper_quantile
 from planner._pak_defaults import TAIL_FLOOR, _full_law
@@ -152,7 +153,7 @@ def test_threshold_plan_predicted_within_20_percent_fast():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("counter", COUNTERS)
+@pytest.mark.parametrize("counter", (*COUNTERS, *OPEN_COUNTERS))
 def test_every_counter_predicted_within_20_percent_and_not_worse_than_table_i(counter):
     x = np.minimum(np.random.default_rng(5).exponential(10.0, 30_000), 1000.0)
     plan = plan_pak_mse(x[:10_000], n=x.size, bound=1000.0, epsilon=1.0, delta=DELTA,
