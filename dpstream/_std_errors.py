@@ -551,7 +551,7 @@ def _rough_interpolation(measured, plans, cfg) -> dict[int, np.ndarray] | None:
     return out
 
 
-def _prior_correlation(measured, priors, leaves: np.ndarray) -> float | None:
+def _prior_correlation(measured, priors, leaves: np.ndarray, plans=None) -> float | None:
     """One correlation between the leaves' forecast errors, from the published measurements.
 
     The residuals ``d = x̃ − f`` of every period with a prior (measurement minus the prior's
@@ -559,17 +559,24 @@ def _prior_correlation(measured, priors, leaves: np.ndarray) -> float | None:
     between leaves, so off the diagonal their mean products estimate the shared part (the
     forecast's and the interpolation's errors: a day warmer than the profile everywhere).
     ρ = Σ_{l≠m} E[d_l d_m] / Σ_{l≠m} √(s_l s_m), with s_l = E[d_l²] minus the noise variance.
-    None without at least one period with a prior.
+    None without at least one period with a prior. A step where a leaf's reading was
+    unmeasured, or its prior has ~0 weight (``plans``: variance 10⁴ times the measurement's or
+    more, a history of unmeasured readings), is left out.
     """
     cross = None
     noise = None
     count = 0
-    for m, prior in zip(measured, priors, strict=True):
+    for i, (m, prior) in enumerate(zip(measured, priors, strict=True)):
         if prior is None:
             continue
         r = m.values.shape[1]
         d = m.values[leaves] - prior.mean[leaves, :r]
         ok = np.isfinite(d).all(axis=0)
+        if plans is not None:
+            v = np.asarray(plans[i].variances, dtype=np.float64)[leaves, :r]
+            ok &= (np.asarray(prior.variance, dtype=np.float64)[leaves, :r] < 1e4 * v).all(axis=0)
+        if (obs := getattr(m, "observed", None)) is not None:  # a step with an unmeasured
+            ok &= np.asarray(obs, dtype=bool)[leaves, :r].all(axis=0)  # leaf: no residual
         d = d[:, ok]
         if not d.size:
             continue
@@ -621,6 +628,9 @@ def _residual_check(measured, plans, priors) -> tuple[np.ndarray, np.ndarray] | 
         pv = np.array(prior.variance[:, :r], dtype=np.float64)
         d2 = (m.values - prior.mean[:, :r]) ** 2
         ok = np.isfinite(v) & np.isfinite(pv) & np.isfinite(d2) & (v < _UNMEASURED)
+        if (obs := getattr(m, "observed", None)) is not None:  # an unmeasured reading is no
+            ok &= np.asarray(obs, dtype=bool)[:, :r]  # residual (its 0 is pinned)
+        ok &= pv < 1e4 * v  # a prior of ~0 weight (its history unmeasured) checks nothing
         at = ok & m.sampled
         s_num += np.where(at, d2 - m.noise, 0.0).sum(axis=1)
         s_den += np.where(at, pv, 0.0).sum(axis=1)
@@ -702,11 +712,11 @@ def _auto_errors(
     rho_large = None
     if tree is not None and not dense:
         all_leaves = np.array([tree.index(leaf) for leaf in tree.leaves])
-        rho_large = _prior_correlation(measured, priors, all_leaves)
+        rho_large = _prior_correlation(measured, priors, all_leaves, plans)
     if dense:
         matrix = np.asarray(tree.matrix, dtype=np.float64)
         leaves = np.array([tree.index(leaf) for leaf in tree.leaves])
-        rho_prior = _prior_correlation(measured, priors, leaves)
+        rho_prior = _prior_correlation(measured, priors, leaves, plans)
     check = _residual_check(measured, plans, priors)
     prior_scale, cross = (None, None) if check is None else check
     out = np.empty_like(x)

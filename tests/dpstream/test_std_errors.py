@@ -382,3 +382,52 @@ def test_cli_store_std_errors_with_unmeasured_readings(tmp_path, capsys):
     assert main([*args, "--out", str(tmp_path / "again.csv")]) == 0
     again = pd.read_csv(tmp_path / "again.std_error.csv", index_col=0)
     pd.testing.assert_frame_equal(again, se, rtol=1e-9)
+
+
+def test_unmeasured_readings_and_priors_without_history_are_no_residuals():
+    """The residual checks read published residuals; an unmeasured reading's pinned 0 (a
+    residual of minus the forecast) and a prior whose history was unmeasured (variance x10^8:
+    no weight) carry no information on the errors and must not move them."""
+    from types import SimpleNamespace
+
+    from dpstream._std_errors import _prior_correlation, _residual_check
+
+    rng = np.random.default_rng(9)  # a simulation: nothing is released
+    n, r = 3, 8
+    sampled = np.zeros((n, r), dtype=bool)
+    sampled[:, [0, 4]] = True
+    clean, holed = ([], [], []), ([], [], [])
+    for _ in range(200):
+        common = rng.normal(0, 3.0, r)
+        m = rng.normal(0, 2.0, (n, r)) + common
+        f = np.zeros((n, r))
+        tau2 = np.full((n, r), 9.0)
+        v = np.full((n, r), 4.0)
+        observed = np.ones((n, r), dtype=bool)
+        for parts, gap in ((clean, False), (holed, True)):
+            mv, pv = m.copy(), tau2.copy()
+            obs = observed.copy()
+            if gap:
+                obs[2, 3] = obs[1, 4] = False  # unmeasured: published 0, forecast far from it
+                mv[2, 3] = mv[1, 4] = 0.0
+                fv = f.copy()
+                fv[2, 3] = fv[1, 4] = 500.0
+                pv[0, 0] = 1e9  # a prior from an unmeasured history: no weight
+                fv[0, 0] = 500.0
+            else:
+                fv = f
+                obs[2, 3] = obs[1, 4] = False  # the same steps left out, without the damage
+            parts[0].append(
+                SimpleNamespace(values=mv, noise=np.full((n, r), 4.0), sampled=sampled,
+                                observed=obs)
+            )  # fmt: skip
+            parts[1].append(SimpleNamespace(variances=v))
+            parts[2].append(SimpleNamespace(mean=fv, variance=pv))
+    leaves = np.arange(n)
+    rho_clean = _prior_correlation(clean[0], clean[2], leaves, clean[1])
+    rho_holed = _prior_correlation(holed[0], holed[2], leaves, holed[1])
+    assert rho_clean > 0.3 and abs(rho_holed - rho_clean) < 0.02  # one step fewer
+    scale_clean, _ = _residual_check(*clean)
+    scale_holed, _ = _residual_check(*holed)
+    assert np.allclose(scale_holed[1:], scale_clean[1:])  # node 0: one residual fewer
+    assert abs(scale_holed[0] / scale_clean[0] - 1.0) < 0.1
