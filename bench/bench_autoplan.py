@@ -115,7 +115,8 @@ def output_gb(out) -> float:
     """GB of what the release returns: its values, ``attrs["measurements"]`` and, for the
     default, ``attrs["planning"]`` (every period's measurement, plan and prior, kept for
     ``dpstream.std_errors``): what grows with the days by design."""
-    total = int(out.memory_usage(index=False, deep=False).sum())
+    # the frame's arrays (not memory_usage(): it copies attrs into every column's Series)
+    total = sum(b.values.nbytes for b in out._mgr.blocks)
     meas = out.attrs.get("measurements")
     total += 0 if meas is None else np.asarray(meas).nbytes
     planning = out.attrs.get("planning")
