@@ -63,6 +63,8 @@ __all__ = ["BETA_LT_GRID", "PakMsePlan", "empirical_loss", "pak_rmse_quantile", 
 #: β_lt values the plan tries besides Eq. 16's and Table I's (module notes).
 BETA_LT_GRID = (1e-3, 1e-4, 1e-5, 1e-6)
 _COARSE = 5
+#: pak_rmse_quantile leaves τ's lowest (1 − q)/(_RARE·N) out of the moments (its notes).
+_RARE = 10.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -293,7 +295,7 @@ def pak_rmse_quantile(
     N squared errors is then approximated by a scaled χ² with the same two moments
     (Satterthwaite: M₂·χ²_k/k, k = 2N·M₂²/Var(e²)). The plain counter's error is normal with
     mean 0, so k = N. The rare τ near 0 (probability p_t) would dominate E[e⁴] without being
-    seen in N releases. So the lowest (1 − q)/(100·N) of τ's law is taken out of the moments
+    seen in N releases. So the lowest (1 − q)/(10·N) of τ's law is taken out of the moments
     and counted as an exceedance: the quantile is that of the rest at q/(1 − p_t)^N (the whole
     law's χ² if that is ≥ 1). The first value returned is √M₂ over the whole law, the plan's
     predicted RMSE. ``prefix`` is the plan's prefix (**data** when the plan read data).
@@ -335,7 +337,7 @@ def pak_rmse_quantile(
         e2 = mean**2 + var
         e4 = mean**4 + 6.0 * mean**2 * var + 6.0 * lap**2 + 6.0 * lap * gauss + 3.0 * gauss**2
         rmse = math.sqrt(float(e2 @ w))
-        rare = u < (1.0 - q) / (100.0 * releases)  # τ's lowest tail (u ascending: τ too)
+        rare = u < (1.0 - q) / (_RARE * releases)  # τ's lowest tail (u ascending: τ too)
         p_t = float(w[rare].sum())
         q_bulk = q / (1.0 - p_t) ** releases
         if q_bulk < 1.0:

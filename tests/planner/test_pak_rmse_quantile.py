@@ -103,3 +103,32 @@ def test_bad_arguments_are_refused(light, plan, kw, name):
     kw = {"confidence": 0.9, **kw}
     with pytest.raises(ParameterError, match=f"'{name}' parameter of pak_rmse_quantile"):
         pak_rmse_quantile(prefix, plan, **kw)
+
+
+def test_rare_low_threshold_does_not_inflate_the_quantile():
+    # the household minutes' plan at the inverse's 150 cell (ε = 1.515, m = 50,000): its τ law
+    # reaches low thresholds with a tiny probability that dominates E[e⁴] but is almost never
+    # seen in 30 releases; the quantile must follow the simulated RMSE of 30 releases
+    from dpstream.datasets import HOUSEHOLD_MINUTES_BOUND, household_minutes_stream
+
+    x = np.asarray(household_minutes_stream(), dtype=np.float64)
+    bound, prefix, n, eps = float(HOUSEHOLD_MINUTES_BOUND), x[:50_000], x.size, 1.515
+    plan = plan_pak_mse(prefix, n=n, bound=bound, epsilon=eps, delta=DELTA)
+    assert plan.use_threshold
+    cal = pak_threshold_calibration(
+        prefix, bound=bound, epsilon=plan.eps1_share * eps, delta=DELTA, lam=plan.lam,
+        p=plan.p, beta_lt=plan.beta_lt,
+    )  # fmt: skip
+    v = counter_end_variance(plan.counter, n - prefix.size, epsilon=eps, bound=1.0, delta=DELTA)
+    rng = np.random.default_rng(8)
+    tau = np.clip(plan.r * (cal.tau_prime + cal.scale * rng.laplace(size=(20_000, 30))),
+                  bound * 2.0**-30, bound)  # fmt: skip
+    mean, lvar = empirical_loss(prefix, n, known=prefix.size)(tau)
+    err = (
+        -mean
+        + rng.laplace(size=tau.shape) * tau / ((1.0 - plan.eps1_share) * eps)
+        + rng.standard_normal(tau.shape) * np.sqrt(tau**2 * v + lvar)
+    )
+    simulated = np.quantile(np.sqrt(np.mean(err**2, axis=1)), 0.9)
+    got = pak_rmse_quantile(prefix, plan, releases=30, confidence=0.9)[1]
+    assert got == pytest.approx(simulated, rel=0.03)
