@@ -103,11 +103,11 @@ def test_range_std_error_matches_seeded_releases(counter):
     # std_error it has variance 1 (exact variances; τ varies from run to run)
     x = np.concatenate([np.random.default_rng(1).exponential(1.0, M).clip(0, B), np.zeros(400)])
     z = []
-    for s in range(300):
+    for s in range(200):
         rel = _release(x, counter, 100 + s)
         got = rel.range_sum(M + 37, M + 250)
         z.append(got.estimate / got.std_error)
-    assert np.var(z) == pytest.approx(1.0, abs=0.25)  # sampling sd ≈ 0.09
+    assert np.var(z) == pytest.approx(1.0, abs=0.3)  # sampling sd ≈ 0.11
     assert abs(np.mean(z)) < 0.2
 
 
