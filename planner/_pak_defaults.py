@@ -249,7 +249,9 @@ def pak_defaults(
         form on the documented grid; ``"eq16"``: everything from Eq. 16 (module notes).
     counter
         The suffix counter (``"auto"``: the one :func:`mechanisms.pak_release` uses by
-        default); Eq. 16 uses its exact variance. None: the paper's tree bound and BT.
+        default); Eq. 16 uses its exact variance at step n − m (also for the open counters
+        ``"unbounded"`` / ``"unbounded_blt"``, whose variance has a closed form with no n).
+        None: the paper's tree bound and BT.
 
     Returns
     -------

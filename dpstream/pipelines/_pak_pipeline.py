@@ -53,7 +53,9 @@ def release_pak(
         inputs only, [PAK19] Eq. 16 on a public model prefix with the counter's exact
         variance); ``"paper"``: [PAK19] Table I (r = 1.5, λ = 0.85, ε₁/ε = 0.85).
     counter
-        The suffix counter (``"auto"``: the best for the unit; ``"binary_tree"``: the paper's).
+        The suffix counter (``"auto"``: the best for the unit, sized to the stream's length;
+        ``"binary_tree"``: the paper's; ``"unbounded"`` / ``"unbounded_blt"``: a counter that
+        needs no n, for a stream whose length is not fixed in advance; the plan still uses n).
     **local
         Any of ``r``, ``lam``, ``p``, ``eps1_share``, ``beta_lt``, ``noise``: overrides.
 
