@@ -229,7 +229,6 @@ class ToPSStream:
             self.correction = check_choice(
                 threshold_correction, "threshold_correction", owner, CORRECTIONS
             )
-            self._c = float(c)
             self.kappa = tops_kappa(
                 time_lag=self.time_lag,
                 horizon=self.horizon,
@@ -237,6 +236,7 @@ class ToPSStream:
                 fanout=self.fanout,
                 c=c,
             )
+            self._c = float(c)  # validated by tops_kappa
             self.candidates = tops_candidates(self.bound, candidates)
             budget = compose_parallel(Budget(self.epsilon_threshold), Budget(self.epsilon_perturb))
         else:
