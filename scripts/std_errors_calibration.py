@@ -42,6 +42,8 @@ SEE_ALSO = [
     "(`scripts/std_errors_large_tree.py`).",
     "- Where the figures hold (issue 28's releases, regional against household sub-meters): "
     "`std_errors_domain.md` (`scripts/std_errors_domain.py`).",
+    '- Unmeasured readings (`missing="unmeasured"`, also through the store): '
+    "`std_errors_unmeasured.md` (`scripts/std_errors_unmeasured.py`).",
     "",
 ]
 
