@@ -71,7 +71,7 @@ def load(name: str) -> tuple[pd.DataFrame, dict, list[str]]:
         frame, tree = dpstream.load_regional(), dpstream.regional_hierarchy()
     else:
         frame, tree = dpstream.load_household(2007), dpstream.household_hierarchy()
-    start = pd.Timestamp(SETTINGS[name]["start"])
+    start = pd.Timestamp(SETTINGS[name]["start"] if START is None else START)
     span = frame.loc[start : start + pd.Timedelta(days=DAYS) - pd.Timedelta("30min")]
     leaves = [c for kids in tree.values() for c in kids]
     return span, tree, leaves
@@ -82,11 +82,14 @@ def load(name: str) -> tuple[pd.DataFrame, dict, list[str]]:
 RELEASES: Path | None = None
 #: Data the run covers (``--sources``): "real" and release seeds ("0", "1", ...), or "all".
 SOURCES: tuple[str, ...] = ("all",)
+#: First day of the eight weeks (``--start``: a held-out slice), or None (each data set's own).
+START: str | None = None
 
 
 def release(span: pd.DataFrame, tree: dict, leaves: list[str], alpha: float, seed: int):
     """(release, its stated error variances: ``dpstream.std_errors`` squared)."""
-    kept = None if RELEASES is None else RELEASES / f"{leaves[0]}_{alpha:g}_{seed}.pkl"
+    tag = "" if START is None else f"_{START}"  # another slice: another release
+    kept = None if RELEASES is None else RELEASES / f"{leaves[0]}_{alpha:g}_{seed}{tag}.pkl"
     if kept is not None and kept.exists():
         return pd.read_pickle(kept)
     out = dpstream.release_optstream(
@@ -425,8 +428,14 @@ def main() -> None:
         "--sources", nargs="+", default=["all"],
         help="Only these data: real and/or release seeds (0 1 ...); default all (split runs).",
     )  # fmt: skip
+    parser.add_argument(
+        "--start", default=None,
+        help="First day of the eight weeks (a held-out slice, e.g. 2016-05-02; default each "
+        "data set's own). Its releases are kept apart in --releases.",
+    )  # fmt: skip
     args = parser.parse_args()
-    global RELEASES, SOURCES
+    global RELEASES, SOURCES, START
+    START = args.start
     RELEASES = None if args.releases is None else Path(args.releases)
     SOURCES = tuple(args.sources)
     if args.coherent:

@@ -394,7 +394,7 @@ def forecast(
         Steps to forecast (48: the next day of half-hours).
     model : str, default "auto"
         One of :data:`forecasting.FORECAST_MODELS`: ``"harmonic"`` (daily + weekly Fourier
-        regression, AR(1) remainder), ``"mstl"`` (statsmodels MSTL, daily + weekly),
+        regression, smoothed daily level, AR(1) remainder), ``"mstl"`` (statsmodels MSTL, daily + weekly),
         ``"sarimax"`` (Fourier terms + ARMA(1, 1) errors), ``"holt-winters"``, ``"profile"``
         (mean of the last 7 days), ``"weekly-profile"`` (mean of the last 4 weeks),
         ``"mape-profile"`` (per time of day, the point of least percentage error over the
@@ -409,7 +409,8 @@ def forecast(
         Known variance R of the release's noise: one number, per series, per step (e.g. with
         ``k="auto"`` it varies by period), or per step and series (e.g. the squared standard
         errors of the release). The models then fit the noise (the AR(1) remainder's
-        coefficient and filter) and the intervals are for the true values.
+        coefficient and filter; the harmonic regressions weigh each step by 1 / (σ² + R_t))
+        and the intervals are for the true values.
     noise : {"correlated", "white"}, default "correlated"
         How the release's error relates to the forecast's (module notes): "white" for noise
         independent of the past (Laplace, w-event baselines), "correlated" otherwise (any
@@ -565,8 +566,9 @@ def _forecast_block(
         for i, b in enumerate(usable):
             fz = None if z is None else z[b : b + horizon]
             pred = point_forecast(
-                k, values[:b], horizon, period, r_series, None if z is None else z[:b], fz
-            )
+                k, values[:b], horizon, period, r_series, None if z is None else z[:b], fz,
+                None if noise is None else noise[:b],
+            )  # fmt: skip
             errs[i] = pred - values[b : b + horizon]
         errors[k] = errs
     if len(models) == 1:
@@ -589,7 +591,8 @@ def _forecast_block(
         if cols.size == 0:
             continue
         sub_noise = None if r_series is None else r_series[cols]
-        mean[:, cols] = point_forecast(k, values[:, cols], horizon, period, sub_noise, z, zf)
+        steps = None if noise is None else noise[:, cols]
+        mean[:, cols] = point_forecast(k, values[:, cols], horizon, period, sub_noise, z, zf, steps)
         scale[:, cols], noise_sd[:, cols] = _spread(
             errors[k][:, :, cols], noise, cols, n, horizon, period, white
         )

@@ -21,6 +21,22 @@ then filtered with the steady-state Kalman gain of u_t + v_t ([DK12] §2.11, a s
 Riccati equation) instead of being read off the noisy observation. Without noise (R = 0) the
 gain is 1 and this is the plain AR(1) forecast φ^h u_n.
 
+The level follows the recent days ([HA21] §8.1, simple exponential smoothing; the level of
+the trend that MSTL's forecast carries from its last value, [BHK21] §3): the daily means d_k of
+the regression's residuals are smoothed, ℓ_k = ℓ_{k−1} + a (d_k − ℓ_{k−1}), with a per series
+from a grid on [0, 1] chosen by the one-day-ahead squared error Σ_k (d_k − ℓ_{k−1})² inside the
+history (after :data:`LEVEL_WARMUP` days), and the forecast adds the last level ℓ. The
+regression's seasons can then use a long half-life (:data:`HALF_LIFE_DAYS`): the shape of the
+day and week changes slowly, the level fast. With a release's noise, d_k carries the day's mean
+noise, independent of ℓ_{k−1}, which adds the same constant to every a's error: the choice of a
+is unbiased for the truth's ([GM76]).
+
+With the noise variance of every step, R_t (``noise_steps``: e.g. OptStream's sampled steps
+are noisier than the steps between them, and k="auto" changes R by period), the regression
+is generalised least squares: the weights are the decay over (σ² + R_t), σ² the remainder's
+variance without the noise ([HA21] §7.9 weighted regression; [DK12] §4.13), so that the
+noisiest steps move the seasons least.
+
 References
 ----------
 [HA21]  Hyndman, Athanasopoulos. Forecasting: Principles and Practice, 3rd ed., 2021.
@@ -36,18 +52,28 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-__all__ = ["DAILY_HARMONICS", "HALF_LIFE_DAYS", "WEEKLY_HARMONICS", "harmonic", "min_history"]
+__all__ = [
+    "DAILY_HARMONICS", "HALF_LIFE_DAYS", "LEVEL_ALPHAS", "LEVEL_WARMUP", "WEEKLY_HARMONICS",
+    "daily_level", "harmonic", "min_history",
+]  # fmt: skip
 
 #: Daily harmonics J (sin and cos of 2π j t / s, j = 1..J).
 DAILY_HARMONICS = 12
 #: Weekly harmonics: frequencies j / 7s, j = 1..WEEKLY_HARMONICS, j not a multiple of 7.
 WEEKLY_HARMONICS = 24
-#: Half-life of the exponentially decaying weights of the regression (days).
-HALF_LIFE_DAYS = 21.0
-#: Days of history at most (older steps weigh < 2^-4 and only cost time).
+#: Half-life of the exponentially decaying weights of the regression (days). The seasons'
+#: shape changes slowly; the level follows the recent days through :func:`daily_level`.
+HALF_LIFE_DAYS = 56.0
+#: Smoothing constants a of the daily level the backtest chooses from (0: no level step).
+LEVEL_ALPHAS = np.linspace(0.0, 1.0, 21)
+#: Days before the level's one-day-ahead errors count (the smoothing's start-up).
+LEVEL_WARMUP = 7
+#: Days of history at most (twelve weeks; older ones add little to the seasons' shape).
 MAX_DAYS = 84
 #: Largest AR(1) coefficient of the remainder (stationary forecasts).
 MAX_PHI = 0.995
+#: Smallest share of the residual variance taken as the remainder's own (GLS weights).
+MIN_SIGNAL = 0.05
 
 
 def min_history(period: int) -> int:
@@ -77,16 +103,20 @@ def harmonic(
     period: int,
     *,
     noise_variance: np.ndarray | None = None,
+    noise_steps: np.ndarray | None = None,
     exog: np.ndarray | None = None,
     future_exog: np.ndarray | None = None,
     daily: int = DAILY_HARMONICS,
     weekly: int = WEEKLY_HARMONICS,
     half_life: float = HALF_LIFE_DAYS,
+    level: bool = True,
 ) -> np.ndarray:
     """Point forecasts of ``horizon`` steps after ``values`` (n, m): an (horizon, m) array.
 
-    ``noise_variance`` holds the release noise variance R of each series (m,) (None: 0);
-    ``exog`` (n, k) and ``future_exog`` (horizon, k) the regressors shared by the series.
+    ``noise_variance`` holds the release noise variance R of each series (m,) (None: 0), for
+    the AR(1) remainder; ``noise_steps`` (n, m), optional, R of every step, for the generalised
+    least squares (module notes); ``exog`` (n, k) and ``future_exog`` (horizon, k) the
+    regressors shared by the series; ``level``: add the smoothed daily level (module notes).
     """
     n, m = values.shape
     keep = min(n, MAX_DAYS * period)
@@ -106,9 +136,46 @@ def harmonic(
     gram[np.diag_indices_from(gram)] += 1e-8 * np.trace(gram) / gram.shape[0]  # tiny ridge
     coef = scipy.linalg.solve(gram, xw.T @ y, assume_a="pos")  # weighted normal equations
     resid = y - x_fit @ coef  # (keep, m)
+    if noise_steps is not None:  # GLS: weights decay / (σ² + R_t), one series at a time
+        r_t = np.asarray(noise_steps, dtype=np.float64)[n - keep :]
+        total = np.mean(resid * resid, axis=0)
+        signal = np.maximum(total - r_t.mean(axis=0), MIN_SIGNAL * total)
+        for j in np.flatnonzero(r_t.max(axis=0) > 0):
+            xw_j = x_fit * (wts / (signal[j] + r_t[:, j]))[:, None]
+            gram_j = xw_j.T @ x_fit
+            gram_j[np.diag_indices_from(gram_j)] += 1e-8 * np.trace(gram_j) / gram_j.shape[0]
+            coef[:, j] = scipy.linalg.solve(gram_j, xw_j.T @ y[:, j], assume_a="pos")
+        resid = y - x_fit @ coef
     mean = x_new @ coef
     r = np.zeros(m) if noise_variance is None else np.asarray(noise_variance, dtype=np.float64)
+    if level:
+        last = daily_level(resid, period)
+        mean = mean + last
+        resid = resid - last
     return mean + _ar1_remainder(resid, horizon, r)
+
+
+def daily_level(resid: np.ndarray, period: int) -> np.ndarray:
+    """Last level ℓ (m,) of the daily means of ``resid`` (n, m), smoothed (module notes).
+
+    Simple exponential smoothing ([HA21] §8.1) of the whole days' means, the smoothing
+    constant per series the one of :data:`LEVEL_ALPHAS` with the least one-day-ahead squared
+    error after :data:`LEVEL_WARMUP` days (0, no level, when nothing beats it).
+    """
+    n, m = resid.shape
+    days = n // period
+    if days <= LEVEL_WARMUP:
+        return np.zeros(m)
+    means = resid[n - days * period :].reshape(days, period, m).mean(axis=1)
+    alphas = LEVEL_ALPHAS[:, None]
+    lvl = np.zeros((LEVEL_ALPHAS.size, m))
+    err = np.zeros((LEVEL_ALPHAS.size, m))
+    for k in range(days):
+        if k >= LEVEL_WARMUP:
+            err += (means[k] - lvl) ** 2
+        lvl += alphas * (means[k] - lvl)
+    best = np.argmin(err, axis=0)
+    return lvl[best, np.arange(m)]
 
 
 def _ar1_remainder(resid: np.ndarray, horizon: int, noise: np.ndarray) -> np.ndarray:

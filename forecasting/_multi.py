@@ -5,8 +5,10 @@ steps per day s, the known noise variance R of each series and optional regresso
 ``(horizon, m)`` point forecasts. Intervals are not the models' business: they come from the
 errors of the same model on a backtest inside the training window (:mod:`forecasting._forecast`).
 
-* ``harmonic``: dynamic harmonic regression, daily + weekly Fourier terms, AR(1) remainder,
-  vectorised over the series (:mod:`forecasting._harmonic`); ``log-harmonic`` the same on
+* ``harmonic``: dynamic harmonic regression, daily + weekly Fourier terms, a smoothed daily
+  level (exponential smoothing of the daily mean residual, so that the level follows the
+  recent days as MSTL's does), AR(1) remainder, weighted by the release's noise of each step
+  when it is known, vectorised over the series (:mod:`forecasting._harmonic`); ``log-harmonic`` the same on
   log(max(y, 0) + c), c = :data:`LOG_OFFSET` × the series' mean (multiplicative seasons, a
   forecast of the median: [HA21] §3.1 and §5.6; the noise variance enters by the delta method,
   R / (mean y + c)²).
@@ -92,20 +94,28 @@ def point_forecast(
     noise: np.ndarray | None,
     exog: np.ndarray | None,
     future_exog: np.ndarray | None,
+    noise_steps: np.ndarray | None = None,
 ) -> np.ndarray:
-    """(horizon, m) point forecasts of ``model`` fitted on ``values`` (n, m)."""
+    """(horizon, m) point forecasts of ``model`` fitted on ``values`` (n, m).
+
+    ``noise`` is the release's noise variance per series (m,), ``noise_steps`` per step (n, m)
+    (the harmonic regressions weigh the steps by it), both optional.
+    """
     if model == "harmonic":
         return harmonic(
-            values, horizon, period, noise_variance=noise, exog=exog, future_exog=future_exog
-        )
+            values, horizon, period, noise_variance=noise, noise_steps=noise_steps, exog=exog,
+            future_exog=future_exog,
+        )  # fmt: skip
     if model == "log-harmonic":
         # Multiplicative seasons: the harmonic regression of log(y + c); exp back (a median).
         offset = LOG_OFFSET * np.maximum(np.abs(values).mean(axis=0), 1e-12)
         shifted = np.maximum(values, 0.0) + offset
-        log_noise = None if noise is None else noise / np.mean(shifted, axis=0) ** 2  # delta
+        spread = np.mean(shifted, axis=0) ** 2
+        log_noise = None if noise is None else noise / spread  # delta method
+        log_steps = None if noise_steps is None else noise_steps / spread
         logs = harmonic(
-            np.log(shifted), horizon, period, noise_variance=log_noise, exog=exog,
-            future_exog=future_exog,
+            np.log(shifted), horizon, period, noise_variance=log_noise, noise_steps=log_steps,
+            exog=exog, future_exog=future_exog,
         )  # fmt: skip
         return np.exp(logs) - offset
     effect = 0.0
