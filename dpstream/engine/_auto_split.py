@@ -29,6 +29,17 @@ graph (:func:`_part_structure`; issue 22: no "large graph" at a million nodes). 
    :func:`postproc._split.solve_split`;
 5. every planner records its nodes' measurement (:meth:`~planner.StreamPlanner.update`).
 
+Through the store (:func:`release_auto_periods_split`), every part's planner state is saved
+with each released period (its running sums, :mod:`dpstream.store._planner_state`, the store's
+``split_state`` table keyed by the cut and the part's root, in the period's transaction: each
+subtree's fetched from its object one at a time, the top's with its few held periods). The
+next run loads them where the parts run (:meth:`AutoSplit.load_saved`: a worker opens the
+store file read-only and reads its state and its own rows of the held periods' records), so
+day by day through the store plans as one planner over every day, past the look-backs
+(tested), and nothing whole-tree crosses the client. A part without its state (an older
+store, a period released whole or at another cut since) makes every part replay the stored
+periods (:meth:`AutoSplit.rebuild`: exact within the look-backs only).
+
 :func:`release_auto_whole` is the same period in one process, on the whole tree with one
 planner: the reference the split equals (to rounding, seeded).
 
@@ -55,7 +66,6 @@ and the elimination read public values only (post-processing, [FV19] Theorem 3).
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -77,9 +87,13 @@ from ._subtree import (
     _actor_call,
     _leaf_steps,
     _local_call,
+    _names_digest,
+    _nodes_digest,
     _streams,
     check_split_seed,
     choose_cut,
+    forget_structure,
+    tree_structure,
 )
 
 __all__ = [
@@ -188,24 +202,6 @@ class AutoSubtreeTask:
     are checked to be the client's)."""
 
 
-#: The structure of the whole tree of the call being built in this process (one entry):
-#: ``key -> (subtree maps, subtree rows, whole AutoConfig, parent rows)``, shared by its parts.
-_STRUCTURE: dict = {}
-_STRUCTURE_LOCK = threading.Lock()
-
-
-def _nodes_digest(hierarchy: Hierarchy) -> str:
-    """A digest of the hierarchy's node names in order (public)."""
-    return _names_digest(hierarchy.nodes)
-
-
-def _names_digest(names) -> str:
-    """A digest of node names in order (public)."""
-    import hashlib
-
-    return hashlib.sha256("\x00".join(names).encode()).hexdigest()
-
-
 def _scalars(cfg: AutoConfig) -> AutoConfig:
     """``cfg`` without its per-node arrays (what a subtree task carries)."""
     return replace(cfg, matrix=None, levels=(), leaf_nodes=None)
@@ -215,34 +211,24 @@ def _part_structure(task: AutoSubtreeTask, hierarchy: Hierarchy | dict):
     """``(children map, rows, parent rows, subtree config)`` of ``task``'s subtree, built
     where the object runs from the whole ``hierarchy`` (on Dask its ``{parent: children}``
     names, scattered once per worker, never in a task's graph; a :class:`Hierarchy` does not
-    pickle). The whole tree's subtrees and configuration (its matrix, levels
-    and leaves exactly as :func:`dpstream.pipelines._autoplan._config` forms them) are built
-    once per process and call and shared by the subtrees built there."""
-    with _STRUCTURE_LOCK:
-        got = _STRUCTURE.get(task.key)
-        if got is None:
-            if not isinstance(hierarchy, Hierarchy):  # the {parent: children} scattered
-                hierarchy = Hierarchy(children=hierarchy)
-            if _nodes_digest(hierarchy) != task.nodes_digest:
-                raise RuntimeError("a subtree's hierarchy is not the client's")  # internal
-            maps, rows = subtrees(hierarchy, task.cut)
-            whole = replace(
-                task.cfg,
-                matrix=hierarchy.sparse_matrix,
-                levels=tuple(np.array([hierarchy.index(x) for x in lv]) for lv in hierarchy.levels),
-                leaf_nodes=np.array([hierarchy.index(x) for x in hierarchy.leaves]),
-            )
-            _STRUCTURE.clear()
-            _STRUCTURE[task.key] = got = (maps, rows, whole, hierarchy.parent)
-    maps, rows, whole, parent = got
+    pickle): :func:`~dpstream.engine._subtree.tree_structure`, with the whole tree's
+    configuration (its matrix, levels and leaves exactly as
+    :func:`dpstream.pipelines._autoplan._config` forms them), built once per process and call
+    and shared by the subtrees built there."""
+
+    def whole(h: Hierarchy) -> AutoConfig:
+        return replace(
+            task.cfg,
+            matrix=h.sparse_matrix,
+            levels=tuple(np.array([h.index(x) for x in lv]) for lv in h.levels),
+            leaf_nodes=np.array([h.index(x) for x in h.leaves]),
+        )
+
+    maps, rows, parent, cfg = tree_structure(
+        task.key, task.nodes_digest, task.cut, hierarchy, extra=whole
+    )
     r = rows[task.index]
-    return maps[task.index], r, parent[r], subtree_config(whole, r)
-
-
-def _forget_structure(key: str) -> None:
-    """Drop the call's whole-tree structure from this process (every subtree is built)."""
-    with _STRUCTURE_LOCK:
-        _STRUCTURE.pop(key, None)
+    return maps[task.index], r, parent[r], subtree_config(cfg, r)
 
 
 class SubtreeAuto(SolverCalls):
@@ -265,7 +251,7 @@ class SubtreeAuto(SolverCalls):
 
     def forget_structure(self) -> None:
         """Drop the whole tree's structure from this process once every part is built."""
-        _forget_structure(self.task.key)
+        forget_structure(self.task.key)
 
     # -- the planner's state (public values) ---------------------------------------------------
     def begin(self, history: list, carried, stored: bool) -> None:

@@ -26,6 +26,8 @@ summed score: one round of the subtrees per step). The default ``k="auto"`` is s
 
 from __future__ import annotations
 
+import threading
+import uuid
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -109,23 +111,73 @@ class SplitSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SubtreeTask:
-    """What a subtree's object needs: public parameters, its shape, and where its data is."""
+    """What a subtree's object needs: public parameters and where its data is, a few hundred
+    bytes whatever the subtree's size (no large graph, issue 22). The object builds its
+    structure where it runs from the whole hierarchy (:func:`tree_structure`)."""
 
     spec: SplitSpec
     ordinal: int
     """The period's ordinal (keys the seeded streams)."""
     seed: object
     """None (secure source) or an int (experiments only)."""
-    children: dict = field(hash=False)
-    """``{parent: children}`` of the subtree (its root at the cut depth)."""
-    rows: np.ndarray = field(hash=False)
-    """Row of each subtree node in the whole hierarchy (the subtree's BFS order)."""
-    parent_rows: np.ndarray = field(hash=False)
-    """Row of each node's parent in the whole hierarchy."""
+    index: int
+    """Which subtree: its root's place among the cut depth's nodes (``subtrees`` order)."""
     cut: int
     """Depth of the subtree's root in the whole hierarchy."""
+    key: str
+    """Names the period's hierarchy in the per-process cache (:func:`tree_structure`)."""
+    nodes_digest: str
+    """:func:`_nodes_digest` of the whole hierarchy."""
     source: Callable = field(hash=False)
     """``source(leaves)`` -> the period's values (len(leaves), w) of those leaves, validated."""
+
+
+#: The structure of the whole tree of the call being built in this process (one entry):
+#: ``key -> (subtree maps, subtree rows, parent rows, extra)``, shared by its subtrees.
+_STRUCTURE: dict = {}
+_STRUCTURE_LOCK = threading.Lock()
+
+
+def _nodes_digest(hierarchy: Hierarchy) -> str:
+    """A digest of the hierarchy's node names in order (public)."""
+    return _names_digest(hierarchy.nodes)
+
+
+def _names_digest(names) -> str:
+    """A digest of node names in order (public)."""
+    import hashlib
+
+    return hashlib.sha256("\x00".join(names).encode()).hexdigest()
+
+
+def tree_structure(
+    key: str, digest: str, cut: int, hierarchy: Hierarchy | dict, extra: Callable | None = None
+):
+    """``(subtree maps, subtree rows, parent rows, extra(hierarchy))`` of the whole tree cut at
+    ``cut`` (:func:`postproc._split.subtrees`), built once per process for the call ``key``
+    and shared by the subtrees built there (the last call's is dropped), where the subtree
+    objects run: ``hierarchy`` is the :class:`Hierarchy`, or on Dask its ``{parent:
+    children}`` names scattered once per worker (never in a task's graph; a Hierarchy does not
+    pickle), checked against the client's node ``digest``. :func:`forget_structure` drops it
+    once every subtree is built."""
+    with _STRUCTURE_LOCK:
+        got = _STRUCTURE.get(key)
+        if got is None:
+            if not isinstance(hierarchy, Hierarchy):  # the {parent: children} scattered
+                hierarchy = Hierarchy(children=hierarchy)
+            if _nodes_digest(hierarchy) != digest:
+                raise RuntimeError("a subtree's hierarchy is not the client's")  # internal
+            maps, rows = subtrees(hierarchy, cut)
+            more = None if extra is None else extra(hierarchy)
+            _STRUCTURE.clear()
+            _STRUCTURE[key] = got = (maps, rows, hierarchy.parent, more)
+    return got
+
+
+def forget_structure(key: str) -> None:
+    """Drop the call's whole-tree structure from this process (every subtree is built)."""
+    with _STRUCTURE_LOCK:
+        _STRUCTURE.pop(key, None)
 
 
 def choose_cut(hierarchy: Hierarchy, n_workers: int, cut: int | None = None) -> int:
@@ -386,9 +438,13 @@ class SubtreeRelease(SolverCalls):
     calls (:class:`postproc._split.SubtreeSolver`'s methods) and :meth:`node_values`.
     """
 
-    def __init__(self, task: SubtreeTask) -> None:
+    def __init__(self, task: SubtreeTask, hierarchy: Hierarchy | dict) -> None:
         self.task = task
-        self.tree = Hierarchy(children=task.children)
+        maps, rows, parent, _ = tree_structure(task.key, task.nodes_digest, task.cut, hierarchy)
+        self.rows = rows[task.index]
+        self.parent_rows = parent[self.rows]
+        self.tree = Hierarchy(children=maps[task.index])
+        del maps, rows, parent
         leaves = np.asarray(task.source(self.tree.leaves), dtype=np.float64)
         if leaves.shape != (len(self.tree.leaves), task.spec.w):
             raise DomainError(
@@ -398,6 +454,10 @@ class SubtreeRelease(SolverCalls):
         self.values = np.asarray(self.tree.sparse_matrix @ leaves)  # (n, w), aggregates summed
         self.depth = node_depths(self.tree) + task.cut
         self.solver: SubtreeSolver | None = None
+
+    def forget_structure(self) -> None:
+        """Drop the whole tree's structure from this process once every subtree is built."""
+        forget_structure(self.task.key)
 
     def root_values(self) -> np.ndarray:
         """The subtree root's values (w,): the top nodes' values are their sums."""
@@ -418,8 +478,8 @@ class SubtreeRelease(SolverCalls):
             self.values,
             spec=spec,
             depths=depth,
-            rows=task.rows,
-            parent_rows=task.parent_rows,
+            rows=self.rows,
+            parent_rows=self.parent_rows,
             is_leaf=is_leaf,
             stream=_streams(task.seed, task.ordinal, bit_source(None)),
             masks=masks,
@@ -472,6 +532,7 @@ def release_split(
     client=None,
     charge: Callable[[], None] | None = None,
     n_workers: int = 2,
+    names=None,
 ) -> np.ndarray:
     """Release one period of ``hierarchy`` split into subtrees: values (N, w), nodes in
     ``hierarchy.nodes`` order, >= 0 and consistent.
@@ -494,6 +555,11 @@ def release_split(
         A ``distributed.Client`` (one actor per subtree on its workers) or None (here).
     charge
         Called once every subtree has read and validated its data and before any draw.
+    names
+        With ``client``: the hierarchy's ``{parent: children}`` already scattered to every
+        worker (a future; :func:`release_periods_split` scatters it once per call), or None
+        (scattered here). Each subtree object builds its structure from it where it runs
+        (:func:`tree_structure`): a task carries public scalars only.
 
     Notes
     -----
@@ -512,28 +578,33 @@ def release_split(
             "all have children (leaves directly under the root cannot be split); release "
             "the period in one process."
         )
-    maps, rows = subtrees(hierarchy, c)
+    rows = subtrees(hierarchy, c)[1]
     parent = hierarchy.parent
+    key, digest = uuid.uuid4().hex, _nodes_digest(hierarchy)
     tasks = [
         SubtreeTask(
             spec=spec,
             ordinal=int(ordinal),
             seed=None if seed is None else int(seed),
-            children=m,
-            rows=r,
-            parent_rows=parent[r],
+            index=s,
             cut=c,
+            key=key,
+            nodes_digest=digest,
             source=source,
         )
-        for m, r in zip(maps, rows, strict=True)
+        for s in range(len(rows))
     ]
     if client is None:
-        objects = [SubtreeRelease(t) for t in tasks]
+        objects = [SubtreeRelease(t, hierarchy) for t in tasks]
         call = _local_call(objects)
-    else:
-        futures = [client.submit(SubtreeRelease, t, actor=True) for t in tasks]
+    else:  # the hierarchy once per worker (``names``: once per call), outside the graph
+        if names is None:
+            names = client.scatter(dict(hierarchy.children), broadcast=True, hash=False)
+        futures = [client.submit(SubtreeRelease, t, names, actor=True) for t in tasks]
         objects = [f.result() for f in futures]
+        del futures
         call = _actor_call(objects)
+    call("forget_structure", [()] * len(tasks))
     cut_values = np.stack(call("root_values", [()] * len(tasks)))
     # the top: values from the roots' sums, measured here (before: the period's charge)
     depth = node_depths(hierarchy)
@@ -652,6 +723,9 @@ def release_periods_split(
         theta=spec.theta,
     )
     with _maybe_client(local, scheduler, n_workers) as client:
+        names = None
+        if client is not None:  # once per worker and call, outside the graph
+            names = client.scatter(dict(tree.children), broadcast=True, hash=False)
         for ordinal, source, charge in periods:
             out = release_split(
                 split,
@@ -663,6 +737,7 @@ def release_periods_split(
                 client=client,
                 charge=charge,
                 n_workers=n_workers,
+                names=names,
             )
             put(ordinal, out)
             if progress is not None:

@@ -11,9 +11,10 @@ The store runs exactly those functions, one period at a time. The planner's stre
 that commits the period's values and its measurements (:func:`pack`), and loaded before the
 next (:mod:`dpstream.store._planner_state`; the prior's held periods are read back from their
 stored measurements). So a store filled one day per run plans as the in-memory pipeline over
-the same days, however many (tested past the look-backs), and a backup continues it. A store
-without that state (older stores, a period released split into subtrees, or a past period)
-rebuilds the planner from the measurements and plans of the last ``max(LOOKBACK,
+the same days, however many (tested past the look-backs), and a backup continues it (a period
+split into subtrees saves each part's state instead: :mod:`dpstream.engine._auto_split`). A
+store without that state (older stores, a period released split into subtrees, or a past
+period) rebuilds the planner from the measurements and plans of the last ``max(LOOKBACK,
 PRIOR_DAYS)`` stored periods, in time order, through :meth:`planner.StreamPlanner.update`:
 the in-memory planner while no more periods than that were released, an approximation after
 (its sums forget older periods, the replay drops them). Its plans can be replayed from the
