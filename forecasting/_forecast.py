@@ -394,7 +394,8 @@ def forecast(
         Steps to forecast (48: the next day of half-hours).
     model : str, default "auto"
         One of :data:`forecasting.FORECAST_MODELS`: ``"harmonic"`` (daily + weekly Fourier
-        regression, smoothed daily level, AR(1) remainder), ``"mstl"`` (statsmodels MSTL, daily + weekly),
+        regression, smoothed daily level, AR(1) remainder), ``"mstl"`` (statsmodels MSTL,
+        daily + weekly),
         ``"sarimax"`` (Fourier terms + ARMA(1, 1) errors), ``"holt-winters"``, ``"profile"``
         (mean of the last 7 days), ``"weekly-profile"`` (mean of the last 4 weeks),
         ``"mape-profile"`` (per time of day, the point of least percentage error over the

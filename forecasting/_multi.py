@@ -8,10 +8,10 @@ errors of the same model on a backtest inside the training window (:mod:`forecas
 * ``harmonic``: dynamic harmonic regression, daily + weekly Fourier terms, a smoothed daily
   level (exponential smoothing of the daily mean residual, so that the level follows the
   recent days as MSTL's does), AR(1) remainder, weighted by the release's noise of each step
-  when it is known, vectorised over the series (:mod:`forecasting._harmonic`); ``log-harmonic`` the same on
-  log(max(y, 0) + c), c = :data:`LOG_OFFSET` × the series' mean (multiplicative seasons, a
-  forecast of the median: [HA21] §3.1 and §5.6; the noise variance enters by the delta method,
-  R / (mean y + c)²).
+  when it is known, vectorised over the series (:mod:`forecasting._harmonic`);
+  ``log-harmonic`` the same on log(max(y, 0) + c), c = :data:`LOG_OFFSET` × the series' mean
+  (multiplicative seasons, a forecast of the median: [HA21] §3.1 and §5.6; the noise variance
+  enters by the delta method, R / (mean y + c)²).
 * ``mstl``: statsmodels' ``MSTL(periods=(s, 7s))`` ([BHK21] Alg. 1) per series; the trend is
   carried flat from its last value, each season repeats its last cycle (as statsforecast's
   MSTL does), and the remainder is the noise-aware AR(1) of :mod:`forecasting._harmonic`.
