@@ -111,8 +111,15 @@ def _load_prefix(path: str, cmd: str = "dpstream plan pak") -> np.ndarray:
 @click.option("--epsilon-min", type=float, default=_EPSILON_MIN_PAK, show_default=True)
 @click.option("--epsilon-max", type=float, default=_EPSILON_MAX_PAK, show_default=True)
 @click.option("--curve", type=str, default=None, help="Write the ε-error curve (.html) here.")
+@click.option("--releases", type=int, default=None,
+              help="Plan the --confidence quantile of the RMSE over this many releases "
+                   "(default: the expected RMSE).")  # fmt: skip
+@click.option("--confidence", type=float, default=0.9, show_default=True,
+              help="With --releases: the probability that the RMSE over them is at most "
+                   "the target.")  # fmt: skip
 def pak(n, bound, epsilon, delta, beta, p_max, time_lag, prefix, as_json, plot, target_rmse,
-        range_length, counter, epsilon_min, epsilon_max, curve) -> None:  # fmt: skip
+        range_length, counter, epsilon_min, epsilon_max, curve, releases,
+        confidence) -> None:  # fmt: skip
     """Parameters of PAK's Mechanism 1 ([PAK19] §VI) and the error they predict.
 
     Without --prefix only public inputs are used: prints the private time lag m of §VI-B
@@ -127,20 +134,28 @@ def pak(n, bound, epsilon, delta, beta, p_max, time_lag, prefix, as_json, plot, 
       dpstream plan pak --n 25000000 --bound 1440 --prefix trips.npy --plot fig7.png
       dpstream plan pak --n 327346 --bound 1440 --prefix trips.npy --target-rmse 2000 --json
       dpstream plan pak --n 327346 --bound 1440 --prefix trips.npy --range-length 327346
+      dpstream plan pak --n 327346 --bound 1440 --prefix trips.npy --target-rmse 2000 \\
+          --releases 30 --confidence 0.9
 
     With --target-rmse (inverse) or --range-length (forward at --epsilon) the plan is
     Mechanism 1 or the plain counter by predicted mean square error (plan_pak_mse: the
     threshold decision on the same footing as the counter) and the answer is the RMSE of the
     released c(σ, L), the prefix sum of the first L steps (the whole --prefix file is the
     prefix m; L > m). An unreachable target exits with status 2 after the best RMSE.
+    The RMSE of a few releases scatters around the expected one; with --releases N the plan
+    is for its --confidence quantile over N releases (planner.pak_rmse_quantile).
     """
     cmd = "dpstream plan pak"
+    if releases is not None and target_rmse is None and range_length is None and curve is None:
+        raise ParameterError(
+            f"The '--releases' option of {cmd} applies to --target-rmse/--range-length/--curve."
+        )
     if target_rmse is not None or range_length is not None or curve is not None:
         _plan_pak_inverse(
             cmd, n=n, bound=bound, epsilon=epsilon, delta=delta, beta=beta, p_max=p_max,
             prefix=prefix, as_json=as_json, target_rmse=target_rmse, range_length=range_length,
             counter=counter, epsilon_min=epsilon_min, epsilon_max=epsilon_max, curve=curve,
-            time_lag=time_lag, plot=plot,
+            time_lag=time_lag, plot=plot, releases=releases, confidence=confidence,
         )  # fmt: skip
         return
     option_int(n, "--n", cmd)
@@ -501,7 +516,7 @@ def tops(prefix, bound, horizon, range_length, fanout, target_rmse, epsilon, eps
 
 def _plan_pak_inverse(cmd, *, n, bound, epsilon, delta, beta, p_max, prefix, as_json,
                       target_rmse, range_length, counter, epsilon_min, epsilon_max, curve,
-                      time_lag, plot) -> None:  # fmt: skip
+                      time_lag, plot, releases, confidence) -> None:  # fmt: skip
     """``plan pak --target-rmse/--range-length``: the mean-square plan, forward or inverse."""
     import functools
 
@@ -526,6 +541,15 @@ def _plan_pak_inverse(cmd, *, n, bound, epsilon, delta, beta, p_max, prefix, as_
         option_probability(value, name, cmd)
     _check_range(cmd, epsilon_min, epsilon_max)
     _check_curve(curve, cmd)
+    quantile = {}
+    if releases is not None:
+        option_int(releases, "--releases", cmd, minimum=1)
+        if not 0.0 < confidence < 1.0:
+            raise ParameterError(
+                f"The '--confidence' option of {cmd} must be a probability in (0, 1). Got "
+                f"{confidence!r} instead."
+            )
+        quantile = {"releases": releases, "confidence": confidence}
     names = {"prefix": "The '--prefix' file", "values": "The '--prefix' file"}
     options = ("n", "bound", "epsilon", "delta", "beta", "p_max", "counter")
     with cli_terms(cmd, names, options):
@@ -537,7 +561,7 @@ def _plan_pak_inverse(cmd, *, n, bound, epsilon, delta, beta, p_max, prefix, as_
             )
         forward = functools.partial(
             pak_forward, values, range_length=length, bound=bound, delta=delta,
-            counter=counter, beta=beta, p_max=p_max,
+            counter=counter, beta=beta, p_max=p_max, **quantile,
         )  # fmt: skip
         if target_rmse is None:
             option_float(epsilon, "--epsilon", cmd)

@@ -119,3 +119,35 @@ def test_pak_inverse(capsys, files):
     inverse = json.loads(out)
     assert code == 0 and inverse["reachable"] and inverse["epsilon"] > 1.0
     assert inverse["predicted_rmse"] == pytest.approx(forward["predicted_rmse"] / 3, rel=1e-2)
+
+
+def test_pak_forward_quantile_over_releases(capsys, files):
+    """--releases N: the --confidence quantile of the RMSE over N releases, above the mean."""
+    common = ["pak", "--n", "20000", "--bound", "100", "--prefix", str(files / "prefix.npy"),
+              "--range-length", "20000", "--json"]  # fmt: skip
+    code, out, _ = run(capsys, *common)
+    mean = json.loads(out)
+    code, out, _ = run(capsys, *common, "--releases", "30", "--confidence", "0.9")
+    quantile = json.loads(out)
+    assert code == 0 and quantile["metric"] == "rmse_quantile"
+    assert quantile["errors"]["range"]["releases"] == 30
+    assert quantile["errors"]["range"]["confidence"] == pytest.approx(0.9)
+    assert quantile["errors"]["range"]["rmse"] == pytest.approx(mean["predicted_rmse"])
+    assert quantile["predicted_rmse_quantile"] > mean["predicted_rmse"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--range-length", "20000", "--releases", "0"], "'--releases' option"),
+        (
+            ["--range-length", "20000", "--releases", "30", "--confidence", "1.5"],
+            "'--confidence' option",
+        ),  # fmt: skip
+        (["--releases", "30"], "'--releases' option"),  # no mean-square plan to take it
+    ],
+)
+def test_pak_quantile_options_bad(capsys, files, extra, named):
+    common = ["pak", "--n", "20000", "--bound", "100", "--prefix", str(files / "prefix.npy")]
+    code, _, err = run(capsys, *common, *extra)
+    assert code == 2 and named in err
