@@ -264,3 +264,23 @@ def test_dask_workers_load_their_state_from_the_store_file(tmp_path, monkeypatch
             out.append(store.read([d])[list(H.nodes)].to_numpy().T)
     assert calls == [0]  # the first day only (nothing stored)
     _close(out, _reference(loads, 3))
+
+
+def test_a_day_skipped_loads_the_state_and_starts_the_window_afresh(
+    tmp_path, short_look_backs, monkeypatch
+):
+    loads = _loads(4)
+    _no_replay(monkeypatch)
+    got = _runs(tmp_path, tmp_path / "s.db", loads, [(0, 1), (1, 1), (3, 1)])
+    cfg = _config(
+        hierarchy=H, nodes=H.nodes, epsilon=1.0, alpha=0.5, w=W, delta=None, noise="laplace",
+        target="all", level_shares=None, prior=True,
+    )  # fmt: skip
+    planner = new_planner(cfg)
+    want = []
+    for d in (0, 1, 3):
+        if d == 3:
+            planner.previous = None  # no window of w steps straddles the skipped day
+        vals = np.asarray(H.sparse_matrix @ loads[:, d * W : (d + 1) * W])
+        want.append(release_auto_whole(planner, cfg, H, vals, ordinal=d, seed=11)[0])
+    _close(got, want)
