@@ -375,24 +375,10 @@ def counter_release(
             owner=owner,
             least_squares=counter == "kary_tree_consistent",
         )
-        return CounterRelease(
-            counter=counter,
-            prefix_sums=np.array(kr.prefix_sums),
-            variance=np.array(kr.variance),
-            tree=None,
-            kary=kr,
-            guarantee=kr.guarantee,
-        )
+        return _own_release(counter, kr, kary=kr)
     if counter == "unbounded":
         ur = _unbounded_release(values, epsilon=epsilon, bound=bound, bits=bits, owner=owner)
-        return CounterRelease(
-            counter=counter,
-            prefix_sums=np.array(ur.prefix_sums),
-            variance=np.array(ur.variance),
-            tree=None,
-            unbounded=ur,
-            guarantee=ur.guarantee,
-        )
+        return _own_release(counter, ur, unbounded=ur)
     if counter in ("sqrt_factorisation", "blt", "unbounded_blt"):
         release = {
             "sqrt_factorisation": _sqrt_release,
@@ -400,28 +386,27 @@ def counter_release(
             "unbounded_blt": _unbounded_blt_release,
         }[counter]
         fr = release(values, epsilon=epsilon, delta=dlt, bound=bound, bits=bits, owner=owner)
-        return CounterRelease(
-            counter=counter,
-            prefix_sums=np.array(fr.prefix_sums),
-            variance=np.array(fr.variance),
-            tree=None,
-            factorisation=fr,
-            guarantee=fr.guarantee,
-        )
+        return _own_release(counter, fr, factorisation=fr)
     if counter == "smooth_binary":
         rel = _smooth_release(
             values, epsilon=epsilon, delta=dlt, bound=bound, bits=bits, owner=owner
         )
-        return CounterRelease(
-            counter=counter,
-            prefix_sums=np.array(rel.prefix_sums),
-            variance=np.array(rel.variance),
-            tree=None,
-            smooth=rel,
-            guarantee=rel.guarantee,
-        )
+        return _own_release(counter, rel, smooth=rel)
     tree = _tree_release(values, epsilon=epsilon, bound=bound, bits=bits, owner=owner)
     return tree_counter_release(tree, counter)
+
+
+def _own_release(counter: str, rel, **part) -> CounterRelease:
+    """A non-tree counter's own release ``rel`` as a :class:`CounterRelease` (its sums, exact
+    variances and guarantee; ``part`` names the field that keeps ``rel``)."""
+    return CounterRelease(
+        counter=counter,
+        prefix_sums=np.array(rel.prefix_sums),
+        variance=np.array(rel.variance),
+        tree=None,
+        guarantee=rel.guarantee,
+        **part,
+    )
 
 
 def tree_counter_release(tree: TreeRelease, counter: str) -> CounterRelease:
