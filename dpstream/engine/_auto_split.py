@@ -298,11 +298,12 @@ class SubtreeAuto(SolverCalls):
         finally:
             con.close()
 
-    def state_bytes(self, held: list[int]) -> bytes | None:
+    def state_bytes(self, held: list[int]) -> np.ndarray | None:
         """This subtree's planner state after the last period, to be saved in the store
-        (:func:`dpstream.store._planner_state.dumps_part`); ``held``: the store ordinals of the
-        last released full periods, oldest first (the prior holds the last of them). None
-        for a planner without a streaming state."""
+        (:func:`dpstream.store._planner_state.dumps_part`), as a uint8 array over the ``.npz``
+        buffer (no copy; Dask sends an array's buffer as it is); ``held``: the store ordinals
+        of the last released full periods, oldest first (the prior holds the last of them).
+        None for a planner without a streaming state."""
         from ..store._planner_state import dumps_part, held_count
 
         if not self.planner.streaming:
@@ -310,8 +311,9 @@ class SubtreeAuto(SolverCalls):
         n = held_count(self.planner)
         if n > len(held):
             return None
-        return bytes(dumps_part(self.planner, held[len(held) - n :] if n else [],
-                                digest=_nodes_digest(self.tree)))  # fmt: skip
+        buf = dumps_part(self.planner, held[len(held) - n :] if n else [],
+                         digest=_nodes_digest(self.tree))  # fmt: skip
+        return np.frombuffer(buf, dtype=np.uint8)
 
     # -- one period ------------------------------------------------------------------------------
     def load(self, source: Callable) -> np.ndarray:
