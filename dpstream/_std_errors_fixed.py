@@ -56,7 +56,7 @@ def _pooled_variogram(stats) -> np.ndarray | None:
     Per-lag estimates are not used: at ε = 0.1 each lag's few pairs carry noise variances
     10²-10³ times the variogram, and clipping each at 0 then taking the running maximum over
     the lags (the empirical branch of :func:`planner.variogram`, which the L1 sampler's many
-    lags select) kept the largest noise excursion: an interpolation error 10-30x the realised
+    lags select) kept the largest noise excursion: an interpolation error up to 33x the realised
     one, the L1 figures' overstatement (``docs/results/std_errors_fixed_k.md``).
     """
     counts = np.asarray(stats.counts, dtype=np.float64)
