@@ -202,14 +202,15 @@ def main() -> None:
         "of all long-lag pairs' noise-corrected squares to their number, clipped once "
         "(`dpstream._std_errors_fixed._pooled_variogram`). The interpolation part is then "
         "about right at ε = 1 and still stated 2-5.5x at ε = 0.1, where it is at most 4 % of "
-        "the variance: the linear figure follows the noise part there. What keeps the L1 sampler "
-        "at ε = 0.1 near or below 0.8 for some nodes is the bootstrap of the periods holding a "
-        "0 (all of them at ε = 0.1): its draws centre on the released values as the truth, "
+        "the variance: the linear figure follows the noise part there. What keeps the L1 "
+        "sampler at ε = 0.1 near or below 0.8 for some nodes is the bootstrap of the periods "
+        "holding a 0 (all of them at ε = 0.1): its draws centre on the released values as the "
+        "truth, "
         "and the clipped release's realised error is smaller than the bootstrap states there "
         "(the mechanism is not pinned down). Centring on the unclipped linear estimate or on "
-        "its period mean was tried (4 seeds, 14 days) and stated worse figures (0.69-0.80 and 0.83-0.95 against "
-        "0.87-0.97). The L1 sampler's dependence of the sample steps on the data (the SVT "
-        "chooses them where the series turns) is not modelled either.",
+        "its period mean was tried (4 seeds, 14 days) and stated worse figures (0.69-0.80 "
+        "and 0.83-0.95 against 0.87-0.97). The L1 sampler's dependence of the sample steps "
+        "on the data (the SVT chooses them where the series turns) is not modelled either.",
         "",
     ] + SCOPE
     OUT.write_text("\n".join(lines))
