@@ -32,7 +32,8 @@ ours --csv F`` runs ours alone; ``--from-csv F1,F2,...`` writes the report from 
 
 Usage: ``python bench/bench_forecast_peers.py [--seeds 3] [--origins 28] [--peers MSTL ...]
 [--datasets regional household] [--cache /tmp/peers.csv] [--releases /tmp/releases]
-[--out docs/results/forecast_peers.md]``; ``--coherent`` for the reconciled forecasts.
+[--out docs/results/forecast_peers.md]``; ``--coherent`` for the reconciled forecasts;
+``--start 2016-10-03`` for another (held-out) slice of eight weeks.
 """
 
 from __future__ import annotations

@@ -10,9 +10,10 @@ of 7), z the exogenous regressors (temperature, a working-day flag, ...) and u a
 remainder: the dynamic harmonic regression of [HA21] §12.1 (Fourier terms for long and
 multiple seasons, ARIMA errors), with the weekly harmonics playing the role of the weekday
 profiles of an MSTL decomposition ([BHK21] Eq. 1). The coefficients are weighted least squares
-with exponentially decaying weights (half-life :data:`HALF_LIFE_DAYS` days), so the level
-follows the season of the year; every series of a frame shares the design matrix, so one
-factorisation serves them all (``numpy.linalg.lstsq`` with many right-hand sides).
+with exponentially decaying weights (half-life :data:`HALF_LIFE_DAYS` days), so the seasons'
+shape follows the time of year (the level moves faster: below); every series of a frame shares
+the design matrix, so one factorisation serves them all (many right-hand sides), except with
+a noise variance per step (one weighted fit per series, below).
 
 The remainder's AR(1) coefficient is the moment estimator φ = γ̂(1) / (γ̂(0) − R): a release
 y_t = x_t + v_t with white noise v_t of known variance R ([FV19] §6) inflates γ̂(0) by R and
