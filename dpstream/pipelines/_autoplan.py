@@ -57,6 +57,7 @@ from ._period_steps import (
     post_process_periods,
 )
 from ._privacy import attach_record, charge_release, release_record
+from ._shared import SharedDict, share
 
 __all__ = [
     "AUTO_NOISES",
@@ -424,14 +425,14 @@ def release_auto(
     est_tail = measured[n_full].values if len(measured) > n_full else None
     starts = [sf.index[i * w] for i in range(len(plans))]
     out.attrs["plan"] = records(plans, priors, starts, delta)
-    out.attrs["measurements"] = from_periods(est_full, est_tail)
+    out.attrs["measurements"] = share(from_periods(est_full, est_tail))  # not copied per column
     del est_full
     from dpstream._std_errors import PlanningRecord  # public by-products: no replay (issue 30)
 
     out.attrs["planning"] = PlanningRecord(measured, plans, priors, out.attrs["measurements"])
-    out.attrs["hierarchy"] = None if sf.hierarchy is None else {  # public: std_errors reads it
+    out.attrs["hierarchy"] = None if sf.hierarchy is None else SharedDict({  # public: std_errors
         str(a): [str(c) for c in kids] for a, kids in sf.hierarchy.children.items()
-    }
+    })
     out.attrs["plan_config"] = {
         "epsilon": epsilon, "delta": delta, "alpha": alpha, "w": w, "noise": noise,
         "target": target, "prior": prior, "history": hist is not None,

@@ -22,6 +22,7 @@ from ._period import (  # noqa: F401
     release_periods,
 )
 from ._privacy import attach_record, charge_release, check_ledger, release_record
+from ._shared import SharedDict
 
 __all__ = ["OPTSTREAM_WEIGHTS", "release_optstream"]
 
@@ -334,9 +335,9 @@ def release_optstream(
     )
     attach_record(result, record, paid)
     result.attrs["estimates"] = published_estimates(keep)
-    result.attrs["hierarchy"] = None if sf.hierarchy is None else {  # public: std_errors reads it
+    result.attrs["hierarchy"] = None if sf.hierarchy is None else SharedDict({  # public: std_errors
         str(a): [str(c) for c in kids] for a, kids in sf.hierarchy.children.items()
-    }
+    })
     return result
 
 

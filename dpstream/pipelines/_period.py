@@ -31,6 +31,7 @@ from mechanisms.optstream._estimates import OptStreamEstimates, _estimates
 from postproc import FeatureSet, Hierarchy, bias_aware_variances, project_consistent
 
 from ._frames import from_periods
+from ._shared import share
 
 __all__ = [
     "PeriodSpec",
@@ -185,10 +186,10 @@ def published_estimates(keep: list) -> list[dict[str, np.ndarray | None]]:
         for b in range(est.estimates.shape[0]):
             out.append(
                 {
-                    "estimates": est.estimates[b],
-                    "noise": est.variances[b],
-                    "variances": None if var is None else np.asarray(var)[b],
-                    "samples": est.samples[b],
+                    "estimates": share(est.estimates[b]),  # shared by derived frames
+                    "noise": share(est.variances[b]),
+                    "variances": None if var is None else share(np.asarray(var)[b]),
+                    "samples": share(est.samples[b]),
                     "features": fs,
                 }
             )
