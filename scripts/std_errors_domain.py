@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from std_errors_scope import SCOPE  # scripts/ is on sys.path when run
+from std_errors_scope import SCOPE, markdown  # scripts/ is on sys.path when run
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "results" / "std_errors_domain.md"
@@ -86,14 +86,6 @@ def table(name: str, seeds: int) -> tuple[pd.DataFrame, float, float]:
     rows["measurement MSE / planned variance"] = factor / seeds
     return rows, cpu_rel / seeds, cpu_se / seeds
 
-
-def markdown(rows: pd.DataFrame) -> str:
-    """A pipe table (no tabulate dependency)."""
-    head = [rows.index.name or ""] + [str(c) for c in rows.columns]
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for idx, row in rows.iterrows():
-        out.append("| " + " | ".join([str(idx)] + [f"{v:,.3f}" for v in row]) + " |")
-    return "\n".join(out)
 
 
 def main() -> None:

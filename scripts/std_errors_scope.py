@@ -48,3 +48,12 @@ SCOPE = [
     "measurements, other mechanisms' streams (their range queries: `dpstream query`).",
     "",
 ]
+
+
+def markdown(rows) -> str:
+    """``rows`` (a DataFrame: index = node) as a pipe table, 3 decimals (no tabulate dependency)."""
+    head = [rows.index.name or ""] + [str(c) for c in rows.columns]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for idx, row in rows.iterrows():
+        out.append("| " + " | ".join([str(idx)] + [f"{v:,.3f}" for v in row]) + " |")
+    return "\n".join(out)

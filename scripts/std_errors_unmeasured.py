@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from std_errors_scope import SCOPE  # scripts/ is on sys.path when run
+from std_errors_scope import SCOPE, markdown  # scripts/ is on sys.path when run
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "results" / "std_errors_unmeasured.md"
@@ -58,13 +58,6 @@ def table(epsilon: float, seeds: int, days: int, gaps: bool) -> tuple[pd.DataFra
     rows.index.name = "node"
     return rows, cpu / seeds
 
-
-def markdown(rows: pd.DataFrame) -> str:
-    head = [rows.index.name or ""] + [str(c) for c in rows.columns]
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for idx, row in rows.iterrows():
-        out.append("| " + " | ".join([str(idx)] + [f"{v:,.3f}" for v in row]) + " |")
-    return "\n".join(out)
 
 
 def main() -> None:
