@@ -301,6 +301,8 @@ def _release_one(
         seeded=seed is not None,
     )
     meta["privacy"] = record.to_dict()
+    if getattr(rel, "ledger", None) is not None:  # the data set's ledger that paid (pak)
+        meta["privacy"]["ledger"] = dict(rel.ledger)
     if options.get("no_ledger"):  # loud in the record too
         meta["privacy"]["ledger"] = {"accounted": False, "why": "--no-ledger"}
     side = write_release(frame, meta, out_path)

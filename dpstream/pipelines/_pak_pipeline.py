@@ -13,6 +13,8 @@ the planning reads no data, so it costs nothing.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from mechanisms import BudgetLedger, ParameterError, pak_release
@@ -62,7 +64,9 @@ def release_pak(
     Returns
     -------
     mechanisms.PakRelease
-        Its ``parameters`` and ``privacy`` record say which values were used.
+        Its ``parameters`` and ``privacy`` record say which values were used; its ``ledger``
+        which data set's ledger paid (``accounted`` False with ``ledger=False``; None for a
+        seeded run).
 
     Examples
     --------
@@ -113,7 +117,7 @@ def release_pak(
         )
     # the data set's ledger (a named Series' stream), charged where pak_release charges
     account = DeferredAccount(ledger, values=values, seeded=seed is not None, owner=owner)
-    return pak_release(
+    released = pak_release(
         values,
         bound=bound,
         epsilon=epsilon,
@@ -123,3 +127,6 @@ def release_pak(
         ledger=account,
         **chosen,
     )
+    if account.entry is None:
+        return released
+    return dataclasses.replace(released, ledger=account.entry)  # which ledger paid

@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -150,11 +153,17 @@ class PakRelease:
     """True when a seed drove the noise: an experiment, not a release."""
     counter: CounterRelease | None = None
     """The counter's release of the suffix (its name, estimates and exact variances)."""
+    ledger: Mapping[str, Any] | None = None
+    """The data set's ledger entry set by the application (``dpstream.release_pak``: which
+    ledger and data set paid, or ``accounted`` False for ``ledger=False``); None for a seeded
+    run or :func:`pak_release` called directly (its ``ledger`` is the caller's)."""
     n: int = field(init=False)
     """Stream length."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "n", int(self.prefix_sums.size))
+        if self.ledger is not None:  # read-only, as the rest of the release
+            object.__setattr__(self, "ledger", MappingProxyType(dict(self.ledger)))
         self.prefix_sums.setflags(write=False)
         self.variance.setflags(write=False)
 

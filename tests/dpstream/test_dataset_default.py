@@ -142,15 +142,20 @@ def test_release_pak_charges_a_named_series_and_refuses_an_anonymous_array():
     with pytest.raises(DataSetError, match="no stream ids"):
         release_pak(x, **kw)
     assert not (home() / "ledgers").exists()  # refused before anything
-    release_pak(pd.Series(x, name="meter"), **kw)
+    rel = release_pak(pd.Series(x, name="meter"), **kw)
     (entry,) = known_ledgers(fingerprint(["meter"], None))
     with SQLiteLedger(entry["ledger"]) as book:
         assert [e["label"] for e in book.entries()] == ["pak_release"]
         assert book.total == covering_total(Budget(1.0, 2**-20))
+    # the release says which data set's ledger paid, as the other releases' records do
+    assert rel.ledger["accounted"] is True and rel.ledger["dataset"] == entry["dataset"]
+    assert Path(rel.ledger["ledger"]).resolve() == Path(entry["ledger"]).resolve()
+    with pytest.raises(TypeError):
+        rel.ledger["dataset"] = "other"  # read-only, as the release is
     with pytest.raises(BudgetExceededError):
         release_pak(pd.Series(x, name="meter"), **kw)
-    release_pak(x, ledger=False, **kw)  # an experiment, said so
-    release_pak(x, seed=1, **kw)
+    assert release_pak(x, ledger=False, **kw).ledger["accounted"] is False  # said so
+    assert release_pak(x, seed=1, **kw).ledger is None  # seeded: no data set charged
 
 
 def test_a_ledger_given_in_python_adopts_the_streams_and_is_found_by_default(tmp_path):
@@ -245,6 +250,11 @@ def test_cli_single_stream_charges_its_data_set(files, capsys):
     assert main([*pak, "--out", "p.csv", "--no-ledger"]) == 0  # an experiment: no ledger
     assert json.loads(Path("p.csv.privacy.json").read_text())["ledger"]["accounted"] is False
     assert known_ledgers(fingerprint(["power"], None)) == []
+    pd.DataFrame({"heat": np.linspace(0, 9, 600)}).to_csv("two.csv", index=False)
+    assert main([*pak[:2], "two.csv", *pak[3:], "--out", "p2.csv"]) == 0  # charged
+    (paid,) = known_ledgers(fingerprint(["heat"], None))
+    recorded = json.loads(Path("p2.csv.privacy.json").read_text())["ledger"]
+    assert recorded["accounted"] is True and recorded["dataset"] == paid["dataset"]
     argv = ["release", "bt", "one.csv", "--epsilon", "0.5", "--bound", "10", "--out", "bt.csv"]
     assert main(argv) == 0
     (entry,) = known_ledgers(fingerprint(["power"], None))
