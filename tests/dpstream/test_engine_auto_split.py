@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from _tree_helpers import feeder_tree
 
 from dpstream import ReleaseStore
 from dpstream.engine._auto_split import (
@@ -28,13 +29,7 @@ from postproc._split import node_depths
 W = 48
 
 
-def _children(regions: int = 2, subs: int = 3, feeders: int = 12) -> dict:
-    ch = {"N": [f"r{i}" for i in range(regions)]}
-    for r in ch["N"]:
-        ch[r] = [f"{r}s{i}" for i in range(subs)]
-        for s in ch[r]:
-            ch[s] = [f"{s}f{j}" for j in range(feeders)]
-    return ch
+_children = feeder_tree
 
 
 CH = _children()  # 72 leaves: the planner treats every node on its own (> 64)

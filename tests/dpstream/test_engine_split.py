@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from _tree_helpers import feeder_tree
 
 from dpstream import ReleaseStore
 from dpstream.engine._subtree import (
@@ -29,12 +30,7 @@ from postproc._split import node_depths
 
 
 def _children(regions: int = 2, subs: int = 3, feeders: int = 4) -> dict:
-    ch = {"N": [f"r{i}" for i in range(regions)]}
-    for r in ch["N"]:
-        ch[r] = [f"{r}s{i}" for i in range(subs)]
-        for s in ch[r]:
-            ch[s] = [f"{s}f{j}" for j in range(feeders)]
-    return ch
+    return feeder_tree(regions, subs, feeders)
 
 
 CH = _children()

@@ -9,20 +9,14 @@ import zlib
 
 import numpy as np
 import pytest
+from _tree_helpers import feeder_tree
 
 from dpstream.engine import _subtree
 from dpstream.engine._subtree import SplitSpec, release_split, split_client
 from postproc import FeatureSet, Hierarchy
 from postproc._split import subtrees
 
-
-def _children(regions: int, subs: int, feeders: int) -> dict:
-    ch = {"N": [f"r{i}" for i in range(regions)]}
-    for r in ch["N"]:
-        ch[r] = [f"{r}s{i}" for i in range(subs)]
-        for s in ch[r]:
-            ch[s] = [f"{s}f{j}" for j in range(feeders)]
-    return ch
+_children = feeder_tree
 
 
 class _Source:

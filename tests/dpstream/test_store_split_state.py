@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from _tree_helpers import feeder_tree
 
 import planner._stream_planner as sp
 from dpstream import ReleaseStore
@@ -20,13 +21,7 @@ W = 48
 DAYS = 7
 
 
-def _children(regions: int = 2, subs: int = 3, feeders: int = 12) -> dict:
-    ch = {"N": [f"r{i}" for i in range(regions)]}
-    for r in ch["N"]:
-        ch[r] = [f"{r}s{i}" for i in range(subs)]
-        for s in ch[r]:
-            ch[s] = [f"{s}f{j}" for j in range(feeders)]
-    return ch
+_children = feeder_tree
 
 
 CH = _children()  # 72 leaves (> 64: the split applies)
