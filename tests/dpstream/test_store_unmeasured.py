@@ -15,6 +15,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from _tree_helpers import feeder_tree
 
 from dpstream import ReleaseStore
 from dpstream.cli import main
@@ -182,15 +183,6 @@ def test_cli_store_with_the_default_k_releases_the_gaps_empty(gap_csv, capsys):
     pd.testing.assert_frame_equal(errors.isna(), out.isna())
 
 
-def _tree(regions: int = 2, subs: int = 3, feeders: int = 12) -> dict:
-    ch = {"N": [f"r{i}" for i in range(regions)]}
-    for r in ch["N"]:
-        ch[r] = [f"{r}s{i}" for i in range(subs)]
-        for s in ch[r]:
-            ch[s] = [f"{s}f{j}" for j in range(feeders)]
-    return ch
-
-
 def test_a_split_release_after_unmeasured_periods_is_refused(tmp_path):
     """The split path (Parquet INPUT, a cut; > 64 leaves) rebuilds subtree planners without
     the masks: refused before anything is charged, after a stored period with gaps; a store
@@ -198,7 +190,7 @@ def test_a_split_release_after_unmeasured_periods_is_refused(tmp_path):
     from dpstream.store._source import release_parquet_to_store
     from mechanisms import ParameterError
 
-    tree = _tree()  # 72 leaves
+    tree = feeder_tree()  # 72 leaves
     leaves = [x for kids in tree.values() for x in kids if x not in tree]
     rng = np.random.default_rng(3)
     idx = pd.date_range("2024-01-01", periods=2 * 48, freq="30min")
