@@ -1,4 +1,4 @@
-"""A synthetic feeder hierarchy shared by the engine and split-store tests."""
+"""A synthetic feeder tree and the in-memory planner run shared by the engine and store tests."""
 
 from __future__ import annotations
 
@@ -11,3 +11,29 @@ def feeder_tree(regions: int = 2, subs: int = 3, feeders: int = 12) -> dict:
         for s in ch[r]:
             ch[s] = [f"{s}f{j}" for j in range(feeders)]
     return ch
+
+
+def plan_in_memory(frame, hierarchy, seed: int, history=None):
+    """``release_optstream(k="auto")``'s own functions over every day of ``frame`` (one
+    planner, the store's per-period bits): (cfg, prepared frame, measured, plans, priors)."""
+    from dpstream.pipelines._autoplan import _config, run_periods
+    from dpstream.pipelines._frames import prepare_frame, to_periods
+    from dpstream.pipelines._period import period_bits
+    from dpstream.pipelines._period_steps import measure_period
+
+    sf = prepare_frame(frame, owner="t", hierarchy=hierarchy)
+    cfg = _config(
+        epsilon=1.0, alpha=5.0, w=48, delta=None, noise="laplace", target="all",
+        level_shares=None, hierarchy=sf.hierarchy, nodes=sf.nodes, prior=True,
+    )  # fmt: skip
+    periods = to_periods(sf.values, 48)
+
+    def measure(i, vals, plan):
+        return measure_period(vals, plan, cfg, bits=period_bits(seed, i))
+
+    past = None if history is None else prepare_frame(history, owner="t", hierarchy=hierarchy)
+    measured, plans, priors = run_periods(
+        periods.full, periods.tail, cfg, measure=measure,
+        history=None if past is None else past.values,
+    )  # fmt: skip
+    return cfg, sf, measured, plans, priors

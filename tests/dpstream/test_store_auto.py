@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from _tree_helpers import plan_in_memory
 
 import planner._stream_planner as sp
 from dpstream import ReleaseStore
 from dpstream.pipelines import _autoplan
-from dpstream.pipelines._autoplan import _config, replan, run_periods
-from dpstream.pipelines._frames import prepare_frame, to_periods
-from dpstream.pipelines._period import period_bits
-from dpstream.pipelines._period_steps import measure_period, post_process_periods
+from dpstream.pipelines._autoplan import _config, replan
+from dpstream.pipelines._frames import prepare_frame
+from dpstream.pipelines._period_steps import post_process_periods
 from dpstream.store._auto import unpack
 from mechanisms import ParameterError
 
@@ -37,19 +37,7 @@ def loads(days: int) -> pd.DataFrame:
 
 def in_memory(frame: pd.DataFrame, seed: int):
     """The in-memory pipeline's own functions over the whole frame, with per-period bits."""
-    sf = prepare_frame(frame, owner="t", hierarchy=H)
-    cfg = _config(
-        epsilon=1.0, alpha=5.0, w=48, delta=None, noise="laplace", target="all",
-        level_shares=None, hierarchy=sf.hierarchy, nodes=sf.nodes, prior=True,
-    )  # fmt: skip
-    periods = to_periods(sf.values, 48)
-
-    def measure(i, vals, plan):
-        return measure_period(vals, plan, cfg, bits=period_bits(seed, i))
-
-    measured, plans, priors = run_periods(
-        periods.full, periods.tail, cfg, history=None, measure=measure
-    )
+    cfg, sf, measured, plans, priors = plan_in_memory(frame, H, seed)
     released = post_process_periods(measured, plans, priors, sf.hierarchy)  # one call, all days
     return cfg, sf, measured, plans, priors, released
 

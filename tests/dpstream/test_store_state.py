@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from _tree_helpers import plan_in_memory
 
 import planner._stream_planner as sp
 from dpstream import ReleaseStore
@@ -52,25 +53,9 @@ def short_look_backs(request, monkeypatch):
 def in_memory(frame: pd.DataFrame, seed: int, history: pd.DataFrame | None = None) -> np.ndarray:
     """``release_optstream(k="auto")``'s own functions over every day (one planner), with the
     store's per-period bits: (T, N) released."""
-    from dpstream.pipelines._autoplan import _config, run_periods
-    from dpstream.pipelines._frames import prepare_frame, to_periods
-    from dpstream.pipelines._period import period_bits
-    from dpstream.pipelines._period_steps import measure_period, post_process_periods
+    from dpstream.pipelines._period_steps import post_process_periods
 
-    sf = prepare_frame(frame, owner="t", hierarchy=H)
-    cfg = _config(
-        epsilon=1.0, alpha=5.0, w=48, delta=None, noise="laplace", target="all",
-        level_shares=None, hierarchy=sf.hierarchy, nodes=sf.nodes, prior=True,
-    )  # fmt: skip
-    periods = to_periods(sf.values, 48)
-
-    def measure(i, vals, plan):
-        return measure_period(vals, plan, cfg, bits=period_bits(seed, i))
-
-    measured, plans, priors = run_periods(
-        periods.full, periods.tail, cfg, measure=measure,
-        history=None if history is None else prepare_frame(history, owner="t", hierarchy=H).values,
-    )  # fmt: skip
+    _, sf, measured, plans, priors = plan_in_memory(frame, H, seed, history)
     out = [post_process_periods([m], [p], [q], sf.hierarchy)[0]
            for m, p, q in zip(measured, plans, priors, strict=True)]  # fmt: skip
     return np.maximum(np.concatenate([r.T for r in out]), 0.0)
