@@ -103,3 +103,18 @@ def option_int(
         upper = "inf" if maximum is None else str(maximum)
         raise _bad(option, command, f"an int in [{minimum}, {upper}]", int(value))
     return int(value)
+
+
+def check_input_length(frame, w: int, command: str) -> None:
+    """INPUT has readings, and at least one period of ``w`` steps of them (``command``'s
+    terms)."""
+    if frame.shape[0] == 0:
+        raise DomainError(
+            f"INPUT of {command} has no readings (no rows after its header). "
+            "Pass a file with at least one period of --w steps."
+        )
+    if frame.shape[0] < w:
+        raise ParameterError(
+            f"The '--w' option of {command} must be at most the number of steps of INPUT "
+            f"({frame.shape[0]}). Got {w} instead."
+        )

@@ -32,7 +32,7 @@ from ._accounting import (
     show_guarantee,
     write_output_pair,
 )
-from ._checks import cli_terms, option_float, option_int
+from ._checks import check_input_length, cli_terms, option_float, option_int
 from ._outputs import period_record, std_error_path, write_std_errors
 from ._progress import progress_bar
 
@@ -591,11 +591,7 @@ def _period_rows(frame, correct: str, w: int, command: str):
 def _check_frame(frame, command, *, w, hierarchy, bound, missing) -> None:
     """Everything about INPUT the release would refuse, before the ledger is opened (a ledger
     records the streams' fingerprint on first use: nothing may touch it for a bad INPUT)."""
-    if frame.shape[0] < w:
-        raise ParameterError(
-            f"The '--w' option of {command} must be at most the number of steps of INPUT "
-            f"({frame.shape[0]}). Got {w} instead."
-        )
+    check_input_length(frame, w, command)
     from dpstream.pipelines._frames import prepare_frame
 
     terms = {"frame": "INPUT", "hierarchy": "The '--hierarchy' file"}
@@ -608,11 +604,7 @@ def _release_frame(
     seed, preview, command,
 ) -> pd.DataFrame | pd.Series:  # fmt: skip
     """Check the diagnosed INPUT against the options, print the guarantee and release it."""
-    if frame.shape[0] < w:
-        raise ParameterError(
-            f"The '--w' option of {command} must be at most the number of steps of INPUT "
-            f"({frame.shape[0]}). Got {w} instead."
-        )
+    check_input_length(frame, w, command)
     if seed is not None:
         click.secho("Seeded run: an experiment, NOT a private release.", fg="yellow", err=True)
     n_periods = math.ceil(len(frame) / w)

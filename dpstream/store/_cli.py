@@ -17,7 +17,7 @@ import pandas as pd
 from mechanisms import ParameterError
 
 from ..commands._accounting import open_ledger, write_output_pair
-from ..commands._checks import cli_terms
+from ..commands._checks import check_input_length, cli_terms
 from ..commands._outputs import store_period_records
 from ..commands._progress import progress_bar
 from ..engine import ENGINES
@@ -62,6 +62,41 @@ def _closing(ledger):
     finally:
         if ledger is not None:
             ledger.close()
+
+
+@contextmanager
+def _discard_if_unused(path, created: bool):
+    """A store file this run created is removed again if the run fails before releasing
+    anything into it (issue 30: a refused release leaves no file behind)."""
+    try:
+        yield
+    except BaseException:
+        if created:
+            _remove_unused_store(Path(path))
+        raise
+
+
+def _remove_unused_store(path: Path) -> None:
+    """Remove ``path`` and its SQLite sidecars if it holds no period and no charge."""
+    import sqlite3
+
+    if not path.exists():
+        return
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            used = sum(
+                con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                for table in ("periods", "charges")
+            )
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return  # not a store this run could read: leave it as it is
+    if used:
+        return
+    for suffix in ("", "-wal", "-shm", "-journal", ".lock", ".lock-journal"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
 def _dataset_ledger(ledger_args: tuple, options: dict, ids, hierarchy):
@@ -146,6 +181,7 @@ def release_with_store(
         n_periods = max(len(scan.stamps) // w, 1)
     else:
         frame, long, time_name, observed = _read(input_path, time_column, missing, timezone)
+        check_input_length(frame, w, _OWNER)  # before the hierarchy is matched to its ids
         ids, n_periods = frame.columns, max(len(frame) // w, 1)
     hierarchy = None
     if hierarchy_path is not None:
@@ -157,6 +193,7 @@ def release_with_store(
             Grid.from_index(frame.index, w, "ReleaseStore.release_optstream")
     ledger = _dataset_ledger(ledger_args, options, ids, hierarchy)
     dataset, new_dataset = ledger_args[3], bool(ledger_args[4])
+    created = not Path(store_path).exists()  # removed again if this run releases nothing
     try:
         store_cm = ReleaseStore(
             store_path, ledger=ledger, dataset=dataset, new_dataset=new_dataset,
@@ -165,8 +202,10 @@ def release_with_store(
     except BaseException:
         if ledger is not None:
             ledger.close()
+        if created:
+            _remove_unused_store(Path(store_path))
         raise
-    with _terms(), _closing(ledger), store_cm as store:
+    with _discard_if_unused(store_path, created), _terms(), _closing(ledger), store_cm as store:
         before = store.ordinals()
         if not lazy:  # a reading for a period the store released without it (issue 25 §3)
             from ._late import check_late_readings

@@ -37,6 +37,11 @@ class Grid:
     def from_index(cls, index: pd.Index, w: int, owner: str) -> Grid:
         """The grid of a validated, increasing index whose length is a multiple of w."""
         kind, t = cls.stamps(index)
+        if t.size == 0:
+            raise DomainError(
+                f"The 'frame' argument of {owner} must have at least one whole period of "
+                f"w = {w} steps to be released into a store; it has no rows."
+            )
         if t.size % w:
             raise DomainError(
                 f"The 'frame' argument of {owner} must cover whole periods of w = {w} steps when "

@@ -150,7 +150,7 @@ def _pipeline_cases(method: str) -> list[tuple[list[str], str]]:
         (["neg.csv", "--epsilon", "1", *alpha, "--out", "o.csv"], "INPUT"),
         (["text.csv", "--epsilon", "1", *alpha, "--out", "o.csv"], "INPUT"),
         (["baddates.csv", "--epsilon", "1", *alpha, "--out", "o.csv"], "time column"),
-        (["empty.csv", "--epsilon", "1", *alpha, "--out", "o.csv"], "'--w'"),
+        (["empty.csv", "--epsilon", "1", *alpha, "--out", "o.csv"], "no readings"),
     ]
     if method == "optstream":
         cases += [

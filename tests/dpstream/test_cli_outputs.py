@@ -57,7 +57,7 @@ def test_a_run_that_fails_validation_writes_nothing_and_the_corrected_run_is_not
     assert ledger.exists() and (tmp_path / "o.csv.privacy.json").exists()
 
 
-@pytest.mark.parametrize("bad", ["negative", "partial"])
+@pytest.mark.parametrize("bad", ["negative", "partial", "header only"])
 def test_with_a_store_bad_input_creates_no_store_and_speaks_cli_terms(
     regional, tmp_path, capsys, bad
 ):
@@ -65,6 +65,8 @@ def test_with_a_store_bad_input_creates_no_store_and_speaks_cli_terms(
     broken = frame.copy()
     if bad == "negative":
         broken.iloc[5, 1] = -3.0
+    elif bad == "header only":
+        broken = broken.iloc[:0]
     else:
         broken = broken.iloc[: W + 10]  # a store takes whole periods only
     src = tmp_path / "bad.csv"
@@ -79,6 +81,29 @@ def test_with_a_store_bad_input_creates_no_store_and_speaks_cli_terms(
         assert python_word not in err
     assert "Guarantee" not in captured.out  # nothing was released: no guarantee printed
     assert _files(tmp_path) == before
+
+
+def test_a_refused_release_into_a_new_store_leaves_no_store_file(regional, tmp_path, capsys):
+    path, hier, _ = regional
+    ledger, store = tmp_path / "budget.db", tmp_path / "ops.db"
+    args = ["release", "optstream", str(path), "--alpha", "50", "--hierarchy", str(hier)]
+    args += ["--out", str(tmp_path / "o.csv"), "--store", str(store), "--ledger", str(ledger)]
+    # a valid INPUT, but the ledger's total is smaller than one window's charge
+    assert main([*args, "--epsilon", "1", "--budget-epsilon", "0.5"]) == 2
+    assert "overspend" in capsys.readouterr().err
+    left = {p.name for p in tmp_path.iterdir()} - {path.name, hier.name, ledger.name}
+    assert left == set()  # no store, no lock, no output, no sidecar
+    assert main([*args, "--epsilon", "0.5"]) == 0  # the corrected run releases
+    assert store.exists() and (tmp_path / "o.csv.privacy.json").exists()
+
+
+def test_a_refused_release_into_an_existing_store_keeps_it(regional, tmp_path, capsys):
+    path, hier, _ = regional
+    store = tmp_path / "ops.db"
+    assert _optstream(path, hier, tmp_path / "o.csv", "--store", str(store)) == 0
+    size = store.stat().st_size
+    assert _optstream(path, hier, tmp_path / "o.csv", "--store", str(store), "--w", "24") == 2
+    assert store.exists() and store.stat().st_size >= size
 
 
 def test_one_sidecar_convention_and_the_query_sidecar_has_its_own_name(regional, tmp_path):
