@@ -184,10 +184,10 @@ def test_without_a_hierarchy_and_for_a_series(regional):
 
 def test_residual_check_recovers_the_prior_scale_and_the_shared_error():
     """Synthetic published residuals with a known truth: the prior's τ² stated half its true
-    value, and a forecast that shares part of the interpolation error between samples."""
+    error variance, and a forecast that shares part of the interpolation error between samples."""
     from types import SimpleNamespace
 
-    from dpstream._std_errors import _residual_check
+    from dpstream._std_errors import _residual_check, _true_prior
 
     rng = np.random.default_rng(7)  # a simulation: nothing is released
     n, r, periods = 2, 8, 600
@@ -205,9 +205,38 @@ def test_residual_check_recovers_the_prior_scale_and_the_shared_error():
         measured.append(SimpleNamespace(values=m, noise=np.full((n, r), noise), sampled=sampled))
         plans.append(SimpleNamespace(variances=v))
         priors.append(SimpleNamespace(mean=f, variance=np.full((n, r), tau2_true / 2)))
-    scale, cross = _residual_check(measured, plans, priors)
-    assert np.allclose(scale, 2.0, rtol=0.1)
+    scale, bias, cross = _residual_check(measured, plans, priors)
+    stated = _true_prior(np.full((n, r), tau2_true / 2), scale, bias)  # τ² constant: s, b² tied
+    assert np.allclose(stated, tau2_true, rtol=0.1)
     assert np.allclose(cross, gamma * interp, rtol=0.2)
+
+
+def test_residual_check_keeps_the_bias_the_prior_does_not_shrink():
+    """The prior's stated τ² shrinks as periods accumulate (a profile of more days); its error
+    against the true period also holds a part that does not shrink (a level that walks: issue
+    30's late periods at ε = 0.1, understated up to 3x). Residuals at sampled steps with a known
+    truth ``τ² + b²``: the late periods' stated variance must hold ``b²`` (a factor on τ² pooled
+    over the periods gives them about τ²·4 = 1.0 against 2.25)."""
+    from types import SimpleNamespace
+
+    from dpstream._std_errors import _residual_check, _true_prior
+
+    rng = np.random.default_rng(11)  # a simulation: nothing is released
+    n, r, periods, noise, bias = 2, 8, 400, 1.0, 2.0
+    sampled = np.ones((n, r), dtype=bool)
+    measured, plans, priors, tau2s = [], [], [], []
+    for p in range(1, periods + 1):
+        tau2 = 0.2 + 20.0 / p  # the profile's stated variance, shrinking
+        f = rng.normal(0, np.sqrt(tau2 + bias), (n, r))  # its true error: τ² + b²
+        m = rng.normal(0, np.sqrt(noise), (n, r))  # truth 0
+        measured.append(SimpleNamespace(values=m, noise=np.full((n, r), noise), sampled=sampled))
+        plans.append(SimpleNamespace(variances=np.full((n, r), noise)))
+        priors.append(SimpleNamespace(mean=f, variance=np.full((n, r), tau2)))
+        tau2s.append(tau2)
+    scale, b2, _ = _residual_check(measured, plans, priors)
+    for tau2, tol in ((tau2s[19], 0.25), (tau2s[-1], 0.1)):  # τ² = 1.2 (few such), late 0.25
+        stated = _true_prior(np.full((n, 1), tau2), scale, b2)
+        assert np.allclose(stated, tau2 + bias, rtol=tol)
 
 
 def test_rough_interpolation_states_at_least_the_planned_error(regional):
@@ -271,15 +300,17 @@ def test_shared_factor_scales_the_tree_passes_to_the_dense_covariance():
 
 
 @pytest.mark.slow
-def test_a_tree_above_64_leaves_states_the_aggregates_errors():
+def test_a_tree_above_64_leaves_states_the_aggregates_errors(monkeypatch):
     """80 feeders (scripts/std_errors_large_tree.py's synthetic tree, 7 days, 2 seeds): the
     national's empirical RMSE is no longer several times the stated one (5x with the
     independent passes), and the feeders stay calibrated."""
     import importlib.util
     from pathlib import Path
 
+    scripts = Path(__file__).parents[2] / "scripts"
+    monkeypatch.syspath_prepend(str(scripts))  # its table helper (std_errors_scope)
     spec = importlib.util.spec_from_file_location(
-        "large_tree", Path(__file__).parents[2] / "scripts" / "std_errors_large_tree.py"
+        "large_tree", scripts / "std_errors_large_tree.py"
     )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -390,7 +421,7 @@ def test_unmeasured_readings_and_priors_without_history_are_no_residuals():
     no weight) carry no information on the errors and must not move them."""
     from types import SimpleNamespace
 
-    from dpstream._std_errors import _prior_correlation, _residual_check
+    from dpstream._std_errors import _prior_correlation, _residual_check, _true_prior
 
     rng = np.random.default_rng(9)  # a simulation: nothing is released
     n, r = 3, 8
@@ -427,7 +458,8 @@ def test_unmeasured_readings_and_priors_without_history_are_no_residuals():
     rho_clean = _prior_correlation(clean[0], clean[2], leaves, clean[1])
     rho_holed = _prior_correlation(holed[0], holed[2], leaves, holed[1])
     assert rho_clean > 0.3 and abs(rho_holed - rho_clean) < 0.02  # one step fewer
-    scale_clean, _ = _residual_check(*clean)
-    scale_holed, _ = _residual_check(*holed)
-    assert np.allclose(scale_holed[1:], scale_clean[1:])  # node 0: one residual fewer
-    assert abs(scale_holed[0] / scale_clean[0] - 1.0) < 0.1
+    tau2 = np.full((n, 1), 9.0)  # the prior's error variance each check states
+    stated_clean = _true_prior(tau2, *_residual_check(*clean)[:2])
+    stated_holed = _true_prior(tau2, *_residual_check(*holed)[:2])
+    assert np.allclose(stated_holed[1:], stated_clean[1:])  # node 0: one residual fewer
+    assert abs(stated_holed[0, 0] / stated_clean[0, 0] - 1.0) < 0.1
