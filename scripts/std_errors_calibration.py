@@ -49,6 +49,9 @@ SEE_ALSO = [
 
 
 def optstream_table(epsilon: float, days: int, seeds: int, start_day: int) -> pd.DataFrame:
+    """Per node, pooled over the steps of all periods: empirical RMSE, stated, ratio; and the
+    ratio over the first and the second half of the periods (early, late: the prior's weight
+    grows as periods accumulate)."""
     import dpstream
 
     tree = dpstream.regional_hierarchy()
@@ -56,18 +59,31 @@ def optstream_table(epsilon: float, days: int, seeds: int, start_day: int) -> pd
     data = dpstream.load_regional()[leaves]
     frame = data.iloc[48 * start_day : 48 * (start_day + days)]
     truth = frame.assign(national=frame.sum(axis=1))
-    sq_err = sq_stated = 0.0
+    half = 48 * (days // 2)
+    parts = {"all": slice(None), "early": slice(0, half), "late": slice(half, None)}
+    sq_err = dict.fromkeys(parts, 0.0)
+    sq_stated = dict.fromkeys(parts, 0.0)
     for seed in range(seeds):
         out = dpstream.release_optstream(
             frame, epsilon=epsilon, alpha=50, hierarchy=tree, seed=seed
         )
         se = dpstream.std_errors(out, hierarchy=tree, n_bootstrap=100)
-        sq_err = sq_err + ((out - truth[out.columns]) ** 2).mean()
-        sq_stated = sq_stated + (se**2).mean()
+        err2 = (out - truth[out.columns]) ** 2
+        for name, rows in parts.items():
+            sq_err[name] = sq_err[name] + err2.iloc[rows].mean()
+            sq_stated[name] = sq_stated[name] + (se.iloc[rows] ** 2).mean()
     table = pd.DataFrame(
-        {"empirical RMSE (kW)": np.sqrt(sq_err / seeds), "stated (kW)": np.sqrt(sq_stated / seeds)}
+        {
+            "empirical RMSE (kW)": np.sqrt(sq_err["all"] / seeds),
+            "stated (kW)": np.sqrt(sq_stated["all"] / seeds),
+        }
     )
     table["ratio"] = table.iloc[:, 0] / table.iloc[:, 1]
+    for name in ("early", "late"):
+        emp, stated = np.sqrt(sq_err[name] / seeds), np.sqrt(sq_stated[name] / seeds)
+        table[f"{name}: empirical"] = emp
+        table[f"{name}: stated"] = stated
+        table[f"{name}: ratio"] = emp / stated
     table.index.name = "node"
     return table
 
@@ -150,6 +166,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer seeds and days (a check)")
     args = parser.parse_args()
     seeds, days = (4, 7) if args.quick else (20, 28)
+    long_days = 14 if args.quick else 60
     range_seeds = 10 if args.quick else 60
     started = time.time()
     parts = []
@@ -157,6 +174,8 @@ def main() -> None:
         t = optstream_table(eps, days, seeds, start_day=0)
         parts.append((eps, t))
         print(f"optstream eps={eps}\n{t.round(3).to_string()}", file=sys.stderr)
+    long = optstream_table(0.1, long_days, seeds, start_day=0)
+    print(f"optstream eps=0.1, {long_days} days\n{long.round(3).to_string()}", file=sys.stderr)
     ranges = range_table(range_seeds, n=30_000, lag=10_000)
     print(ranges.round(3).to_string(), file=sys.stderr)
     lines = [
@@ -176,8 +195,37 @@ def main() -> None:
         "non-negativity binds). Target: ratio within 0.8-1.25.",
         "",
     ]
+    cols = ["empirical RMSE (kW)", "stated (kW)", "ratio"]
     for eps, t in parts:
-        lines += [f"### ε = {eps:g}", "", _markdown(t, 3), ""]
+        lines += [f"### ε = {eps:g}", "", _markdown(t[cols], 3), ""]
+    halves = [c for c in parts[0][1].columns if c not in cols]
+    lines += [
+        "### Per period: early and late",
+        "",
+        f"The same releases, the steps of days 1-{days // 2} (early) and "
+        f"{days // 2 + 1}-{days} (late) pooled apart: the prior's weight grows as released "
+        "periods accumulate, so a figure that holds for the month pooled can still fail late "
+        "in it. Below, the same for January and February at ε = 0.1 "
+        f"({long_days} days: days 1-{long_days // 2} and {long_days // 2 + 1}-{long_days}), "
+        "the horizon of issue 28's February forecasts.",
+        "",
+    ]
+    for eps, t in parts:
+        lines += [f"#### ε = {eps:g}, {days} days", "", _markdown(t[halves], 3), ""]
+    lines += [f"#### ε = 0.1, {long_days} days", "", _markdown(long, 3), ""]
+    lines += [
+        "Reading: before the prior's error was fitted as `s·τ² + b²` (one factor on τ² pooled "
+        "over the month; code at `3c26ef8`, 10 seeds, same releases), the ratio at ε = 0.1 was "
+        "early 0.98-1.05 and late 1.07-1.44 (national 1.40, semiurban 1.43, commercial 1.44) "
+        "over 28 days, and late 1.00-1.49 (rural 1.49) over 60 (6 seeds): τ² shrinks as released "
+        "periods accumulate (a profile of more days), the forecast's bias against the true "
+        "period (a level that walks: weather) does not, and one factor fitted over the month "
+        "put that part in the early periods. Single releases still scatter around these "
+        "pooled figures (a 14-day half of one release: one realisation of a few days' "
+        "forecast errors, and a fit of `b²` from residuals whose noise is 4-20x the "
+        "forecast's error at ε = 0.1).",
+        "",
+    ]
     lines += [
         "## ToPS and PAK range queries (`dpstream query`)",
         "",
