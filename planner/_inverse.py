@@ -25,9 +25,13 @@ public) inputs; this module inverts those predictions:
     the per-step |e_t|/x_t of the textbook MAPE is unbounded at the near-zero loads of the
     bundled data), averaged over the level's nodes.
   - PAK (:func:`pak_forward`): the mean-square form of [PAK19] Eq. 16 on the prefix
-    (:func:`planner.plan_pak_mse`), the root mean square error of the released prefix sum
-    c(σ, L) of the first L steps (L = ``range_length``; Mechanism 1 releases prefix sums, so
-    its range sums of length L starting at the first step are those).
+    (:func:`planner.plan_pak_mse`). With the stream length n (``horizon``) and L ≤ n − m: the
+    root mean square error of a range sum of L steps, ĉ(a + L) − ĉ(a), averaged over public
+    ranges of the released suffix (a ≥ m; the counters' exact mean range variance, the
+    ranges' clipping loss; c(σ, m)'s noise cancels), the quantity ToPS' target is of. The
+    ranges of L > n − m steps the release answers start at the first step: the prefix sum
+    c(σ, L), one query per release (also without ``horizon``, L then being the stream's
+    length: the released total c(σ, n), Eq. 16's own quantity).
   - ToPS (:func:`tops_forward`): [ToPS21]'s perturber at ε_r = ε with the θ of least
     predicted error (:func:`planner.plan_tops`), the root mean square error of a range sum of
     exactly L steps (the terms of :func:`planner.tops_range_error` over public ranges of
@@ -368,21 +372,48 @@ def pak_forward(
     p_max: float = 0.005,
     releases: int | None = None,
     confidence: float = 0.9,
+    horizon: int | None = None,
+    queries: int = 2000,
 ) -> EpsilonPlan:
-    """Predicted RMSE of PAK's released c(σ, L) at ε (forward; module notes).
+    """Predicted RMSE of PAK's released range sums of L steps at ε (forward; module notes).
 
-    ``prefix`` is the m values the threshold reads (**data**); L = ``range_length`` > m.
-    By default the prediction is the plan's expected RMSE. With ``releases`` = N it is instead
-    the ``confidence`` quantile of the RMSE of N releases (:func:`planner.pak_rmse_quantile`),
-    (the plan's ``metric`` is then ``"rmse_quantile"``), so that :func:`plan_epsilon` answers
-    "at most the target over N releases with probability ``confidence``". ``errors["range"]``
-    carries both.
+    ``prefix`` is the m values the threshold reads (**data**). With ``horizon`` = n (the
+    stream's length) and L = ``range_length`` ≤ n − m the prediction is the RMSE of a range
+    sum of L steps of the suffix, averaged over ``queries`` public ranges
+    (:func:`planner.plan_pak_mse` with ``range_length``). Otherwise (no ``horizon``, or
+    L > n − m) it is that of the prefix sum c(σ, L), L > m, one query per release.
+
+    By default the prediction is the plan's expected RMSE. For c(σ, L), with ``releases`` = N
+    it is instead the ``confidence`` quantile of the RMSE of N releases
+    (:func:`planner.pak_rmse_quantile`; the plan's ``metric`` is then ``"rmse_quantile"``), so
+    that :func:`plan_epsilon` answers "at most the target over N releases with probability
+    ``confidence``". ``errors["range"]`` carries both. A range-sum RMSE averages over the
+    ranges of each release already: ``releases`` does not apply to it.
     """
     from ._pak_mse import pak_rmse_quantile, plan_pak_mse
 
+    owner = "pak_forward"
+    length = check_integer(range_length, "range_length", owner)
+    m = int(np.asarray(prefix).size)
+    ranges = None
+    if horizon is not None:
+        n = check_integer(horizon, "horizon", owner, minimum=3)
+        if length > n:
+            raise ParameterError(
+                f"The 'range_length' parameter of {owner} must be at most the stream length "
+                f"horizon = {n:,}. Got {length:,} instead."
+            )
+        ranges = length if length <= n - m else None
+    if ranges is not None and releases is not None:
+        raise ParameterError(
+            f"The 'releases' parameter of {owner} applies to one query per release (the prefix "
+            f"sum c(σ, L), L > n − m); a range sum of L = {length:,} steps averages over "
+            f"{queries} public ranges of each release. Got releases={releases!r}."
+        )
     plan = plan_pak_mse(
-        prefix, n=range_length, bound=bound, epsilon=epsilon, delta=delta, beta=beta,
-        p_max=p_max, counter=counter,
+        prefix, n=length if ranges is None else horizon, bound=bound, epsilon=epsilon,
+        delta=delta, beta=beta, p_max=p_max, counter=counter, range_length=ranges,
+        queries=queries,
     )  # fmt: skip
     errors = {"range": {"rmse": plan.rmse}}
     predicted = plan.rmse

@@ -181,6 +181,8 @@ def pak_mean_square_error(
     loss: object,
     noise: str = "laplace",
     condition: bool = True,
+    counter_variance: float | None = None,
+    prefix_noise: bool = True,
 ) -> np.ndarray:
     """E[(ĉ(σ, n) − c(σ, n))²] of Mechanism 1 for each r (Eq. 16 in mean square, module notes).
 
@@ -192,13 +194,22 @@ def pak_mean_square_error(
     that clips everything weighs by its probability; :func:`planner.plan_pak_mse`). τ is
     floored at B·2⁻³⁰ as :func:`mechanisms.pak_release` does. Reads ``prefix``: private when
     it is the data.
+
+    The same form serves a range sum of the suffix (:func:`planner.plan_pak_mse` with
+    ``range_length``): ``counter_variance`` is then the suffix counter's noise variance at
+    bound 1 of the queried quantity (default: at step n − m, c(σ, n)'s), ``prefix_noise=False``
+    drops the Laplace noise of c(σ, m), which cancels in ĉ(a + L) − ĉ(a) for a ≥ m, and
+    ``loss`` is that of the range's L values.
     """
     m = int(np.asarray(prefix).size)
     cal = pak_threshold_calibration(
         prefix, bound=bound, epsilon=eps1_share * epsilon, delta=delta, lam=lam, p=p,
         beta_lt=beta_lt, noise=noise,
     )  # fmt: skip
-    v = counter_end_variance(counter, n - m, epsilon=epsilon, bound=1.0, delta=delta)
+    if counter_variance is None:
+        v = counter_end_variance(counter, n - m, epsilon=epsilon, bound=1.0, delta=delta)
+    else:
+        v = float(counter_variance)
     rs = np.atleast_1d(np.asarray(r, dtype=np.float64))[:, None]
     if condition:
         z = _noise_quantiles(noise, beta_lt)  # on Eq. 16's event: the threshold is ≥ x̂_λp
@@ -209,7 +220,8 @@ def pak_mean_square_error(
     tau = np.clip(rs * (cal.tau_prime + cal.scale * z)[None, :], bound * 2.0**-30, bound)
     eps2 = (1.0 - eps1_share) * epsilon
     mean, var = loss(tau)
-    return (2.0 * (tau / eps2) ** 2 + tau**2 * v + mean**2 + var) @ weight
+    lap = 2.0 * (tau / eps2) ** 2 if prefix_noise else 0.0  # c(σ, m)'s Laplace, at ε₂
+    return (lap + tau**2 * v + mean**2 + var) @ weight
 
 
 def _model_loss(n: int, mean: float):

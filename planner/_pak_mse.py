@@ -22,6 +22,20 @@ and keeps the smaller. Both are mean squares of the same released value, so "the
 pays" means it pays in the root mean square error over releases
 (``docs/results/planner_counters.md`` checks every counter against simulation).
 
+**Range sums** (``range_length=L``, issue 23). An analyst's target is often the error of a
+range sum of L steps (a day's total), ĉ(a + L) − ĉ(a), over the ranges of the released
+suffix (a ≥ m), not of one prefix sum. Its mean square, averaged over the public ranges of
+:func:`planner._pak_range.range_starts`, is the same form with three changes: the Laplace
+noise of c(σ, m) cancels in the difference (dropped); the suffix counter's variance at step
+n − m becomes its exact mean range variance over those ranges
+(:func:`planner._pak_range.counter_range_variance`, at bound 1, × τ²); and the clipping loss
+is that of L values, Σ_{range}(σ(i) − τ)⁺ (mean L·E(X − τ)⁺, variance L·Var (X − τ)⁺, none
+of them known). The plain alternative is the counter over all n steps with bound B, on the
+same ranges; ``"auto"`` picks the counter of least mean range variance among those with an
+exact one (:data:`planner._pak_range.RANGE_COUNTERS`). With c(σ, m) out of the error, ε₁/ε
+is free to rise: the grid's top (0.99) is usual, c(σ, m) is then released coarsely, and the
+plan is for the ranges, not for the totals.
+
 **Why the whole law, and why β_lt is planned.** τ = r·(τ' + S·Z) falls near 0 with
 probability ≈ β_lt·e^{−x̂_λp/S} (τ' = x̂_λp + S·G⁻¹(1 − β_lt), Laplace Z), and then every value
 is clipped: the error is the whole sum Σσ. Eq. 16 leaves that event to β_lt; a mean square
@@ -57,6 +71,7 @@ from ._pak_defaults import (
     pak_mean_square_error,
 )
 from ._pak_plan import ANALYSIS_NOTE, PakPlan, plan_pak
+from ._pak_range import QUERIES, RANGE_COUNTERS, best_range_counter, counter_range_variance
 
 __all__ = ["BETA_LT_GRID", "PakMsePlan", "empirical_loss", "pak_rmse_quantile", "plan_pak_mse"]
 
@@ -112,6 +127,17 @@ class PakMsePlan:
     """Always False: the plan reads the prefix."""
     note: str = ANALYSIS_NOTE
     """Why the plan is not private."""
+    range_length: int | None = None
+    """L: the plan is for range sums of L steps of the suffix (module notes); None: for c(σ, n)."""
+    queries: int = QUERIES
+    """How many public ranges of L steps the range error averages over."""
+
+    @property
+    def quantity(self) -> str:
+        """What ``rmse`` is of: ``"c(σ, n)"`` (n the number) or ``"range sum of L steps"``."""
+        if self.range_length is None:
+            return f"c(σ, {self.n})"
+        return f"range sum of {self.range_length} steps"
 
     @property
     def improvement_factor(self) -> float:
@@ -150,6 +176,8 @@ class PakMsePlan:
             "plain_rmse": self.plain_rmse,
             "baseline_rmse": self.baseline_rmse,
             "improvement_factor": self.improvement_factor,
+            "quantity": self.quantity,
+            "range_length": self.n if self.range_length is None else self.range_length,
         }
 
 
@@ -188,6 +216,8 @@ def plan_pak_mse(
     p_max: float = 0.005,
     noise: str = "laplace",
     counter: str = "auto",
+    range_length: int | None = None,
+    queries: int = QUERIES,
 ) -> PakMsePlan:
     """Choose Mechanism 1's parameters, or the plain counter, by predicted mean square error.
 
@@ -200,6 +230,11 @@ def plan_pak_mse(
     counter
         A name of :data:`mechanisms.COUNTERS` or ``"auto"`` (the smallest exact variance at
         step n − m, as :func:`plan_pak`); the same counter serves the plain alternative.
+    range_length, queries
+        None (default): the error of c(σ, n). L: the root mean square error of a range sum of
+        L steps of the suffix, ĉ(a + L) − ĉ(a), over ``queries`` public ranges with a ≥ m
+        (module notes; 1 ≤ L ≤ n − m, and ``counter`` one of
+        :data:`planner._pak_range.RANGE_COUNTERS` or ``"auto"``).
 
     Returns
     -------
@@ -215,14 +250,33 @@ def plan_pak_mse(
             "The 'counter' parameter of plan_pak_mse must name a counter or be 'auto'. Got "
             "None instead (the paper's tree bound has no exact variance)."
         )
+    values = np.asarray(prefix, dtype=np.float64).ravel()
+    m = values.size
+    span = None
+    if range_length is not None:
+        span = _range_inputs(counter, n, m, range_length, queries, epsilon, delta)
+        counter = span["counter"]
     eq16 = plan_pak(
         prefix, n=n, bound=bound, epsilon=epsilon, delta=delta, beta=beta, p_max=p_max,
         noise=noise, counter=counter,
     )  # fmt: skip
-    values = np.asarray(prefix, dtype=np.float64).ravel()
-    m = values.size
     name = eq16.counter
-    plain = counter_end_variance(name, n, epsilon=epsilon, bound=bound, delta=delta)
+    if span is None:
+        plain = counter_end_variance(name, n, epsilon=epsilon, bound=bound, delta=delta)
+        baseline = counter_end_variance("binary_tree", n, epsilon=epsilon, bound=bound,
+                                        delta=delta)  # fmt: skip
+        query = {}
+        loss = empirical_loss(values, n, known=m)
+    else:  # ranges of L steps of the suffix, on the same public ranges for both options
+        def ranges(c: str, steps: int, first: int, b: float) -> float:
+            return counter_range_variance(
+                c, steps, span["L"], epsilon=epsilon, bound=b, delta=delta, first=first,
+                queries=span["Q"],
+            )  # fmt: skip
+
+        plain, baseline = ranges(name, n, m, bound), ranges("binary_tree", n, m, bound)
+        query = {"counter_variance": ranges(name, n - m, 0, 1.0), "prefix_noise": False}
+        loss = empirical_loss(values, span["L"])
     best = (math.inf, 1.0, 0.0)
     terms = eq16.terms
     lam = p = beta_lt = math.nan
@@ -236,7 +290,6 @@ def plan_pak_mse(
     if terms is not None:
         betas.insert(0, terms.beta_shares["lt"] * beta)
     settings = [(lam_, p_, b_) for lam_, p_ in pairs for b_ in dict.fromkeys(betas)]
-    loss = empirical_loss(values, n, known=m)
 
     def search(setting: tuple[float, float, float], shares: np.ndarray) -> None:
         nonlocal best, lam, p, beta_lt
@@ -246,6 +299,7 @@ def plan_pak_mse(
                     values, n=n, bound=bound, epsilon=epsilon, delta=delta, r=R_GRID,
                     eps1_share=float(share), lam=setting[0], p=setting[1],
                     beta_lt=setting[2], counter=name, loss=loss, noise=noise, condition=False,
+                    **query,
                 )  # fmt: skip
             except ParameterError:  # κ ≤ 0 at this ε₁ (Eq. 11), or no admissible rank
                 continue
@@ -264,11 +318,10 @@ def plan_pak_mse(
     use = best[0] < plain
     common = dict(
         counter=name, threshold_rmse=math.sqrt(best[0]), plain_rmse=math.sqrt(plain),
-        baseline_rmse=math.sqrt(
-            counter_end_variance("binary_tree", n, epsilon=epsilon, bound=bound, delta=delta)
-        ),
+        baseline_rmse=math.sqrt(baseline),
         epsilon=float(epsilon), delta=float(delta), n=int(n), time_lag=m, bound=float(bound),
-        noise=noise, eq16=eq16,
+        noise=noise, eq16=eq16, range_length=None if span is None else span["L"],
+        queries=QUERIES if span is None else span["Q"],
     )  # fmt: skip
     if use:
         return PakMsePlan(
@@ -279,6 +332,33 @@ def plan_pak_mse(
         use_threshold=False, r=1.0, lam=1.0, p=p_max, eps1_share=0.0,
         beta_lt=beta_lt if math.isfinite(beta_lt) else 0.0, rmse=math.sqrt(plain), **common,
     )  # fmt: skip
+
+
+def _range_inputs(counter, n, m, range_length, queries, epsilon, delta) -> dict:
+    """Validated range inputs of :func:`plan_pak_mse` and the counter (``"auto"`` resolved)."""
+    from mechanisms.core._validation import check_integer, check_positive, check_probability
+
+    owner = "plan_pak_mse"
+    n = check_integer(n, "n", owner, minimum=3)
+    if not 2 <= m < n:
+        raise ParameterError(
+            f"The 'prefix' argument of {owner} must hold 2 <= m < n = {n:,} values. Got m = "
+            f"{m:,}."
+        )
+    length = check_integer(range_length, "range_length", owner, minimum=1, maximum=n - m)
+    count = check_integer(queries, "queries", owner, minimum=1)
+    if counter == "auto":
+        counter = best_range_counter(
+            n - m, length, epsilon=check_positive(epsilon, "epsilon", owner),
+            delta=check_probability(delta, "delta", owner), queries=count,
+        )  # fmt: skip
+    elif counter not in RANGE_COUNTERS:
+        raise ParameterError(
+            f"The 'counter' parameter of {owner} must be 'auto' or one of {RANGE_COUNTERS} "
+            f"with a 'range_length' (a counter with an exact range variance). Got {counter!r} "
+            "instead."
+        )
+    return {"counter": counter, "L": length, "Q": count}
 
 
 def pak_rmse_quantile(
@@ -305,6 +385,12 @@ def pak_rmse_quantile(
     from mechanisms import pak_threshold_calibration
 
     owner = "pak_rmse_quantile"
+    if plan.range_length is not None:
+        raise ParameterError(
+            f"The 'plan' argument of {owner} must be a plan for c(σ, n) (range_length=None): "
+            "the quantile is that of one query per release; a range-sum plan already averages "
+            f"over {plan.queries} ranges per release. Got range_length={plan.range_length}."
+        )
     if isinstance(releases, bool) or not isinstance(releases, int | np.integer) or releases < 1:
         raise ParameterError(
             f"The 'releases' parameter of {owner} must be an int >= 1. Got {releases!r} instead."

@@ -6,13 +6,20 @@ values the threshold reads). For 3 targets each:
 * ToPS: ``plan_epsilon(tops_forward)`` for a target RMSE of a range sum of L = 1,440 steps
   (one day); the stream is released ``--trials`` times with ε_θ = ε_r = ε, the planned θ (one
   candidate) and shape; realised RMSE over 2,000 public ranges of L steps of the suffix.
-* PAK: ``plan_epsilon(pak_forward)`` for a target RMSE of c(σ, n); released ``--trials``
-  times with the plan's parameters (``plan_pak_mse``); realised RMSE of ĉ(σ, n), and its
-  expected RMSE on the stream (no sampling error; ``planner_counters.expected_rmse``).
+* PAK (the same quantity as ToPS): ``plan_epsilon(pak_forward(range_length=L, horizon=n))``
+  for a target RMSE of a range sum of L = 1,440 steps of the suffix, averaged over the 2,000
+  public ranges of ``planner._pak_range.range_starts``; released ``--trials`` times with the
+  plan's parameters (``plan_pak_mse(range_length=L)``); realised RMSE over those same ranges
+  of every release, and the expected RMSE on the stream (the plan's released parameters, τ's
+  whole law, the stream's own clipping loss on each range: no sampling, no i.i.d. model).
+* ``--pak-total``: PAK for a target RMSE of the released total c(σ, n) (one query per
+  release; ``--releases N --confidence q`` plans its q quantile over N releases), realised
+  RMSE of ĉ(σ, n) and its expected RMSE (``planner_counters.expected_rmse``).
 
 Wanted: realised/target in 0.7-1.2. Run: ``python scripts/planner_inverse_streams.py
-[--trials 30] [--methods pak]``; writes ``docs/results/planner_inverse_streams.csv`` and
-``.md`` after every cell. Seeded runs: an experiment, not a release.
+[--trials 30] [--methods pak] [--pak-total [--releases 30]]``; writes
+``docs/results/planner_inverse_streams.csv`` and ``.md`` after every cell (a run replaces the
+rows of its own kind and keeps the others). Seeded runs: an experiment, not a release.
 
 ``--check-pak TARGET --seeds K`` instead releases one PAK cell K times (seeds 0..K−1) and
 splits each error into its parts, to test the plan's model against the realised error
@@ -41,7 +48,8 @@ from planner import pak_forward, plan_epsilon, plan_pak_mse, tops_forward
 OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
 M, L, DELTA = 50_000, 1440, 2.0**-20
 TOPS_TARGETS = (100.0, 50.0, 25.0)
-PAK_TARGETS = (600.0, 300.0, 150.0)
+PAK_TARGETS = (600.0, 300.0, 150.0)  # c(σ, n)
+PAK_RANGE_TARGETS = (400.0, 200.0, 100.0)  # a day's sum, chosen before any release
 
 
 def main() -> None:
@@ -60,6 +68,8 @@ def main() -> None:
         "releases (pak_forward(releases=...)) instead of its expectation",
     )
     parser.add_argument("--confidence", type=float, default=0.9)
+    parser.add_argument("--pak-total", action="store_true",
+                        help="PAK: target the total c(σ, n) instead of range sums")  # fmt: skip
     args = parser.parse_args()
     x = np.asarray(household_minutes_stream(), dtype=np.float64)
     bound = float(HOUSEHOLD_MINUTES_BOUND)
@@ -70,11 +80,17 @@ def main() -> None:
     start = time.perf_counter()
     rows: list[dict] = []
     kept = OUT / "planner_inverse_streams.csv"
-    if args.releases is not None and kept.exists():  # the quantile rows join the table
-        rows = pd.read_csv(kept).to_dict("records")
-    elif set(args.methods) != {"tops", "pak"} and kept.exists():
+    label = "PAK"
+    if args.pak_total and args.releases is not None:
+        label = f"PAK, {args.confidence:g} quantile over {args.releases}"
+    pak_quantity = "c(σ, n)" if args.pak_total else f"range sum of {L} steps"
+    if kept.exists():  # this run's kinds of rows are replaced, the others kept
         old = pd.read_csv(kept)
-        rows = old[~old["method"].str.lower().isin(args.methods)].to_dict("records")
+        mine = (old["method"] == "ToPS") & ("tops" in args.methods)
+        mine |= (old["method"] == label) & (old["quantity"] == pak_quantity) & (
+            "pak" in args.methods
+        )
+        rows = old[~mine].to_dict("records")
 
     def flush(row: dict) -> None:
         rows.append(row)
@@ -105,12 +121,12 @@ def main() -> None:
         flush({"method": "ToPS", "quantity": f"range sum of {L} steps", "target": target,
                "epsilon": plan.epsilon, "predicted": plan.predicted, "realised": real,
                "realised_over_target": real / target, "trials": args.trials})  # fmt: skip
+    if "pak" in args.methods and not args.pak_total:
+        pak_ranges(x, bound, args.trials, flush)
+        return
     pak = functools.partial(pak_forward, x[:M], range_length=x.size, bound=bound, delta=DELTA)
-    label = "PAK"
     if args.releases is not None:
         pak = functools.partial(pak, releases=args.releases, confidence=args.confidence)
-        label = f"PAK, {args.confidence:g} quantile over {args.releases}"
-        rows = [r for r in rows if r["method"] != label]
     total = math.fsum(x)
     for target in PAK_TARGETS if "pak" in args.methods else ():
         plan = plan_epsilon(pak, target=target, epsilon_min=0.05, epsilon_max=50.0)
@@ -128,6 +144,66 @@ def main() -> None:
                "epsilon": plan.epsilon, "predicted": plan.predicted, "expected": expected,
                "realised": real, "realised_over_target": real / target,
                "trials": args.trials})  # fmt: skip
+
+
+def pak_ranges(x: np.ndarray, bound: float, trials: int, flush) -> None:
+    """PAK planned and released for range sums of L steps of the suffix (module notes)."""
+    from planner._pak_range import range_starts
+
+    n = x.size
+    starts = M + range_starts(0, n - M, L)  # the planner's public ranges, absolute steps
+    sums = np.concatenate(([0.0], np.cumsum(x)))
+    truth = sums[starts + L] - sums[starts]
+    pak = functools.partial(
+        pak_forward, x[:M], range_length=L, horizon=n, bound=bound, delta=DELTA
+    )
+    for target in PAK_RANGE_TARGETS:
+        plan = plan_epsilon(pak, target=target, epsilon_min=0.05, epsilon_max=50.0)
+        mse_plan = plan_pak_mse(x[:M], n=n, bound=bound, epsilon=plan.epsilon, delta=DELTA,
+                                range_length=L)  # fmt: skip
+        params = mse_plan.release_parameters()
+        mse = []
+        for seed in range(trials):
+            rel = pak_release(x, bound=bound, epsilon=plan.epsilon, delta=DELTA, time_lag=M,
+                              seed=seed, **params)  # fmt: skip
+            c = np.concatenate(([0.0], np.asarray(rel.prefix_sums, dtype=np.float64)))
+            mse.append(float(np.mean((c[starts + L] - c[starts] - truth) ** 2)))
+        real = math.sqrt(float(np.mean(mse)))
+        expected = expected_range_rmse(x, bound, mse_plan, starts, epsilon=plan.epsilon)
+        flush({"method": "PAK", "quantity": f"range sum of {L} steps", "target": target,
+               "epsilon": plan.epsilon, "predicted": plan.predicted, "expected": expected,
+               "realised": real, "realised_over_target": real / target, "trials": trials,
+               "realised_sd_of_trials": float(np.std(np.sqrt(mse))),
+               "use_threshold": mse_plan.use_threshold, "counter": mse_plan.counter,
+               "eps1_share": mse_plan.eps1_share, "r": mse_plan.r})  # fmt: skip
+
+
+def expected_range_rmse(x, bound, plan, starts, *, epsilon: float) -> float:
+    """RMSE over ``starts``' ranges of L steps of releases with ``plan``'s parameters, without
+    sampling error: τ's whole law (the plan's quadrature), the counter's exact mean range
+    variance, and the stream's own clipping loss on each range (not the plan's i.i.d. model)."""
+    from mechanisms import pak_threshold_calibration
+    from planner._pak_defaults import _full_law, _quantile
+    from planner._pak_range import counter_range_variance
+
+    n, m, q = x.size, plan.time_lag, plan.queries
+    if not plan.use_threshold:
+        return math.sqrt(counter_range_variance(plan.counter, n, L, epsilon=epsilon,
+                                                bound=bound, delta=DELTA, first=m, queries=q))
+    v = counter_range_variance(plan.counter, n - m, L, epsilon=epsilon, bound=1.0,
+                               delta=DELTA, queries=q)  # fmt: skip
+    cal = pak_threshold_calibration(
+        x[:m], bound=bound, epsilon=plan.eps1_share * epsilon, delta=DELTA, lam=plan.lam,
+        p=plan.p, beta_lt=plan.beta_lt, noise=plan.noise,
+    )  # fmt: skip
+    u, w = _full_law()
+    tau = np.clip(plan.r * (cal.tau_prime + cal.scale * _quantile(plan.noise, u)),
+                  bound * 2.0**-30, bound)  # fmt: skip
+    loss2 = np.empty(tau.size)
+    for i, t in enumerate(tau):  # mean over the ranges of (Σ_range (x − τ)⁺)²
+        c = np.concatenate(([0.0], np.cumsum(np.maximum(x - t, 0.0))))
+        loss2[i] = float(np.mean((c[starts + L] - c[starts]) ** 2))
+    return math.sqrt(float((tau**2 * v + loss2) @ w))
 
 
 def check_pak(x: np.ndarray, bound: float, target: float, seeds: int, block: int) -> None:
@@ -208,11 +284,16 @@ def _markdown(frame: pd.DataFrame, trials: int, seconds: float) -> str:
         f"`python scripts/planner_inverse_streams.py --trials {trials}` ({seconds / 60:.0f} "
         "min). Household minutes (kW, B = 36), prefix m = 50,000. ToPS: target RMSE of a range "
         f"sum of {L:,} steps (a day), released at ε_θ = ε_r = the returned ε with the planned θ "
-        "and shape, realised over 2,000 public ranges of the suffix. PAK: target RMSE of "
-        "c(σ, n), released with `plan_pak_mse`'s parameters at the returned ε. "
-        f"{trials} seeded releases per target; wanted realised/target in 0.7-1.2. PAK's "
-        "*expected* RMSE is that of the released parameters on the stream without sampling "
-        "error (τ's law integrated with the whole stream's clipping loss, "
+        "and shape, realised over 2,000 public ranges of the suffix. PAK, range sum: the "
+        "same quantity (`pak_forward(range_length=1440, horizon=n)`), released with "
+        "`plan_pak_mse(range_length=1440)`'s parameters at the returned ε, realised over the "
+        "2,000 public ranges the plan averages over (`planner._pak_range.range_starts`). PAK, "
+        "c(σ, n): target RMSE of the released total (one query per release; "
+        "`--pak-total`). "
+        f"{trials} seeded releases (seeds 0–{trials - 1}) per target; wanted realised/target "
+        "in 0.7-1.2. PAK's *expected* RMSE is that of the released parameters on the stream "
+        "without sampling error (τ's whole law; the stream's own clipping loss: on each range "
+        "for range sums, `expected_range_rmse`; on the whole stream for c(σ, n), "
         "`scripts/planner_counters.py`'s `expected_rmse`).",
         "",
         "| method | quantity | target RMSE | ε | predicted | expected | realised "

@@ -103,9 +103,10 @@ def _load_prefix(path: str, cmd: str = "dpstream plan pak") -> np.ndarray:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--plot", type=str, default=None, help="Write the IF sweeps (Fig. 7) here.")
 @click.option("--target-rmse", type=float, default=None,
-              help="Inverse: the ε of this predicted RMSE of c(σ, L).")  # fmt: skip
+              help="Inverse: the ε of this predicted RMSE of a range sum of L steps.")  # fmt: skip
 @click.option("--range-length", type=int, default=None,
-              help="L: the released prefix sum c(σ, L) the RMSE is of (default n).")  # fmt: skip
+              help="L: range sums of L steps of the released suffix (L <= n - m), or the "
+                   "prefix sum c(σ, L) (L > n - m; default n, the total).")  # fmt: skip
 @click.option("--counter", type=str, default="auto", show_default=True,
               help="Counter of the mean-square plan (--target-rmse/--range-length).")  # fmt: skip
 @click.option("--epsilon-min", type=float, default=_EPSILON_MIN_PAK, show_default=True)
@@ -134,15 +135,19 @@ def pak(n, bound, epsilon, delta, beta, p_max, time_lag, prefix, as_json, plot, 
       dpstream plan pak --n 25000000 --bound 1440 --prefix trips.npy --plot fig7.png
       dpstream plan pak --n 327346 --bound 1440 --prefix trips.npy --target-rmse 2000 --json
       dpstream plan pak --n 327346 --bound 1440 --prefix trips.npy --range-length 327346
+      dpstream plan pak --n 327346 --bound 1440 --prefix trips.npy --range-length 1000 \
+          --target-rmse 5000 --json
       dpstream plan pak --n 327346 --bound 1440 --prefix trips.npy --target-rmse 2000 \\
           --releases 30 --confidence 0.9
 
     With --target-rmse (inverse) or --range-length (forward at --epsilon) the plan is
     Mechanism 1 or the plain counter by predicted mean square error (plan_pak_mse: the
-    threshold decision on the same footing as the counter) and the answer is the RMSE of the
-    released c(σ, L), the prefix sum of the first L steps (the whole --prefix file is the
-    prefix m; L > m). An unreachable target exits with status 2 after the best RMSE.
-    The RMSE of a few releases scatters around the expected one; with --releases N the plan
+    threshold decision on the same footing as the counter). The whole --prefix file is the
+    prefix m. With L <= n - m the answer is the RMSE of a range sum of L steps of the
+    released suffix, averaged over 2,000 public ranges (a day's total, say); with L > n - m
+    (default L = n) that of the released prefix sum c(σ, L), one query per release. An
+    unreachable target exits with status 2 after the best RMSE. The RMSE of a few releases
+    of one query scatters around the expected one; with --releases N the plan for c(σ, L)
     is for its --confidence quantile over N releases (planner.pak_rmse_quantile).
     """
     cmd = "dpstream plan pak"
@@ -554,14 +559,24 @@ def _plan_pak_inverse(cmd, *, n, bound, epsilon, delta, beta, p_max, prefix, as_
     options = ("n", "bound", "epsilon", "delta", "beta", "p_max", "counter")
     with cli_terms(cmd, names, options):
         values = _load_prefix(prefix, cmd)
-        if values.size >= length:
+        m = values.size
+        ranges = m < n and length <= n - m
+        if not ranges and m >= length:
             raise ParameterError(
-                f"The '--range-length' option of {cmd} must exceed the prefix length m = "
-                f"{values.size:,} (the threshold reads the first m steps). Got {length:,}."
+                f"The '--range-length' option of {cmd} must be at most n - m = {n - m:,} "
+                f"(range sums of the released suffix) or exceed the prefix length m = {m:,} "
+                f"(the prefix sum c(σ, L); the threshold reads the first m steps). Got "
+                f"{length:,}."
+            )
+        if ranges and releases is not None:
+            raise ParameterError(
+                f"The '--releases' option of {cmd} applies to the prefix sum c(σ, L) (one "
+                f"query per release, L > n - m = {n - m:,}); a range sum of L = {length:,} "
+                "steps averages over 2,000 ranges of each release. Drop --releases."
             )
         forward = functools.partial(
             pak_forward, values, range_length=length, bound=bound, delta=delta,
-            counter=counter, beta=beta, p_max=p_max, **quantile,
+            counter=counter, beta=beta, p_max=p_max, horizon=n, **quantile,
         )  # fmt: skip
         if target_rmse is None:
             option_float(epsilon, "--epsilon", cmd)
@@ -570,5 +585,6 @@ def _plan_pak_inverse(cmd, *, n, bound, epsilon, delta, beta, p_max, prefix, as_
             result = plan_epsilon(
                 forward, target=target_rmse, epsilon_min=epsilon_min, epsilon_max=epsilon_max
             )
-    title = f"PAK: predicted RMSE of c(σ, {length:,}) against ε (m = {values.size:,})"
+    what = f"a range sum of {length:,} steps" if ranges else f"c(σ, {length:,})"
+    title = f"PAK: predicted RMSE of {what} against ε (m = {values.size:,})"
     _answer(result, forward, cmd=cmd, as_json=as_json, curve=curve, title=title)

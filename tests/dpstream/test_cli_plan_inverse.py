@@ -105,7 +105,9 @@ def test_pak_forward_and_bad_range(capsys, files):
     assert forward["predicted_rmse"] == pytest.approx(
         forward["threshold_rmse"] if forward["use_threshold"] else forward["plain_rmse"]
     )
-    code, _, err = run(capsys, *common, "--target-rmse", "10", "--range-length", "100")
+    # L = 2000 > n - m = 1000 and <= m = 4000: neither a range of the suffix nor c(σ, L), L > m
+    short = ["pak", "--n", "5000", "--bound", "100", "--prefix", str(files / "prefix.npy")]
+    code, _, err = run(capsys, *short, "--target-rmse", "10", "--range-length", "2000")
     assert code == 2 and "'--range-length' option" in err
 
 
