@@ -42,7 +42,10 @@ floored at :data:`forecasting._multi.LOG_OFFSET` × the series' mean) over the l
 :data:`CHOICE_DAYS` boundaries, all inside the history. The percentage error is the loss the
 forecasts are judged by (issue 28); a point forecast should be chosen for its loss ([Gne11]):
 by the absolute error (the previous rule) "auto" kept the harmonic regressions on a household,
-at 1.3 × the percentage error of a seasonal naive forecast.
+at 1.3 × the percentage error of a seasonal naive forecast. One candidate is a forecast
+combination, ``harmonic-mix`` (the mean of the additive and multiplicative harmonic
+regressions, [BG69]); its backtest errors are the mean of its members' errors, so it costs no
+extra fit.
 
 References
 ----------
@@ -51,6 +54,7 @@ References
 [AB23] Angelopoulos, Bates. Conformal Prediction: A Gentle Introduction. Foundations and
        Trends in Machine Learning 16(4), 2023.
 [Gne11] Gneiting. Making and Evaluating Point Forecasts. JASA 106(494), 2011.
+[BG69] Bates, Granger. The Combination of Forecasts. Operational Research Quarterly 20(4), 1969.
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ from mechanisms.core._results import summary_text
 from mechanisms.core._validation import check_integer
 
 from ._arma import one_blas_thread
-from ._multi import AUTO_CANDIDATES, LOG_OFFSET, MODELS, min_history, point_forecast
+from ._multi import AUTO_CANDIDATES, COMBINATIONS, LOG_OFFSET, MODELS, min_history, point_forecast
 from ._series import _clock
 
 __all__ = ["CHOICE_DAYS", "INTERVAL_DAYS", "Forecast", "conformal_bounds", "forecast"]
@@ -394,8 +398,9 @@ def forecast(
         Steps to forecast (48: the next day of half-hours).
     model : str, default "auto"
         One of :data:`forecasting.FORECAST_MODELS`: ``"harmonic"`` (daily + weekly Fourier
-        regression, smoothed daily level, AR(1) remainder), ``"mstl"`` (statsmodels MSTL,
-        daily + weekly),
+        regression, smoothed daily level, AR(1) remainder), ``"log-harmonic"`` (the same on
+        the log), ``"harmonic-mix"`` (the mean of the two: a forecast combination, [BG69]),
+        ``"mstl"`` (statsmodels MSTL, daily + weekly),
         ``"sarimax"`` (Fourier terms + ARMA(1, 1) errors), ``"holt-winters"``, ``"profile"``
         (mean of the last 7 days), ``"weekly-profile"`` (mean of the last 4 weeks),
         ``"mape-profile"`` (per time of day, the point of least percentage error over the
@@ -558,20 +563,8 @@ def _forecast_block(
     """(mean, scale, noise sd (h, m), model per series, error correlation (m, m), scores)."""
     n, m = values.shape
     r_series = None if noise is None else noise[-28 * period :].mean(axis=0)
-    need = {k: min_history(k, period) for k in models}
     bounds = [n - horizon - j * period for j in range(INTERVAL_DAYS)]
-    errors: dict[str, np.ndarray] = {}
-    for k in models:
-        usable = [b for b in bounds if b >= need[k]]
-        errs = np.empty((len(usable), horizon, m))
-        for i, b in enumerate(usable):
-            fz = None if z is None else z[b : b + horizon]
-            pred = point_forecast(
-                k, values[:b], horizon, period, r_series, None if z is None else z[:b], fz,
-                None if noise is None else noise[:b],
-            )  # fmt: skip
-            errs[i] = pred - values[b : b + horizon]
-        errors[k] = errs
+    errors = _backtest(values, noise, models, bounds, horizon, period, z, r_series)
     if len(models) == 1:
         choice = np.zeros(m, dtype=int)
     else:
@@ -602,6 +595,41 @@ def _forecast_block(
         mean, scale, noise_sd, [models[i] for i in choice], _correlation(chosen_errs),
         _scores(chosen_errs),
     )  # fmt: skip
+
+
+def _backtest(
+    values: np.ndarray,
+    noise: np.ndarray | None,
+    models: Sequence[str],
+    bounds: list[int],
+    horizon: int,
+    period: int,
+    z: np.ndarray | None,
+    r_series: np.ndarray | None,
+) -> dict[str, np.ndarray]:
+    """Errors forecast − value (B, h, m) of each model from the ``bounds`` inside the history.
+
+    A combination (:data:`forecasting._multi.COMBINATIONS`) whose members are backtested too
+    takes the mean of their errors (the error of a mean of forecasts): no extra fit.
+    """
+    m = values.shape[1]
+    errors: dict[str, np.ndarray] = {}
+    for k in sorted(models, key=lambda k: k in COMBINATIONS):  # members first
+        usable = [b for b in bounds if b >= min_history(k, period)]
+        parts = COMBINATIONS.get(k, ())
+        if parts and all(p in errors and errors[p].shape[0] == len(usable) for p in parts):
+            errors[k] = sum(errors[p] for p in parts) / len(parts)
+            continue
+        errs = np.empty((len(usable), horizon, m))
+        for i, b in enumerate(usable):
+            fz = None if z is None else z[b : b + horizon]
+            pred = point_forecast(
+                k, values[:b], horizon, period, r_series, None if z is None else z[:b], fz,
+                None if noise is None else noise[:b],
+            )  # fmt: skip
+            errs[i] = pred - values[b : b + horizon]
+        errors[k] = errs
+    return errors
 
 
 def _scores(errs: np.ndarray) -> np.ndarray:

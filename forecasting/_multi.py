@@ -12,6 +12,14 @@ errors of the same model on a backtest inside the training window (:mod:`forecas
   ``log-harmonic`` the same on log(max(y, 0) + c), c = :data:`LOG_OFFSET` × the series' mean
   (multiplicative seasons, a forecast of the median: [HA21] §3.1 and §5.6; the noise variance
   enters by the delta method, R / (mean y + c)²).
+* ``harmonic-mix``: the equal-weight mean of ``log-harmonic`` and ``harmonic``, a forecast
+  combination ([HA21] §13.4; [BG69]: the mean of two forecasts whose errors are not perfectly
+  correlated has a smaller error variance than the worse of them, and often than both; equal
+  weights, not weights estimated from a short backtest, are the robust choice, [CMVW16]). The
+  additive and the multiplicative seasons are each right part of the time on a load (the
+  multiplicative one at the peaks, the additive one where a release's noise sits near zero);
+  ``auto`` backtests the mean as a candidate of its own, from its members' backtest errors
+  (the error of a mean is the mean of the errors), so it costs no extra fit.
 * ``mstl``: statsmodels' ``MSTL(periods=(s, 7s))`` ([BHK21] Alg. 1) per series; the trend is
   carried flat from its last value, each season repeats its last cycle (as statsforecast's
   MSTL does), and the remainder is the noise-aware AR(1) of :mod:`forecasting._harmonic`.
@@ -40,6 +48,10 @@ References
 [HA21]  Hyndman, Athanasopoulos. Forecasting: Principles and Practice, 3rd ed., 2021.
 [DK12]  Durbin, Koopman. Time Series Analysis by State Space Methods, 2nd ed., 2012.
 [Gne11] Gneiting. Making and Evaluating Point Forecasts. JASA 106(494), 746–762, 2011.
+[BG69]  Bates, Granger. The Combination of Forecasts. Operational Research Quarterly 20(4),
+        451–468, 1969.
+[CMVW16] Claeskens, Magnus, Vasnev, Wang. The forecast combination puzzle: A simple
+        theoretical explanation. International Journal of Forecasting 32(3), 754–762, 2016.
 """
 
 from __future__ import annotations
@@ -51,17 +63,22 @@ from ._fit import _Quiet
 from ._harmonic import _ar1_remainder, design, harmonic
 from ._seasonal import holt_winters, profile
 
-__all__ = ["AUTO_CANDIDATES", "MODELS", "min_history", "point_forecast", "relative_median"]
+__all__ = [
+    "AUTO_CANDIDATES", "COMBINATIONS", "MODELS", "min_history", "point_forecast",
+    "relative_median",
+]  # fmt: skip
 
 #: Models of :func:`forecasting.forecast` ("auto" chooses among :data:`AUTO_CANDIDATES`).
 MODELS = (
-    "auto", "harmonic", "log-harmonic", "mstl", "sarimax", "holt-winters", "profile",
-    "weekly-profile", "mape-profile",
+    "auto", "harmonic", "log-harmonic", "harmonic-mix", "mstl", "sarimax", "holt-winters",
+    "profile", "weekly-profile", "mape-profile",
 )  # fmt: skip
 #: The candidates of "auto": fast ones (numpy only), so that its backtest stays cheap. (With
 #: the profiles as well, the backtest's choice cost 0.5 point of MAPE on the bundled releases:
 #: ``bench/bench_forecast_peers.py``.)
-AUTO_CANDIDATES = ("log-harmonic", "harmonic", "mape-profile")
+AUTO_CANDIDATES = ("log-harmonic", "harmonic", "harmonic-mix", "mape-profile")
+#: Forecast combinations: the equal-weight mean of their members' forecasts (module notes).
+COMBINATIONS = {"harmonic-mix": ("log-harmonic", "harmonic")}
 #: Offset of "log-harmonic", as a share of the series' mean: log(max(y, 0) + c·mean).
 LOG_OFFSET = 0.05
 #: Weeks averaged by "weekly-profile" (at most).
@@ -77,6 +94,7 @@ def min_history(model: str, period: int) -> int:
     return {
         "harmonic": 14 * period,
         "log-harmonic": 14 * period,
+        "harmonic-mix": 14 * period,
         "mstl": 14 * period,  # two cycles of the weekly season
         "sarimax": 14 * period,
         "holt-winters": 2 * period,
@@ -101,6 +119,10 @@ def point_forecast(
     ``noise`` is the release's noise variance per series (m,), ``noise_steps`` per step (n, m)
     (the harmonic regressions weigh the steps by it), both optional.
     """
+    if model in COMBINATIONS:
+        members = COMBINATIONS[model]
+        args = (values, horizon, period, noise, exog, future_exog, noise_steps)
+        return sum(point_forecast(k, *args) for k in members) / len(members)
     if model == "harmonic":
         return harmonic(
             values, horizon, period, noise_variance=noise, noise_steps=noise_steps, exog=exog,

@@ -73,7 +73,8 @@ def test_every_fast_model_forecasts_the_seasons(model):
     assert np.isfinite(fc.mean.to_numpy()).all() and (fc.std.to_numpy() > 0).all()
     assert np.mean(np.abs(fc.mean.to_numpy() - truth)) < 15.0  # the daily swing is ±40
     expected = fc.models["y"]
-    assert expected == model or (model == "auto" and expected in ("harmonic", "log-harmonic"))
+    regressions = ("harmonic", "log-harmonic", "harmonic-mix")
+    assert expected == model or (model == "auto" and expected in regressions)
 
 
 @pytest.mark.slow
