@@ -231,6 +231,102 @@ def _part_structure(task: AutoSubtreeTask, hierarchy: Hierarchy | dict):
     return maps[task.index], r, parent[r], subtree_config(cfg, r)
 
 
+#: A subtree object keeps its planner in a file of its process between calls once the planner
+#: holds this many bytes, and its period's measurement and plan during the elimination (issue
+#: 22: a worker holds one subtree's planner at a time, not all of them; a million meters on
+#: two workers hold five subtrees each). Tests set it to 0 to spill every planner.
+SPILL_BYTES = 32 << 20
+
+
+class _Zeros:
+    """An all-zero float64 array as its shape in a spill file (a prior's sums before their
+    first fold: zeros never written take no memory, so they are not written either)."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+
+
+def _is_zeros(a) -> bool:
+    return (
+        isinstance(a, np.ndarray) and a.dtype == np.float64 and a.size > 64
+        and not a.any() and not np.signbit(a).any()
+    )  # fmt: skip
+
+
+def _prior_states(planner) -> list:
+    return [st for st in (getattr(planner, "_state", None), getattr(planner, "_agg_state", None))
+            if st is not None]  # fmt: skip
+
+
+class _Spill:
+    """Objects of one subtree kept in files of its process between the calls that use them
+    (pickled: read back bitwise as they were). The files live in the Dask worker's local
+    directory (removed with the worker) or a temporary directory of this process, and are
+    removed when the object is."""
+
+    def __init__(self) -> None:
+        self._dir: str | None = None
+        self._paths: dict[str, str] = {}
+
+    def _path(self, name: str) -> str:
+        import os
+        import shutil
+        import tempfile
+        import weakref
+
+        if self._dir is None:
+            base = None
+            try:
+                from distributed import get_worker
+
+                base = get_worker().local_directory
+            except (ImportError, ValueError):
+                pass
+            self._dir = tempfile.mkdtemp(prefix="dpstream-spill-", dir=base)
+            weakref.finalize(self, shutil.rmtree, self._dir, True)
+        return os.path.join(self._dir, name + ".pkl")
+
+    def has(self, name: str) -> bool:
+        return name in self._paths
+
+    def put(self, name: str, obj) -> None:
+        """Write ``obj`` (a planner's all-zero prior sums as their shapes: the object is
+        dropped after)."""
+        import pickle
+
+        for st in _prior_states(obj) if name == "planner" else ():
+            for key in type(st)._ARRAYS:
+                a = getattr(st, key)
+                if _is_zeros(a):
+                    setattr(st, key, _Zeros(a.shape))
+        path = self._path(name)
+        with open(path, "wb") as f:
+            pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
+        self._paths[name] = path
+
+    def get(self, name: str):
+        """Read ``name`` back (the file is kept until :meth:`drop` or the next :meth:`put`)."""
+        import pickle
+
+        with open(self._paths[name], "rb") as f:
+            obj = pickle.load(f)
+        for st in _prior_states(obj) if name == "planner" else ():
+            for key in type(st)._ARRAYS:
+                a = getattr(st, key)
+                if isinstance(a, _Zeros):
+                    setattr(st, key, np.zeros(a.shape))  # not written: no resident memory
+        return obj
+
+    def drop(self, name: str) -> None:
+        import os
+
+        path = self._paths.pop(name, None)
+        if path is not None:
+            os.unlink(path)
+
+
 class SubtreeAuto(SolverCalls):
     """One subtree of a k="auto" split release: its planner (kept across periods), its data
     and its side of the elimination, where it runs (a Dask actor, or here)."""
@@ -245,9 +341,38 @@ class SubtreeAuto(SolverCalls):
         self.level = node_depths(self.tree) + task.cut
         self.is_leaf = np.ones(self.level.size, dtype=bool)
         self.is_leaf[self.tree.parent[self.tree.parent >= 0]] = False
-        self.planner: StreamPlanner = new_planner(self.cfg)
+        self._spill = _Spill()
+        self._planner: StreamPlanner | None = new_planner(self.cfg)
+        self._floors = None  # every part's floor sums of the last plan (re-applied on a read)
+        self._own_floors = None  # this part's floor sums when its planner is in a file
         self.values = None
         self.plan_ = self.prior = self.measurement = self.solver = self.noise_node = None
+        self._rest(True)
+
+    # -- the planner, in memory or in a file between calls (SPILL_BYTES) ----------------------
+    @property
+    def planner(self) -> StreamPlanner:
+        """The subtree's planner (read back from its file if it was spilled)."""
+        if self._planner is None:
+            self._planner = self._spill.get("planner")
+            _set_floor_others(self._planner, self._floors)
+        return self._planner
+
+    @planner.setter
+    def planner(self, planner: StreamPlanner) -> None:
+        self._planner = planner
+        self._spill.drop("planner")
+
+    def _rest(self, changed: bool) -> None:
+        """End of a call that used the planner: a large planner goes to its file (written
+        again only if it ``changed`` since it was read) and leaves memory."""
+        p = self._planner
+        if p is None or p.nbytes < SPILL_BYTES:
+            return
+        self._own_floors = _floor_sums(p)
+        if changed or not self._spill.has("planner"):
+            self._spill.put("planner", p)
+        self._planner = None
 
     def forget_structure(self) -> None:
         """Drop the whole tree's structure from this process once every part is built."""
@@ -260,15 +385,18 @@ class SubtreeAuto(SolverCalls):
         self.planner.add_history(history)
         if not stored:
             self.planner.carry(carried)
+        self._rest(True)
 
     def add_stored(self, m: Measurement, plan: PeriodPlan) -> None:
         """One stored period's rows, in time order (the store's planner,
         :func:`dpstream.store._auto.plan_state`)."""
         self.planner.update(m, plan)
+        self._rest(True)
 
     def gap(self) -> None:
         """A period was skipped before the next one: no window straddles it."""
         self.planner.previous = None
+        self._rest(True)
 
     def reset(self) -> None:
         """A new planner (a saved state that could not be loaded is replayed instead)."""
@@ -297,6 +425,7 @@ class SubtreeAuto(SolverCalls):
             return got is not None
         finally:
             con.close()
+            self._rest(True)
 
     def state_bytes(self, held: list[int]) -> np.ndarray | None:
         """This subtree's planner state after the last period, to be saved in the store
@@ -306,14 +435,17 @@ class SubtreeAuto(SolverCalls):
         None for a planner without a streaming state."""
         from ..store._planner_state import dumps_part, held_count
 
-        if not self.planner.streaming:
-            return None
-        n = held_count(self.planner)
-        if n > len(held):
-            return None
-        buf = dumps_part(self.planner, held[len(held) - n :] if n else [],
-                         digest=_nodes_digest(self.tree))  # fmt: skip
-        return np.frombuffer(buf, dtype=np.uint8)
+        try:
+            if not self.planner.streaming:
+                return None
+            n = held_count(self.planner)
+            if n > len(held):
+                return None
+            buf = dumps_part(self.planner, held[len(held) - n :] if n else [],
+                             digest=_nodes_digest(self.tree))  # fmt: skip
+            return np.frombuffer(buf, dtype=np.uint8)
+        finally:
+            self._rest(False)
 
     # -- one period ------------------------------------------------------------------------------
     def load(self, source: Callable) -> np.ndarray:
@@ -330,18 +462,24 @@ class SubtreeAuto(SolverCalls):
 
     def scores(self):
         """This subtree's :class:`planner.CandidateScores` of the next period."""
-        return self.planner.scores()
+        out = self.planner.scores()
+        self._rest(False)
+        return out
 
     def floor_sums(self):
         """The prior's variance-floor sums of this part (:func:`_floor_sums`)."""
+        if self._planner is None and self._own_floors is not None:
+            return self._own_floors  # (the planner is in its file: not read for 8 numbers)
         return _floor_sums(self.planner)
 
     def plan(self, total, floors=None) -> tuple[float | None, int]:
         """Finish the plan (and the prior) of the subtree's nodes from every part's scores
         (``floors``: every part's floor sums added, :func:`_set_floor_others`); its
         ``(predicted_with_prior, target nodes, prior sd sums)``."""
+        self._floors = floors
         _set_floor_others(self.planner, floors)
         self.plan_, self.prior = _plan_part(self.planner, total)
+        self._rest(False)  # (the floors are set again whenever the planner is read back)
         return self.plan_.predicted_with_prior, _n_target(self.cfg), _prior_sd(self.prior)
 
     def measure(self, seed, ordinal: int):
@@ -385,15 +523,28 @@ class SubtreeAuto(SolverCalls):
         """Algorithm 4's terms of the subtree (``big``: the period's unmeasured variance);
         its node count."""
         c, wts = _weights_and_estimates(self.measurement.values, self.plan_, self.prior, big)
+        self.prior = None  # folded into (c, wts): not needed again
         fs = FeatureSet.from_breaks(c.shape[1], [])
         self.solver = SubtreeSolver(self.tree, fs, c, wts)
-        return int(c.shape[0])
+        del c, wts
+        period = (self.measurement, self.plan_)
+        if self.measurement.values.nbytes + self.plan_.variances.nbytes >= SPILL_BYTES:
+            self._spill.put("period", period)  # read back for the record (export, finish)
+            self.measurement = self.plan_ = None
+        return int(self.solver.c.shape[0])
+
+    def _period(self) -> None:
+        """The period's measurement and plan back in memory (after the elimination)."""
+        if self.measurement is None and self._spill.has("period"):
+            self.measurement, self.plan_ = self._spill.get("period")
+            self._spill.drop("period")
 
     def export(self, key: str) -> np.ndarray:
         """One array of the subtree's measurement and plan for the store's record
         (:func:`dpstream.store._auto.pack_parts`)."""
         if key == "noise_node":
             return self.noise_node
+        self._period()
         return _export(self.measurement, self.plan_, key)
 
     def solved(self) -> None:
@@ -403,10 +554,14 @@ class SubtreeAuto(SolverCalls):
     def finish(self, update: bool) -> None:
         """Record the period in the planner (``update``; the last period of a call that keeps
         no planner skips it) and drop the period's arrays."""
+        self._period()
         if update:
             m, r = self.measurement, self.measurement.values.shape[1]
             noise = self.noise_node[:, None] * _noise_steps(self.plan_, r)
+            self.solver = self.measurement = self.prior = None
             self.planner.update(replace(m, noise=noise), self.plan_)
+            del m, noise
+            self._rest(True)
         self.solver = self.measurement = self.prior = self.plan_ = self.noise_node = None
 
 
