@@ -54,7 +54,7 @@ def tops_release(
     alpha: float = UNSET,
     shape_rule: str = "smoothing",
     shape_share: float = DEFAULT_SHAPE_SHARE,
-    threshold_correction: str = "overshoot",
+    threshold_correction: str = "mse",
 ) -> TopsRelease:
     """Release a stream with ToPS: private θ, consistent hierarchy, smoothed steps ([ToPS21]).
 
@@ -81,7 +81,7 @@ def tops_release(
         smoother's error estimated privately from the prefix with ``shape_share``·ε_θ;
         ``"paper"``: [ToPS21]'s pruning rule). See :class:`ToPSStream`.
     threshold_correction
-        ``"overshoot"`` (default) or ``"none"`` (:func:`~mechanisms.tops_threshold`).
+        ``"mse"`` (default), ``"overshoot"`` or ``"none"`` (:class:`ToPSStream`).
 
     Returns
     -------

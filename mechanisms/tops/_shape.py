@@ -57,6 +57,26 @@ vectors, so it is released with :class:`~mechanisms.LaplaceNoise` of scale (Δ +
 (issue 24: one γ was accounted for the ~7 rounded coordinates): ε_shape-DP on the prefix
 given θ. Candidates are powers of two g ≤ min(r, m/16)
 (at least 16 blocks each, to keep Δ small). The prediction and the choice are post-processing.
+
+When the statistic cannot help, it is not bought (issue 23)
+-----------------------------------------------------------
+Whatever the data, a released Â(g) ≤ 0 makes the rule predict D(g) = ``SQUARE_RATIO``·2b²,
+so the statistic cannot resolve a smoothing term 2·D below its *floor* 8b², b = Δ/ε_shape. Δ
+and every public term of MSE(g, L) (noise, partial noise, F₀) are proportional to θ and θ²,
+so the floor's ratio to the least public MSE,
+
+    ρ = 8(Δ/ε_shape)² / min_{g,L} [v·U + (5/3)·v·u_L + F₀](g, L),
+
+does not depend on θ: it is a function of m, r, F, ε_r and ε_shape = ``shape_share``·ε_θ
+alone (:func:`shape_resolution`), known before any value is read. When ρ > ``RESOLUTION`` =
+1/10 the statistic's noise floor alone is more than a tenth of the error it is weighed against,
+and the rule spends nothing on it: the threshold gets all of ε_θ, and the shape is the least
+public MSE at the released θ (D taken as 0: below the floor it cannot be told apart).
+Measured at ε_r = 0.05, m = 2¹⁶ (``docs/results/tops_authors_*.md``): ρ ≈ 1.0–1.3 at
+ε_shape = 0.0025 (ε_θ = 0.01), 0.26–0.33 at 0.005 (ε_θ = 0.02), 0.04–0.05 at 0.0125
+(ε_θ = 0.05), 0.01 at ε_θ = 0.1; at ε_r = 1, ρ ≤ 0.02 for ε_θ = 1. In the first two the
+statistic picked 2048/2 in 31 of 100 runs on i.i.d. durations where 4096/2 errs less, while
+its quarter of ε_θ widened the threshold's spread.
 """
 
 from __future__ import annotations
@@ -82,7 +102,9 @@ __all__ = [
     "leaf_candidates",
     "partial_errors",
     "posterior_square",
+    "public_error",
     "shape_errors",
+    "shape_resolution",
 ]
 
 #: ``"smoothing"``: the predicted-MSE rule of this module; ``"paper"``: [ToPS21]'s pruning rule.
@@ -93,6 +115,8 @@ DEFAULT_SHAPE_SHARE = 0.25
 SQUARE_RATIO = 2.0
 #: Fewest prefix blocks a candidate leaf size must leave.
 MIN_BLOCKS = 16
+#: Largest noise floor of the statistic, per least public MSE, at which it is bought.
+RESOLUTION = 0.1
 _PROOF = (
     "ToPS shape rule: Laplace mechanism on the mean absolute smoothing errors of the clipped "
     "prefix (L1 sensitivity Σ_g 3(g − 1)θ/(2g(K_g − 1)) plus one lattice step per rounded "
@@ -150,6 +174,47 @@ def deviation_sensitivity(sizes: np.ndarray, time_lag: int, threshold: float) ->
         if g > 1:
             total += 1.5 * (g - 1) * threshold / (g * (time_lag // g - 1))
     return total
+
+
+def shape_resolution(
+    *,
+    time_lag: int,
+    horizon: int,
+    epsilon_perturb: float,
+    fanout: int,
+    epsilon: float,
+    levels: int | None = None,
+) -> float:
+    """ρ: the statistic's noise floor 8(Δ/ε)² per least public MSE (module notes).
+
+    Public inputs only (m, r, ε_r, F, ε = the statistic's budget); θ cancels, so both are
+    taken at θ = 1. Validated inputs; ``inf`` with fewer than two candidate sizes.
+    """
+    sizes = leaf_candidates(time_lag, horizon)
+    if sizes.size < 2:
+        return math.inf
+    b = deviation_sensitivity(sizes, time_lag, 1.0) / epsilon
+    return 8.0 * b * b / public_error(
+        horizon=horizon, epsilon_perturb=epsilon_perturb, fanout=fanout, sizes=sizes,
+        levels=levels,
+    )  # fmt: skip
+
+
+def public_error(
+    *,
+    horizon: int,
+    epsilon_perturb: float,
+    fanout: int,
+    sizes: np.ndarray,
+    levels: int | None = None,
+) -> float:
+    """The least public MSE(g, L) per θ² over g in ``sizes`` (noise, partial noise and F₀, D
+    taken as 0; every term ∝ θ²). Public inputs only (validated)."""
+    public = shape_errors(
+        horizon=horizon, epsilon=epsilon_perturb, threshold=1.0, fanout=fanout, sizes=sizes,
+        smoothing=np.zeros(len(sizes)), levels=levels,
+    )  # fmt: skip
+    return min(e.mse for e in public)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -227,13 +292,21 @@ class TopsShape:
     sizes: np.ndarray
     """The public candidate leaf sizes."""
     deviation: np.ndarray
-    """Released noisy A(g) per candidate (mean |smoothing error| of a partial leaf)."""
+    """Released noisy A(g) per candidate (mean |smoothing error| of a partial leaf); NaN
+    when the statistic was not bought."""
     epsilon: float
-    """ε spent on the prefix for the shape."""
-    noise: LaplaceNoise
-    """The noise added to A (sensitivity Δ, ε)."""
-    guarantee: PrivacyGuarantee
-    """Event-level ε on the prefix (given the released θ)."""
+    """ε spent on the prefix for the shape (0 when the statistic was not bought)."""
+    noise: LaplaceNoise | None
+    """The noise added to A (sensitivity Δ, ε); None when the statistic was not bought."""
+    guarantee: PrivacyGuarantee | None
+    """Event-level ε on the prefix (given the released θ); None when nothing was spent."""
+    resolution: float = 0.0
+    """ρ, the statistic's noise floor per least public MSE (public; module notes)."""
+
+    @property
+    def statistic(self) -> bool:
+        """Whether the shape statistic was released (ρ ≤ :data:`RESOLUTION`)."""
+        return self.noise is not None
 
     def __post_init__(self) -> None:
         for arr in (self.sizes, self.deviation):
@@ -303,16 +376,21 @@ def choose_shape(
     epsilon: float,
     bits: BitSource,
     levels: int | None = None,
+    resolution: float = 0.0,
 ) -> TopsShape:
     """Release A(g) of the clipped prefix (ε) and take the shape of least predicted MSE.
 
-    Internal (validated inputs, at least two candidate sizes); module notes.
+    Internal (validated inputs, at least two candidate sizes); module notes. ``epsilon`` = 0:
+    the statistic is not bought (ρ > :data:`RESOLUTION`), nothing is drawn and D is taken as 0.
     """
     sizes = leaf_candidates(int(prefix.size), horizon)
-    released, noise = release_deviation(prefix, threshold, sizes, epsilon, bits)
-    released[sizes == 1] = 0.0  # public: a leaf of one step has no partial leaf
-    square = posterior_square(released, noise.scale)  # post-processing
-    square[sizes == 1] = 0.0
+    if epsilon > 0.0:
+        released, noise = release_deviation(prefix, threshold, sizes, epsilon, bits)
+        released[sizes == 1] = 0.0  # public: a leaf of one step has no partial leaf
+        square = posterior_square(released, noise.scale)  # post-processing
+        square[sizes == 1] = 0.0
+    else:  # public inputs and θ only
+        released, noise, square = np.full(sizes.size, np.nan), None, np.zeros(sizes.size)
     errs = shape_errors(
         horizon=horizon,
         epsilon=epsilon_perturb,
@@ -331,5 +409,8 @@ def choose_shape(
         deviation=released,
         epsilon=epsilon,
         noise=noise,
-        guarantee=PrivacyGuarantee(unit=EventLevel(), budget=Budget(epsilon), proof=_PROOF),
+        guarantee=None
+        if noise is None
+        else PrivacyGuarantee(unit=EventLevel(), budget=Budget(epsilon), proof=_PROOF),
+        resolution=resolution,
     )

@@ -10,7 +10,7 @@ leaf estimates the smoother turns into one final value per step as the steps arr
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Real
 
 import numpy as np
@@ -35,11 +35,14 @@ from ..core._validation import (
 from ..counting._analysis import StreamAnalysis
 from ._shape import (
     DEFAULT_SHAPE_SHARE,
+    RESOLUTION,
     SHAPE_RULES,
     TopsShape,
     choose_shape,
     initial_shape,
     leaf_candidates,
+    public_error,
+    shape_resolution,
 )
 from ._smoothers import DEFAULT_SMOOTHING, Smoother, _check_smoother, block_values
 from ._threshold import (
@@ -48,12 +51,19 @@ from ._threshold import (
     TopsThresholdRelease,
     _check_method,
     _select,
+    mean_square_length,
+    mse_index,
     tops_candidates,
     tops_kappa,
 )
 from ._tree import Hierarchy, TopsRelease, max_levels
 
-__all__ = ["ToPSStream", "TopsUpdate"]
+__all__ = ["STREAM_CORRECTIONS", "ToPSStream", "TopsUpdate"]
+
+#: The stream's threshold corrections: ``"mse"`` (default: the overshoot correction, then the
+#: lift to the least predicted error, ``mechanisms.tops._threshold``), ``"overshoot"``,
+#: ``"none"``.
+STREAM_CORRECTIONS = ("mse", *CORRECTIONS)
 
 _PROOF = (
     "[ToPS21]: threshold (report-noisy-max, ε_θ) on steps 1..m, Laplace hierarchy (sensitivity "
@@ -122,13 +132,17 @@ class ToPSStream:
         shape of least predicted range-query MSE, the smoother's error included, from a
         private statistic of the prefix that costs ``shape_share``·ε_θ
         (:mod:`mechanisms.tops._shape`); it needs θ from the optimizer and at least 32 prefix
-        values, otherwise the paper's rule applies. ``"paper"``: [ToPS21]'s pruning rule
+        values, otherwise the paper's rule applies. When that statistic's noise floor is too
+        coarse to help (ρ > ``RESOLUTION``, public inputs only) it is not bought: θ gets all
+        of ε_θ and the shape is the least public error at θ. ``"paper"``: [ToPS21]'s pruning rule
         (:func:`tops_leaf_size`) and :func:`tops_levels`, no budget spent.
     shape_share
         Share of ε_θ spent on the shape by the smoothing rule (the threshold gets the rest).
     threshold_correction
-        ``"overshoot"`` (default) or ``"none"``: the optimizer's drift correction
-        (:func:`tops_threshold`).
+        ``"mse"`` (default): the optimizer's overshoot correction, then θ lifted to the least
+        predicted range-query error under the score's own tail model (post-processing,
+        ``mechanisms.tops._threshold`` module notes); ``"overshoot"`` or ``"none"``: the
+        optimizer's drift correction only, or none (:func:`tops_threshold`).
     candidates, c, threshold_method
         The optimizer's grid, constant c and selection (:func:`tops_threshold`).
     smoothing
@@ -154,13 +168,15 @@ class ToPSStream:
     *Privacy*: event-level max(ε_θ, ε_r)-DP for a stream fixed in advance, of any length. The
     threshold reads steps 1..m (ε_θ-DP, :func:`tops_threshold`; with the smoothing shape rule
     it gets (1 − s)·ε_θ and the shape statistic, given θ, s·ε_θ: sequential composition on the
-    prefix, ε_θ in all); the trees read disjoint later steps, each an ε_r-DP Laplace mechanism
-    given θ and the shape (L1 sensitivity L·θ); a replaced value lies in one part only and the
-    later parts depend on the earlier ones only through the released θ, g and L (parallel
-    composition, as in [PAK19] Mechanism 1). Smoothing and range sums are
-    post-processing. The analysis is for a stream fixed in advance (non-adaptive), as in
-    [ToPS21]: a node released early carries projected noise that mixes in the noise of nodes
-    that complete later.
+    prefix, ε_θ in all; when the statistic is not bought, decided from public inputs before
+    any value is read, θ gets ε_θ and the shape is post-processing of θ; the "mse" lift of θ is
+    post-processing of the released index and public inputs); the trees read disjoint later
+    steps, each an ε_r-DP Laplace mechanism given θ and the shape (L1 sensitivity L·θ); a
+    replaced value lies in one part only and the later parts depend on the earlier ones only
+    through the released θ, g and L (parallel composition, as in [PAK19] Mechanism 1).
+    Smoothing and range sums are post-processing. The analysis is for a stream fixed in
+    advance (non-adaptive), as in [ToPS21]: a node released early carries projected noise that
+    mixes in the noise of nodes that complete later.
 
     Examples
     --------
@@ -192,7 +208,7 @@ class ToPSStream:
         smoothing: float = UNSET,
         shape_rule: str = "smoothing",
         shape_share: float = DEFAULT_SHAPE_SHARE,
-        threshold_correction: str = "overshoot",
+        threshold_correction: str = "mse",
         seed: object = None,
         ledger: BudgetLedger | None = None,
         alpha: float = UNSET,
@@ -227,7 +243,7 @@ class ToPSStream:
             )
             self.method = _check_method(threshold_method, owner)
             self.correction = check_choice(
-                threshold_correction, "threshold_correction", owner, CORRECTIONS
+                threshold_correction, "threshold_correction", owner, STREAM_CORRECTIONS
             )
             self.kappa = tops_kappa(
                 time_lag=self.time_lag,
@@ -271,7 +287,22 @@ class ToPSStream:
         self.shape_rule_used = (
             "smoothing" if self._deferred else ("given" if leaf_size is not None else "paper")
         )
-        self.epsilon_shape = share * self.epsilon_threshold if self._deferred else 0.0
+        #: ρ of the shape statistic at share·ε_θ (public; ``mechanisms.tops._shape``): above
+        #: RESOLUTION the statistic is not bought and θ gets all of ε_θ.
+        self.shape_resolution = (
+            shape_resolution(
+                time_lag=self.time_lag,
+                horizon=self.horizon,
+                epsilon_perturb=self.epsilon_perturb,
+                fanout=self.fanout,
+                epsilon=share * self.epsilon_threshold,
+                levels=levels,
+            )
+            if self._deferred
+            else math.nan
+        )
+        buy = self._deferred and self.shape_resolution <= RESOLUTION
+        self.epsilon_shape = share * self.epsilon_threshold if buy else 0.0
         self.leaf_size, self.levels, most_levels, tree_size = initial_shape(
             deferred=self._deferred,
             horizon=self.horizon,
@@ -281,6 +312,17 @@ class ToPSStream:
             leaf_size=leaf_size,
             levels=levels,
         )
+        #: n, the least public error per θ² of the shapes the rule may take (the "mse"
+        #: correction's noise cost; public inputs only).
+        self._mse_noise = math.nan
+        if threshold is None and self.correction == "mse":
+            self._mse_noise = public_error(
+                horizon=self.horizon,
+                epsilon_perturb=self.epsilon_perturb,
+                fanout=self.fanout,
+                sizes=sizes if self._deferred else np.array([self.leaf_size]),
+                levels=levels if self._deferred else self.levels,
+            )
         theta_min = float(self.candidates[0])
         check_noise_range(
             owner,
@@ -291,7 +333,7 @@ class ToPSStream:
             * self.bound
             * (1.0 + 64.0 * most_levels / self.epsilon_perturb),
         )
-        if self._deferred:
+        if self.epsilon_shape:
             check_noise_range(
                 owner,
                 "'epsilon_threshold' and 'shape_share'",
@@ -388,9 +430,24 @@ class ToPSStream:
                 self.method,
                 self._bits,
                 seeded=self.seeded,
-                correction=self.correction,
+                correction="overshoot" if self.correction == "mse" else self.correction,
                 c=self._c,
             )
+            if self.correction == "mse":  # post-processing of the released index
+                index = mse_index(
+                    self.candidates,
+                    self.kappa,
+                    self.threshold_release.index,
+                    time_lag=self.time_lag,
+                    noise=self._mse_noise,
+                    length2=mean_square_length(self.horizon),
+                )
+                self.threshold_release = replace(
+                    self.threshold_release,
+                    threshold=float(self.candidates[index]),
+                    index=index,
+                    correction="mse",
+                )
             self.threshold = chosen = self.threshold_release.threshold
             if self._deferred:  # sequential on the prefix: θ, then the shape given θ
                 self.shape_release = choose_shape(
@@ -402,6 +459,7 @@ class ToPSStream:
                     epsilon=self.epsilon_shape,
                     bits=self._bits,
                     levels=self.levels,
+                    resolution=self.shape_resolution,
                 )
                 self.leaf_size = self.shape_release.leaf_size
                 self.levels = self.shape_release.levels

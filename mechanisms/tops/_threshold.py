@@ -69,6 +69,40 @@ Where none applies the selected θ is released as is and the drift stays: the sc
 tell the candidates apart there, and only a larger ε_θ (or a steeper score) helps. Measured on
 the household minutes (``docs/results/tops_rule.md``). ``correction="none"`` releases the
 selection.
+
+Lifting the peak to the least predicted error (issue 23; ``ToPSStream``'s default ``"mse"``)
+---------------------------------------------------------------------------------------------
+The score is [ToPS21]'s linearisation of its own error model: the authors' code
+(``NMMSE.my_plot``) plots the root MSE √(Nθ² + (r/(3m)·Σ(v − θ)⁺)²) that q(θ) stands for, with
+the truncation bias Σ(v − θ)⁺ ≈ c·m_θ and N = 2(F − 1)h³/ε_r², the noise of the unpruned
+tree without consistency. Its peak θ* (count density κ) is therefore not the θ of least error:
+(i) the sum a + b of the two roots replaces √(a² + b²), and (ii) the pruned, consistent tree
+the perturber releases has far less noise per θ² than N (N is 55× the least public error of
+the shapes per θ² at r = 2²⁰, ε_r = 0.05, m = 2¹⁶; 25× at ε_r = 1). Both push the peak below
+the least error when the tail above it is long (whole-minute durations: θ* = 315, least
+predicted error at θ ≈ 406 and 3× lower).
+
+``mse_index`` post-processes the released index with the score's own model of the tail and
+public inputs only:
+
+* *tail scale*: the model is an exponential tail of scale c, m_θ = m·e^{−θ/c}, whose score
+  peaks where its count density m_θ/c equals κ, at θ* = c·ln(m/(κc)). Solving that for c at
+  the released θ₁ gives the scale the release implies (:func:`implied_scale`; unit-free:
+  58 min at the durations' peak 315 (ε_r = 0.05) and 57 min at 477 (ε_r = 1), where the truth
+  is 60; 0.7–1 kW at the household minutes' peak ≈ 8.7–9.3 kW);
+* *error*: above θ₁ the model's tail is m_θ = κc·e^{−(θ−θ₁)/c} with mean excess c, so the
+  predicted range-query error is MSE(θ) = n·θ² + E[ℓ²]·(c·m_θ/m)², n the least public error
+  of the tree shapes per θ² (``mechanisms.tops._shape.public_error``, noise, partial noise and
+  block 0 included) and E[ℓ²] the mean squared length of a uniform random range (the
+  evaluation metric of [ToPS21]);
+* *release*: the candidate ≥ θ₁ of least predicted MSE. Never below θ₁: below the peak the
+  model says nothing about the bulk of the data, where the bias grows fastest (the asymmetry
+  above); so θ only moves up, and only by what the model's noise cost n·θ² allows.
+
+The default of :class:`~mechanisms.ToPSStream` applies it after the overshoot correction
+(``"mse"``); :func:`tops_threshold` alone does not know the tree and offers ``"overshoot"``
+and ``"none"``. Measured in ``docs/results/tops_authors_minutes.md`` and
+``tops_authors_household.md``.
 """
 
 from __future__ import annotations
@@ -100,6 +134,7 @@ __all__ = [
     "CORRECTIONS",
     "THRESHOLD_METHODS",
     "TopsThresholdRelease",
+    "mse_index",
     "tops_candidates",
     "tops_kappa",
     "tops_scores",
@@ -289,6 +324,60 @@ def overshoot_index(
     if t >= selected or lam * (theta[-1] - theta[t]) < GATE:
         return selected
     return min(max(t, int(np.searchsorted(theta, 2.0 / lam))), selected)
+
+
+def implied_scale(threshold: float, kappa: float, time_lag: int) -> float:
+    """c with c·ln(m/(κc)) = θ₁: the tail scale the released peak implies (module notes).
+
+    The left side grows with c up to c = m/(κe); NaN when θ₁ exceeds that maximum (no
+    exponential tail peaks there) or κ ≤ 0. Public inputs only.
+    """
+    theta, m = float(threshold), float(time_lag)
+    if not kappa > 0.0 or not theta > 0.0:
+        return float("nan")
+    top = m / (kappa * np.e)
+    if theta > top:
+        return float("nan")
+    lo, hi = 0.0, top  # θ(c) increasing on (0, top]
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid * np.log(m / (kappa * mid)) < theta:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def mean_square_length(horizon: int) -> float:
+    """E[ℓ²] of a range [i, j] over r steps, i ≤ j the sorted pair of two uniform draws
+    ([ToPS21]'s metric): ℓ = |a − b| + 1, E[ℓ²] = (r² − 1)/6 + 2(r² − 1)/(3r) + 1."""
+    r = float(horizon)
+    return (r * r - 1.0) / 6.0 + 2.0 * (r * r - 1.0) / (3.0 * r) + 1.0
+
+
+def mse_index(
+    grid: np.ndarray,
+    kappa: float,
+    selected: int,
+    *,
+    time_lag: int,
+    noise: float,
+    length2: float,
+) -> int:
+    """The least predicted MSE at or above θ_selected under the score's tail model (module
+    notes): argmin_{j ≥ selected} n·θⱼ² + E[ℓ²]·(κc²·e^{−(θⱼ−θ₁)/c}/m)², c the implied scale.
+
+    ``noise`` is n, the least public error per θ² of the tree shapes; ``length2`` is E[ℓ²].
+    Public inputs only; ``selected`` when the model has no scale.
+    """
+    theta = np.asarray(grid, dtype=np.float64)
+    t1 = float(theta[selected])
+    c = implied_scale(t1, kappa, time_lag)
+    if not np.isfinite(c) or not noise > 0.0:
+        return selected
+    up = theta[selected:]
+    bias = kappa * c * c / float(time_lag) * np.exp(-(up - t1) / c)
+    return selected + int(np.argmin(noise * up * up + length2 * bias * bias))
 
 
 def _select(

@@ -92,11 +92,13 @@ def test_no_noise_means_no_pruning_and_large_noise_means_large_leaves():
 
 
 def test_stream_defers_the_shape_and_splits_epsilon_theta():
+    # ε_θ = 1: the statistic's share 0.25 resolves the smoothing error (ρ ≤ RESOLUTION), so it
+    # is bought (at ε_θ = 0.4 it is not: test_tops_budget_split.py)
     x = _daily(30_000, 3)
     ledger = BudgetLedger(Budget(1.0))
     s = ToPSStream(
         bound=B,
-        epsilon_threshold=0.4,
+        epsilon_threshold=1.0,
         epsilon_perturb=0.8,
         time_lag=8192,
         horizon=x.size - 8192,
@@ -111,19 +113,19 @@ def test_stream_defers_the_shape_and_splits_epsilon_theta():
     shape = rel.shape_release
     assert rel.shape_rule == "smoothing" and rel.privacy.parameters["shape_rule"] == "smoothing"
     assert (rel.leaf_size, rel.levels) == (shape.leaf_size, shape.levels)
-    assert shape.leaf_size in shape.sizes and shape.epsilon == pytest.approx(0.1)
-    assert rel.threshold_release.epsilon == pytest.approx(0.3)
-    assert rel.guarantee.budget == Budget(0.8) and [c.budget for c in ledger.charges] == [
-        Budget(0.8)
+    assert shape.leaf_size in shape.sizes and shape.epsilon == pytest.approx(0.25)
+    assert rel.threshold_release.epsilon == pytest.approx(0.75)
+    assert rel.guarantee.budget == Budget(1.0) and [c.budget for c in ledger.charges] == [
+        Budget(1.0)
     ]
     paper = tops_release(
-        x, bound=B, epsilon_threshold=0.4, epsilon_perturb=0.8, time_lag=8192, seed=4,
+        x, bound=B, epsilon_threshold=1.0, epsilon_perturb=0.8, time_lag=8192, seed=4,
         shape_rule="paper",
     )  # fmt: skip
     assert paper.shape_release is None and paper.shape_rule == "paper"
-    assert paper.threshold_release.epsilon == 0.4
+    assert paper.threshold_release.epsilon == 1.0
     given = tops_release(
-        x, bound=B, epsilon_threshold=0.4, epsilon_perturb=0.8, time_lag=8192, seed=4,
+        x, bound=B, epsilon_threshold=1.0, epsilon_perturb=0.8, time_lag=8192, seed=4,
         leaf_size=64,
     )  # fmt: skip
     assert given.shape_rule == "given" and given.shape_release is None

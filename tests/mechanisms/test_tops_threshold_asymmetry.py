@@ -75,8 +75,8 @@ def test_guard_is_unit_free_and_reaches_the_release_paths():
     assert sum(u < t.selected for u, t in zip(unguarded, kept, strict=True)) >= 15
     for eps, corrected in ((big, True), (tiny, False)):
         stream = ToPSStream(
-            bound=30.0, epsilon_threshold=eps / 0.75, epsilon_perturb=0.05, time_lag=x.size,
-            horizon=200_000, c=1.0, seed=5,
+            bound=30.0, epsilon_threshold=eps, epsilon_perturb=0.05, time_lag=x.size,
+            horizon=200_000, c=1.0, seed=5, threshold_correction="overshoot", shape_rule="paper",
         )  # fmt: skip
         stream.extend(x)
         rel = stream.threshold_release

@@ -1,0 +1,214 @@
+"""ToPS (issue 23, item 4): the shape statistic is bought only when it can resolve the error it
+is weighed against, and the released θ is lifted to the least predicted error under the
+score's own tail model (``mechanisms/tops/_shape.py``, ``_threshold.py`` module notes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mechanisms import Budget, BudgetLedger, ToPSStream, bit_source, tops_release
+from mechanisms.tops._shape import (
+    RESOLUTION,
+    leaf_candidates,
+    public_error,
+    shape_errors,
+    shape_resolution,
+)
+from mechanisms.tops._threshold import (
+    _select,
+    implied_scale,
+    mean_square_length,
+    mse_index,
+    tops_candidates,
+    tops_kappa,
+)
+from planner import plan_tops
+
+M = 1 << 16
+
+
+def _daily(n: int, seed: int = 0, period: int = 1440, bound: float = 20.0) -> np.ndarray:
+    t = np.arange(n)
+    rng = np.random.default_rng(seed)
+    return np.clip(3.0 + 2.0 * np.sin(2 * np.pi * t / period) + rng.exponential(0.5, n), 0, bound)
+
+
+# -- the statistic's resolution ρ (public) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("horizon", "eps_r", "eps_theta", "buy"),
+    [
+        (1 << 20, 0.05, 0.01, False),  # ρ = 1.04
+        (1 << 20, 0.05, 0.05, True),  # ρ = 0.042
+        (1 << 20, 1.0, 1.0, True),
+        (456_133, 0.05, 0.01, False),  # ρ = 1.31
+        (456_133, 0.05, 0.02, False),  # ρ = 0.33
+        (456_133, 0.05, 0.05, True),  # ρ = 0.053
+        (456_133, 0.05, 0.1, True),
+        (456_133, 1.0, 1.0, True),
+    ],
+)
+def test_resolution_decides_the_benchmark_settings(horizon, eps_r, eps_theta, buy):
+    rho = shape_resolution(
+        time_lag=M, horizon=horizon, epsilon_perturb=eps_r, fanout=16, epsilon=eps_theta / 4
+    )
+    assert (rho <= RESOLUTION) is buy
+    # away from the line by at least 1.9x either way: the decision is not knife-edge
+    assert max(rho / RESOLUTION, RESOLUTION / rho) > 1.9
+
+
+def test_resolution_is_the_floor_over_the_least_public_error_and_falls_as_one_over_eps2():
+    sizes = leaf_candidates(M, 1 << 20)
+    kw = {"time_lag": M, "horizon": 1 << 20, "epsilon_perturb": 0.05, "fanout": 16}
+    rho = [shape_resolution(**kw, epsilon=e) for e in (0.01, 0.02)]
+    assert rho[0] == pytest.approx(4.0 * rho[1])
+    from mechanisms.tops._shape import deviation_sensitivity
+
+    b = deviation_sensitivity(sizes, M, 1.0) / 0.01
+    public = shape_errors(
+        horizon=1 << 20, epsilon=0.05, threshold=1.0, fanout=16, sizes=sizes,
+        smoothing=np.zeros(sizes.size),
+    )  # fmt: skip
+    assert rho[0] == pytest.approx(8.0 * b * b / min(e.mse for e in public))
+    # θ cancels: the public terms at θ = 3 are 9× those at θ = 1
+    at3 = shape_errors(
+        horizon=1 << 20, epsilon=0.05, threshold=3.0, fanout=16, sizes=sizes,
+        smoothing=np.zeros(sizes.size),
+    )  # fmt: skip
+    assert min(e.mse for e in at3) == pytest.approx(9.0 * public_error(
+        horizon=1 << 20, epsilon_perturb=0.05, fanout=16, sizes=sizes))  # fmt: skip
+
+
+def test_skipped_statistic_gives_theta_all_of_epsilon_and_draws_nothing_for_the_shape():
+    x = _daily(30_000, 3)
+    ledger = BudgetLedger(Budget(1.0))
+    kw = {"bound": 20.0, "epsilon_threshold": 0.4, "epsilon_perturb": 0.8, "time_lag": 8192}
+    s = ToPSStream(**kw, horizon=x.size - 8192, seed=4, ledger=ledger)
+    assert s.shape_resolution > RESOLUTION and s.epsilon_shape == 0.0
+    s.extend(x)
+    rel = s.release()
+    shape = rel.shape_release
+    assert rel.shape_rule == "smoothing" and not shape.statistic
+    assert shape.epsilon == 0.0 and shape.noise is None and shape.guarantee is None
+    assert np.isnan(shape.deviation).all() and shape.resolution == s.shape_resolution
+    assert rel.threshold_release.epsilon == 0.4  # the whole ε_θ: nothing else read the prefix
+    assert [c.budget for c in ledger.charges] == [Budget(0.8)]  # max(ε_θ, ε_r), as before
+    # the shape is the least public error at the released θ (D = 0), post-processing of θ
+    sizes = leaf_candidates(8192, x.size - 8192)
+    public = shape_errors(
+        horizon=x.size - 8192, epsilon=0.8, threshold=rel.threshold, fanout=16, sizes=sizes,
+        smoothing=np.zeros(sizes.size),
+    )  # fmt: skip
+    best = min(public, key=lambda e: e.mse)
+    assert (rel.leaf_size, rel.levels) == (best.leaf_size, best.levels)
+    # the selection consumed the bits first, at the full ε_θ, and nothing was drawn for the
+    # shape: the same seed replays the θ selection and then the tree's noise
+    bits = bit_source(4)
+    grid = tops_candidates(20.0)
+    kappa = tops_kappa(time_lag=8192, horizon=x.size - 8192, epsilon_perturb=0.8)
+    sel = _select(x[:8192], grid, kappa, 0.4, "laplace", bits, correction="overshoot")
+    assert sel.selected == rel.threshold_release.selected
+    n = public_error(horizon=x.size - 8192, epsilon_perturb=0.8, fanout=16, sizes=sizes)
+    lift = mse_index(
+        grid, kappa, sel.index, time_lag=8192, noise=n, length2=mean_square_length(x.size - 8192)
+    )
+    assert lift == rel.threshold_release.index
+    again = tops_release(x, **kw, seed=4)
+    assert again.threshold == rel.threshold and np.array_equal(again.values, rel.values)
+
+
+def test_bought_statistic_splits_epsilon_theta_to_its_sum():
+    x = _daily(30_000, 3)
+    s = ToPSStream(
+        bound=20.0, epsilon_threshold=1.0, epsilon_perturb=0.8, time_lag=8192,
+        horizon=x.size - 8192, seed=4,
+    )  # fmt: skip
+    assert s.shape_resolution <= RESOLUTION
+    s.extend(x)
+    rel = s.release()
+    assert rel.shape_release.statistic
+    total = rel.threshold_release.epsilon + rel.shape_release.epsilon
+    assert total == pytest.approx(1.0) and rel.shape_release.epsilon == pytest.approx(0.25)
+
+
+# -- the lift to the least predicted error ---------------------------------------------------
+
+
+@pytest.mark.parametrize("c", [0.5, 60.0, 1000.0])
+def test_implied_scale_inverts_the_exponential_peak(c):
+    kappa = 5.0
+    theta = c * np.log(M / (kappa * c))  # where m·e^{−θ/c}/c = κ
+    assert implied_scale(theta, kappa, M) == pytest.approx(c, rel=1e-9)
+    # no exponential tail peaks above m/(κe): no scale
+    assert np.isnan(implied_scale(M / (kappa * np.e) * 1.01, kappa, M))
+    assert np.isnan(implied_scale(1.0, 0.0, M))
+
+
+def test_mean_square_length_is_the_metric_of_sorted_uniform_pairs():
+    for r in (1, 2, 7, 40):
+        a, b = np.meshgrid(np.arange(r), np.arange(r))
+        exact = float(((np.abs(a - b) + 1.0) ** 2).mean())
+        assert mean_square_length(r) == pytest.approx(exact, rel=1e-12)
+
+
+def test_mse_index_is_the_argmin_of_the_model_and_never_moves_down():
+    grid = tops_candidates(1440.0, 1440)
+    kappa, n, l2 = 5.0, 4.7e4, mean_square_length(1 << 20)
+    for sel in (200, 314, 400, 900):
+        j = mse_index(grid, kappa, sel, time_lag=M, noise=n, length2=l2)
+        assert j >= sel
+        t1, c = grid[sel], implied_scale(grid[sel], kappa, M)
+        up = grid[sel:]
+        model = n * up**2 + l2 * (kappa * c * c / M * np.exp(-(up - t1) / c)) ** 2
+        assert j == sel + int(np.argmin(model))
+    # a prohibitive noise cost keeps the selection; a negligible one lifts it
+    assert mse_index(grid, kappa, 314, time_lag=M, noise=1e12, length2=l2) == 314
+    assert mse_index(grid, kappa, 314, time_lag=M, noise=1e-6, length2=l2) > 600
+    # no model scale (θ above m/(κe)): released as selected
+    assert mse_index(grid, 1e3, 1000, time_lag=M, noise=n, length2=l2) == 1000
+
+
+def test_lift_moves_the_peak_towards_the_least_error_on_an_exponential_tail():
+    # whole-minute durations ⌊Exp(60)⌋ ≤ 1440 (the score's own model): the score peaks far
+    # below the θ of least predicted error; the lift lands near it (planner, exact prefix)
+    rng = np.random.default_rng(11)
+    x = np.minimum(np.floor(rng.exponential(60.0, M)), 1440.0)
+    r = 1 << 20
+    grid = tops_candidates(1440.0, 256)
+    kappa = tops_kappa(time_lag=M, horizon=r, epsilon_perturb=0.05)
+    plan = plan_tops(
+        x,
+        bound=1440.0,
+        horizon=r,
+        epsilon_perturb=0.05,
+        leaf_size=4096,
+        queries=500,
+        candidates=256,
+    )
+    peak = int(np.searchsorted(grid, plan.optimizer_threshold))
+    n = public_error(horizon=r, epsilon_perturb=0.05, fanout=16, sizes=leaf_candidates(M, r))
+    lifted = grid[mse_index(grid, kappa, peak, time_lag=M, noise=n, length2=mean_square_length(r))]
+    best = plan.best.threshold
+    assert abs(lifted - best) < 0.25 * abs(plan.optimizer_threshold - best)
+    mse = dict(zip(plan.candidates.tolist(), plan.mse.tolist(), strict=True))
+    assert mse[lifted] < 0.5 * mse[plan.optimizer_threshold]
+
+
+def test_stream_default_releases_the_lifted_overshoot_index_deterministically():
+    rng = np.random.default_rng(12)
+    x = np.minimum(np.floor(rng.exponential(60.0, 8192 + 50_000)), 1440.0)
+    kw = {"bound": 1440.0, "epsilon_threshold": 1.0, "epsilon_perturb": 1.0, "time_lag": 8192}
+    lifted = tops_release(x, **kw, seed=9, shape_rule="paper")
+    plain = tops_release(x, **kw, seed=9, shape_rule="paper", threshold_correction="overshoot")
+    th, base = lifted.threshold_release, plain.threshold_release
+    assert th.correction == "mse" and th.selected == base.selected
+    n = public_error(horizon=50_000, epsilon_perturb=1.0, fanout=16,
+                     sizes=np.array([lifted.leaf_size]), levels=lifted.levels)  # fmt: skip
+    want = mse_index(
+        th.candidates, th.kappa, base.index, time_lag=8192, noise=n,
+        length2=mean_square_length(50_000),
+    )  # fmt: skip
+    assert th.index == want >= base.index and th.threshold == th.candidates[want]
+    assert tops_release(x, **kw, seed=9, shape_rule="paper").threshold == lifted.threshold
