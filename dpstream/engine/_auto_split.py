@@ -262,13 +262,17 @@ def _prior_states(planner) -> list:
 
 class _Spill:
     """Objects of one subtree kept in files of its process between the calls that use them
-    (pickled: read back bitwise as they were). The files live in the Dask worker's local
-    directory (removed with the worker) or a temporary directory of this process, and are
-    removed when the object is."""
+    (pickled: read back bitwise as they were). A planner's held periods (the prior's last
+    released ones: never changed once added) are written once each, to files of their own
+    that later writes of the planner refer to, and its all-zero sums not at all. The files
+    live in the Dask worker's local directory (removed with the worker) or a temporary
+    directory of this process, and are removed when the object is."""
 
     def __init__(self) -> None:
         self._dir: str | None = None
         self._paths: dict[str, str] = {}
+        self._arrays: dict[int, tuple] = {}  # id -> (weak reference, file) of held arrays
+        self._count = 0
 
     def _path(self, name: str) -> str:
         import os
@@ -286,32 +290,76 @@ class _Spill:
                 pass
             self._dir = tempfile.mkdtemp(prefix="dpstream-spill-", dir=base)
             weakref.finalize(self, shutil.rmtree, self._dir, True)
-        return os.path.join(self._dir, name + ".pkl")
+        return os.path.join(self._dir, name)
 
     def has(self, name: str) -> bool:
         return name in self._paths
 
+    def _known(self, a) -> str | None:
+        got = self._arrays.get(id(a))
+        return got[1] if got is not None and got[0]() is a else None
+
+    def _remember(self, a: np.ndarray, path: str) -> None:
+        import weakref
+
+        self._arrays[id(a)] = (weakref.ref(a), path)
+
     def put(self, name: str, obj) -> None:
         """Write ``obj`` (a planner's all-zero prior sums as their shapes: the object is
         dropped after)."""
+        import os
         import pickle
 
+        held: dict[int, np.ndarray] = {}
         for st in _prior_states(obj) if name == "planner" else ():
             for key in type(st)._ARRAYS:
                 a = getattr(st, key)
                 if _is_zeros(a):
                     setattr(st, key, _Zeros(a.shape))
-        path = self._path(name)
+            for period in st._held:
+                held.update({id(a): a for a in period[:5] if isinstance(a, np.ndarray)})
+        spill = self
+
+        class Pickler(pickle.Pickler):
+            def persistent_id(self, a):
+                if id(a) not in held or held[id(a)] is not a:
+                    return None
+                path = spill._known(a)
+                if path is None:  # a held period's array, new: its own file, once
+                    spill._count += 1
+                    path = spill._path(f"held-{spill._count}.npy")
+                    np.save(path, a, allow_pickle=False)
+                    spill._remember(a, path)
+                return path
+
+        path = self._path(name + ".pkl")
         with open(path, "wb") as f:
-            pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
+            Pickler(f, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
         self._paths[name] = path
+        if name == "planner":  # held arrays no longer held: their files go
+            keep = {self._known(a) for a in held.values()}
+            for k, (ref, file) in list(self._arrays.items()):
+                if file not in keep:
+                    del self._arrays[k]
+                    if os.path.exists(file):
+                        os.unlink(file)
+                elif ref() is None:  # an array read back and dropped since: its file stays
+                    del self._arrays[k]
 
     def get(self, name: str):
         """Read ``name`` back (the file is kept until :meth:`drop` or the next :meth:`put`)."""
         import pickle
 
+        spill = self
+
+        class Unpickler(pickle.Unpickler):
+            def persistent_load(self, path):
+                a = np.load(path, allow_pickle=False)
+                spill._remember(a, path)
+                return a
+
         with open(self._paths[name], "rb") as f:
-            obj = pickle.load(f)
+            obj = Unpickler(f).load()
         for st in _prior_states(obj) if name == "planner" else ():
             for key in type(st)._ARRAYS:
                 a = getattr(st, key)

@@ -79,6 +79,10 @@ def test_spilled_parts_release_bitwise_what_parts_in_memory_release(monkeypatch)
             assert np.array_equal(sa["arrays"][k], sb["arrays"][k]), k
         assert sb["scalars"]["prior"]["n_periods"] == DAYS  # folds happened
         assert np.any(b.planner._state.g)
+        # a held period's arrays are written once (5 per period and prior state), not with
+        # every write of the planner; the folded periods' files are gone
+        files = [f for f in os.listdir(b._spill._dir) if f.startswith("held-")]
+        assert 0 < b._spill._count <= 5 * 2 * DAYS and len(files) <= 5 * 2 * 7
     # and the whole tree in one process (the split's reference) to 1e-9
     planner = new_planner(cfg)
     for d in range(DAYS):
