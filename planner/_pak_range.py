@@ -129,9 +129,12 @@ def counter_range_variance(
 
     Examples
     --------
+    The binary tree over 1,024 steps, every range of 8 steps (1,017 of them): on average 4.95
+    nodes do not cancel between the two prefixes' covers (c(σ, 1024) itself is one node).
+
     >>> v = counter_range_variance("binary_tree", 1024, 8, epsilon=1.0, bound=1.0, queries=1017)
-    >>> round(v / counter_end_variance("binary_tree", 8, epsilon=1.0, bound=1.0), 2) > 1
-    True
+    >>> round(v / counter_end_variance("binary_tree", 1024, epsilon=1.0, bound=1.0), 2)
+    4.95
     """
     owner = "counter_range_variance"
     if counter not in RANGE_COUNTERS:
