@@ -55,6 +55,7 @@ def tops_release(
     shape_rule: str = "smoothing",
     shape_share: float = DEFAULT_SHAPE_SHARE,
     threshold_correction: str = "mse",
+    threshold_score: str = "scale_free",
 ) -> TopsRelease:
     """Release a stream with ToPS: private θ, consistent hierarchy, smoothed steps ([ToPS21]).
 
@@ -80,8 +81,9 @@ def tops_release(
         How g and L are chosen (default ``"smoothing"``: least predicted range-query MSE, the
         smoother's error estimated privately from the prefix with ``shape_share``·ε_θ;
         ``"paper"``: [ToPS21]'s pruning rule). See :class:`ToPSStream`.
-    threshold_correction
-        ``"mse"`` (default), ``"overshoot"`` or ``"none"`` (:class:`ToPSStream`).
+    threshold_correction, threshold_score
+        ``"mse"`` (default), ``"overshoot"`` or ``"none"``; ``"scale_free"`` (default) or
+        ``"paper"`` (:class:`ToPSStream`).
 
     Returns
     -------
@@ -125,6 +127,7 @@ def tops_release(
         shape_rule=shape_rule,
         shape_share=shape_share,
         threshold_correction=threshold_correction,
+        threshold_score=threshold_score,
         seed=seed,
         ledger=ledger,
     )

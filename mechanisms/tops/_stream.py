@@ -48,9 +48,11 @@ from ._smoothers import DEFAULT_SMOOTHING, Smoother, _check_smoother, block_valu
 from ._threshold import (
     CORRECTIONS,
     DEFAULT_C,
+    SCORES,
     TopsThresholdRelease,
     _check_method,
     _select,
+    local_slope,
     mean_square_length,
     mse_index,
     tops_candidates,
@@ -143,6 +145,10 @@ class ToPSStream:
         predicted range-query error under the score's own tail model (post-processing,
         ``mechanisms.tops._threshold`` module notes); ``"overshoot"`` or ``"none"``: the
         optimizer's drift correction only, or none (:func:`tops_threshold`).
+    threshold_score
+        ``"scale_free"`` (default): the optimizer's score −m_θ − K₀ln(m/K₀)ln θ, which does
+        not depend on the values' units; ``"paper"``: [ToPS21]'s −m_θ − κθ
+        (:func:`tops_threshold`, module notes of ``mechanisms.tops._threshold``).
     candidates, c, threshold_method
         The optimizer's grid, constant c and selection (:func:`tops_threshold`).
     smoothing
@@ -209,6 +215,7 @@ class ToPSStream:
         shape_rule: str = "smoothing",
         shape_share: float = DEFAULT_SHAPE_SHARE,
         threshold_correction: str = "mse",
+        threshold_score: str = "scale_free",
         seed: object = None,
         ledger: BudgetLedger | None = None,
         alpha: float = UNSET,
@@ -245,6 +252,7 @@ class ToPSStream:
             self.correction = check_choice(
                 threshold_correction, "threshold_correction", owner, STREAM_CORRECTIONS
             )
+            self.score = check_choice(threshold_score, "threshold_score", owner, SCORES)
             self.kappa = tops_kappa(
                 time_lag=self.time_lag,
                 horizon=self.horizon,
@@ -432,11 +440,12 @@ class ToPSStream:
                 seeded=self.seeded,
                 correction="overshoot" if self.correction == "mse" else self.correction,
                 c=self._c,
+                score=self.score,
             )
             if self.correction == "mse":  # post-processing of the released index
                 index = mse_index(
                     self.candidates,
-                    self.kappa,
+                    local_slope(self.threshold_release, self._c),
                     self.threshold_release.index,
                     time_lag=self.time_lag,
                     noise=self._mse_noise,

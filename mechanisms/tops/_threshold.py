@@ -70,6 +70,37 @@ tell the candidates apart there, and only a larger ε_θ (or a steeper score) he
 the household minutes (``docs/results/tops_rule.md``). ``correction="none"`` releases the
 selection.
 
+A scale-free score (issue 23; ``ToPSStream``'s default ``score="scale_free"``)
+---------------------------------------------------------------------------------
+c is in the values' units, so the paper's score depends on them: on whole-minute durations
+(c = 60 min is their tail's scale) its peak truncates κc = K₀ values as designed, but on the
+household minutes (kW, whose tail beyond 6 kW has a mean excess of 0.5–0.9 kW) c = 60 "kW"
+makes the tilt κθ so shallow that at ε_θ ≤ 0.02 the selection is spread over [θ*, B]
+(εκB = 3.2 at ε_θ = 0.01: θ ≈ 17 kW against 6.9 of least predicted error). K₀ = κc =
+(3m/(r·ε_r))·√(2(F − 1)h³) itself is unit-free: under the score's exponential-tail model,
+m_θ = m·e^{−θ/c}, the peak (count density m_θ/c = κ) is the point that truncates K₀ values,
+θ* = c·ln(m/K₀), *whatever the scale c*. The scale an exponential tail peaking at θ would have
+is therefore c(θ) = θ/ln(m/K₀), and the score with the paper's constant replaced by it,
+
+    q_sf(θ) = −m_θ − K₀·ln(m/K₀)·ln θ      (its tilt's slope at θ is K₀/c(θ) = κ at c = c(θ)),
+
+peaks, on every exponential tail, exactly where the paper's score with the *right* c peaks; it
+does not change when the values are rescaled (ln θ moves by a constant). The tilt is public
+(m, r, ε_r, F), so q_sf has sensitivity 1 and is monotone, as q: the same selection, the same
+proof.
+
+Where its model fails. ln θ has no floor: lowering θ from θ₁ to θ₁/2 costs as much tilt as from
+B/2 to B, while the noise it saves is tiny, so with few values above the smallest candidates
+the score can prefer a θ near 0 (a prefix of 200 values: the tilt's range K₀ln(m/K₀)·ln G
+= 409 exceeds every count). So it is used only where that range is at most m/2, and K₀ < m
+(public: m, r, ε_r, F, the grid); elsewhere the paper's score is (``score`` on the release
+says which). A prefix mostly of zeros keeps that risk (the count that matters is then the
+positive values, which is private): on such streams pass ``threshold_score="paper"``.
+On the durations the two peaks coincide (θ* = 315); on the household minutes q_sf peaks at
+≈ 6.5 kW, and its slope there (≈ 390 per kW at ε_r = 0.05) keeps the selection within a few
+tenths of a kW of the peak even at ε_θ = 0.01. The overshoot correction models a linear tilt
+and is not applied to it; the lift below is, with the local slope K₀·ln(m/K₀)/θ₁.
+
 Lifting the peak to the least predicted error (issue 23; ``ToPSStream``'s default ``"mse"``)
 ---------------------------------------------------------------------------------------------
 The score is [ToPS21]'s linearisation of its own error model: the authors' code
@@ -99,10 +130,10 @@ public inputs only:
   model says nothing about the bulk of the data, where the bias grows fastest (the asymmetry
   above); so θ only moves up, and only by what the model's noise cost n·θ² allows.
 
-The default of :class:`~mechanisms.ToPSStream` applies it after the overshoot correction
-(``"mse"``); :func:`tops_threshold` alone does not know the tree and offers ``"overshoot"``
-and ``"none"``. Measured in ``docs/results/tops_authors_minutes.md`` and
-``tops_authors_household.md``.
+The default of :class:`~mechanisms.ToPSStream` applies it after the selection (``"mse"``;
+after the overshoot correction with the paper's score); :func:`tops_threshold` alone does not
+know the tree and offers ``"overshoot"`` and ``"none"``. Measured in
+``docs/results/tops_authors_minutes.md`` and ``tops_authors_household.md``.
 """
 
 from __future__ import annotations
@@ -132,6 +163,7 @@ from ..core._validation import (
 
 __all__ = [
     "CORRECTIONS",
+    "SCORES",
     "THRESHOLD_METHODS",
     "TopsThresholdRelease",
     "mse_index",
@@ -145,6 +177,8 @@ __all__ = [
 THRESHOLD_METHODS = ("laplace", "exponential")
 #: Post-processing of the selected index (module notes).
 CORRECTIONS = ("overshoot", "none")
+#: Scores of the selection: [ToPS21]'s −m_θ − κθ, and the scale-free −m_θ − K₀ln(m/K₀)ln θ.
+SCORES = ("paper", "scale_free")
 #: Smallest εκ·(θ_G − θ_t) at which the overshoot correction is applied (module notes).
 GATE = 4.0
 #: Smallest ε·κ·c at which the overshoot correction is applied (module notes, asymmetry).
@@ -224,11 +258,66 @@ def tops_candidates(bound: float, candidates: object = None) -> np.ndarray:
     return grid
 
 
-def tops_scores(prefix: object, candidates: np.ndarray, kappa: float) -> np.ndarray:
-    """q(θⱼ) = −m_θⱼ − κθⱼ for every candidate (DATA-DEPENDENT: never release these)."""
+def scale_free_tilt(kappa: float, c: float, time_lag: int) -> float:
+    """K₀·ln(m/K₀), K₀ = κc, the scale-free score's coefficient of ln θ (module notes); NaN
+    when K₀ ≥ m (no exponential tail peaks there). Public inputs only."""
+    k0 = float(kappa) * float(c)
+    m = float(time_lag)
+    return k0 * float(np.log(m / k0)) if 0.0 < k0 < m else float("nan")
+
+
+def score_penalty(
+    candidates: np.ndarray,
+    kappa: float,
+    *,
+    score: str = "paper",
+    c: float = DEFAULT_C,
+    time_lag: int = 0,
+) -> np.ndarray:
+    """The public tilt of the score: κθ (``"paper"``) or K₀·ln(m/K₀)·ln θ (``"scale_free"``,
+    module notes; m = ``time_lag``). Validated inputs; see :func:`_used_score`."""
+    theta = np.asarray(candidates, dtype=np.float64)
+    if score == "scale_free":
+        return scale_free_tilt(kappa, c, time_lag) * np.log(theta)
+    return kappa * theta
+
+
+def _used_score(score: str, kappa: float, c: float, time_lag: int, candidates) -> str:
+    """``score``, or ``"paper"`` when the scale-free tilt is undefined (K₀ ≥ m) or its range
+    over the grid, K₀ln(m/K₀)·ln(θ_G/θ₁), exceeds m/2 (module notes). Public inputs only."""
+    if score != "scale_free":
+        return score
+    tilt = scale_free_tilt(kappa, c, time_lag)
+    grid = np.asarray(candidates, dtype=np.float64)
+    if not np.isfinite(tilt) or tilt * float(np.log(grid[-1] / grid[0])) > 0.5 * time_lag:
+        return "paper"
+    return score
+
+
+def tops_scores(
+    prefix: object,
+    candidates: np.ndarray,
+    kappa: float,
+    *,
+    score: str = "paper",
+    c: float = DEFAULT_C,
+) -> np.ndarray:
+    """q(θⱼ) = −m_θⱼ − κθⱼ (or the scale-free score, module notes) for every candidate
+    (DATA-DEPENDENT: never release these)."""
     arr = np.sort(np.asarray(prefix, dtype=np.float64))
     above = arr.size - np.searchsorted(arr, candidates, side="right")  # m_θ
-    return -above.astype(np.float64) - kappa * np.asarray(candidates, dtype=np.float64)
+    sc = check_choice(score, "score", "tops_scores", SCORES)
+    used = _used_score(sc, kappa, c, arr.size, candidates)
+    tilt = score_penalty(candidates, kappa, score=used, c=c, time_lag=arr.size)
+    return -above.astype(np.float64) - tilt
+
+
+def local_slope(release: TopsThresholdRelease, c: float = DEFAULT_C) -> float:
+    """The slope of the score's tilt at the released θ: κ, or K₀·ln(m/K₀)/θ (scale-free).
+    Public (post-processing)."""
+    if release.score == "scale_free":
+        return scale_free_tilt(release.kappa, c, release.time_lag) / release.threshold
+    return release.kappa
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -259,6 +348,8 @@ class TopsThresholdRelease:
     """Event-level ε-DP on the m values."""
     seeded: bool = False
     """True when a seed drove the noise: an experiment, not a release."""
+    score: str = "paper"
+    """The score used: ``"paper"`` (−m_θ − κθ) or ``"scale_free"`` (module notes)."""
 
     @property
     def privacy(self) -> PrivacyRecord:
@@ -272,6 +363,7 @@ class TopsThresholdRelease:
                 "largest_candidate": float(self.candidates[-1]),
                 "kappa": self.kappa,
                 "correction": self.correction,
+                "score": self.score,
             },
             seeded=self.seeded,
         )
@@ -390,10 +482,13 @@ def _select(
     seeded: bool = False,
     correction: str = "overshoot",
     c: float = DEFAULT_C,
+    score: str = "paper",
 ) -> TopsThresholdRelease:
     """Run the selection on validated inputs (draws from ``bits``), then the correction
-    (``c``: the score's constant κ was computed with)."""
-    scores = tops_scores(prefix, grid, kappa)
+    (``c``: the score's constant κ was computed with). The overshoot correction models the
+    paper's linear tilt: with the scale-free score the selection is released as is."""
+    used = _used_score(score, kappa, c, int(prefix.size), grid)
+    scores = tops_scores(prefix, grid, kappa, score=used, c=c)
     noise = None
     if method == "laplace":
         noise = LaplaceNoise(sensitivity=1.0, epsilon=epsilon)
@@ -403,7 +498,9 @@ def _select(
         cdf = np.cumsum(weights)
         u = float(uniform_open(bits, 1)[0]) * cdf[-1]
         index = min(int(np.searchsorted(cdf, u, side="right")), grid.size - 1)
-    released = index if correction == "none" else overshoot_index(grid, kappa, epsilon, index, c=c)
+    released = index
+    if correction == "overshoot" and used == "paper":
+        released = overshoot_index(grid, kappa, epsilon, index, c=c)
     return TopsThresholdRelease(
         threshold=float(grid[released]),
         index=released,
@@ -417,6 +514,7 @@ def _select(
         time_lag=int(prefix.size),
         guarantee=PrivacyGuarantee(unit=EventLevel(), budget=Budget(epsilon), proof=_PROOF[method]),
         seeded=seeded,
+        score=used,
     )
 
 
@@ -434,6 +532,7 @@ def tops_threshold(
     seed: object = None,
     ledger: BudgetLedger | None = None,
     correction: str = "overshoot",
+    score: str = "paper",
 ) -> TopsThresholdRelease:
     """Choose the clipping threshold θ privately from the first m values ([ToPS21] §4).
 
@@ -465,6 +564,10 @@ def tops_threshold(
     correction
         ``"overshoot"`` (default): remove the selection's upward drift when it is
         identifiable; ``"none"``: release the selection (module notes).
+    score
+        ``"paper"`` (default): [ToPS21]'s −m_θ − κθ; ``"scale_free"``: −m_θ − K₀ln(m/K₀)ln θ,
+        K₀ = κc, which does not depend on the values' units (module notes; the overshoot
+        correction is not applied to it).
 
     Returns
     -------
@@ -477,13 +580,13 @@ def tops_threshold(
 
     *Privacy*: event-level ε-DP on the prefix. Replacing one value v by v' changes m_θ by
     1{v' > θ} − 1{v > θ}: by at most 1, and with the same sign for every θ (if v' > v every m_θ
-    with θ ∈ [v, v') grows by one, the others stay). κθ is public. So the score vector has
-    sensitivity 1 and is *monotone*: report-noisy-max with Laplace(1/ε) noise is ε-DP (Dwork &
-    Roth 2014, Claim 3.9, whose proof only uses c ≤ c' ≤ c + 1 componentwise; with lattice noise
-    of scale (1 + γ)/ε on γℤ ∋ 1 the step "rⱼ ≥ r* + 1" keeps its probability ratio
-    ≥ e^{−ε/(1+γ)}), and the exponential mechanism with exp(ε·q) is ε-DP (the monotone case of
-    McSherry & Talwar 2007, where the normaliser moves with the numerator). The candidates
-    depend on public B and G only.
+    with θ ∈ [v, v') grows by one, the others stay). κθ (or K₀ln(m/K₀)ln θ) is public. So the
+    score vector has sensitivity 1 and is *monotone*: report-noisy-max with Laplace(1/ε) noise
+    is ε-DP (Dwork & Roth 2014, Claim 3.9, whose proof only uses c ≤ c' ≤ c + 1 componentwise;
+    with lattice noise of scale (1 + γ)/ε on γℤ ∋ 1 the step "rⱼ ≥ r* + 1" keeps its
+    probability ratio ≥ e^{−ε/(1+γ)}), and the exponential mechanism with exp(ε·q) is ε-DP (the
+    monotone case of McSherry & Talwar 2007, where the normaliser moves with the numerator).
+    The candidates depend on public B and G only.
 
     Examples
     --------
@@ -498,6 +601,7 @@ def tops_threshold(
     eps = check_positive(epsilon, "epsilon", owner)
     meth = _check_method(method, owner)
     corr = check_choice(correction, "correction", owner, CORRECTIONS)
+    sc = check_choice(score, "score", owner, SCORES)
     bits = check_seed(seed, owner)
     ledger = check_ledger(ledger, owner)
     check_noise_range(owner, "'bound' and 'epsilon'", score_noise_scale=1.0 / eps, bound=bnd)
@@ -509,5 +613,14 @@ def tops_threshold(
     )
     charge_ledger(ledger, Budget(eps), owner, EventLevel())
     return _select(
-        arr, grid, kappa, eps, meth, bits, seeded=seed is not None, correction=corr, c=float(c)
+        arr,
+        grid,
+        kappa,
+        eps,
+        meth,
+        bits,
+        seeded=seed is not None,
+        correction=corr,
+        c=float(c),
+        score=sc,
     )

@@ -7,7 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mechanisms import Budget, BudgetLedger, ToPSStream, bit_source, tops_release
+from mechanisms import (
+    Budget,
+    BudgetLedger,
+    ToPSStream,
+    bit_source,
+    tops_release,
+    tops_scores,
+    tops_threshold,
+)
 from mechanisms.tops._shape import (
     RESOLUTION,
     leaf_candidates,
@@ -18,6 +26,7 @@ from mechanisms.tops._shape import (
 from mechanisms.tops._threshold import (
     _select,
     implied_scale,
+    local_slope,
     mean_square_length,
     mse_index,
     tops_candidates,
@@ -108,12 +117,16 @@ def test_skipped_statistic_gives_theta_all_of_epsilon_and_draws_nothing_for_the_
     bits = bit_source(4)
     grid = tops_candidates(20.0)
     kappa = tops_kappa(time_lag=8192, horizon=x.size - 8192, epsilon_perturb=0.8)
-    sel = _select(x[:8192], grid, kappa, 0.4, "laplace", bits, correction="overshoot")
+    sel = _select(
+        x[:8192], grid, kappa, 0.4, "laplace", bits, correction="overshoot", score="scale_free"
+    )
+    assert sel.score == "scale_free" and sel.index == sel.selected  # no overshoot correction
     assert sel.selected == rel.threshold_release.selected
     n = public_error(horizon=x.size - 8192, epsilon_perturb=0.8, fanout=16, sizes=sizes)
     lift = mse_index(
-        grid, kappa, sel.index, time_lag=8192, noise=n, length2=mean_square_length(x.size - 8192)
-    )
+        grid, local_slope(sel), sel.index, time_lag=8192, noise=n,
+        length2=mean_square_length(x.size - 8192),
+    )  # fmt: skip
     assert lift == rel.threshold_release.index
     again = tops_release(x, **kw, seed=4)
     assert again.threshold == rel.threshold and np.array_equal(again.values, rel.values)
@@ -196,19 +209,62 @@ def test_lift_moves_the_peak_towards_the_least_error_on_an_exponential_tail():
     assert mse[lifted] < 0.5 * mse[plan.optimizer_threshold]
 
 
-def test_stream_default_releases_the_lifted_overshoot_index_deterministically():
+def test_stream_default_releases_the_lifted_selection_deterministically():
     rng = np.random.default_rng(12)
     x = np.minimum(np.floor(rng.exponential(60.0, 8192 + 50_000)), 1440.0)
     kw = {"bound": 1440.0, "epsilon_threshold": 1.0, "epsilon_perturb": 1.0, "time_lag": 8192}
     lifted = tops_release(x, **kw, seed=9, shape_rule="paper")
-    plain = tops_release(x, **kw, seed=9, shape_rule="paper", threshold_correction="overshoot")
+    plain = tops_release(x, **kw, seed=9, shape_rule="paper", threshold_correction="none")
     th, base = lifted.threshold_release, plain.threshold_release
-    assert th.correction == "mse" and th.selected == base.selected
+    assert th.correction == "mse" and th.selected == base.selected == base.index
+    assert th.score == base.score == "scale_free"
     n = public_error(horizon=50_000, epsilon_perturb=1.0, fanout=16,
                      sizes=np.array([lifted.leaf_size]), levels=lifted.levels)  # fmt: skip
     want = mse_index(
-        th.candidates, th.kappa, base.index, time_lag=8192, noise=n,
+        th.candidates, local_slope(base), base.index, time_lag=8192, noise=n,
         length2=mean_square_length(50_000),
     )  # fmt: skip
     assert th.index == want >= base.index and th.threshold == th.candidates[want]
     assert tops_release(x, **kw, seed=9, shape_rule="paper").threshold == lifted.threshold
+
+
+# -- the scale-free score --------------------------------------------------------------------
+
+
+def test_scale_free_selection_does_not_depend_on_the_units():
+    rng = np.random.default_rng(13)
+    x = np.minimum(rng.exponential(2.0, M), 30.0)
+    kw = {"horizon": 1 << 20, "epsilon_perturb": 0.05, "epsilon": 0.05}
+    for seed in range(5):
+        one = tops_threshold(x, bound=30.0, score="scale_free", seed=seed, **kw)
+        big = tops_threshold(x * 60.0, bound=1800.0, score="scale_free", seed=seed, **kw)
+        assert one.score == big.score == "scale_free" and one.index == big.index
+    # the paper's score is not: κθ grows with the units while the counts do not
+    paper = [tops_threshold(x * a, bound=30.0 * a, seed=1, **kw).index for a in (1.0, 60.0)]
+    assert paper[0] != paper[1]
+
+
+@pytest.mark.parametrize("scale", [0.7, 60.0])
+def test_scale_free_peak_is_the_paper_peak_at_the_true_scale(scale):
+    # on an exponential tail the paper's score with c = the tail's scale and the scale-free
+    # score (no c) peak at the same θ, c·ln(m/K₀)
+    rng = np.random.default_rng(14)
+    x = rng.exponential(scale, M)
+    grid = tops_candidates(40.0 * scale, 4096)
+    kappa = tops_kappa(time_lag=M, horizon=1 << 20, epsilon_perturb=0.05, c=scale)
+    free = grid[np.argmax(tops_scores(x, grid, kappa, score="scale_free", c=scale))]
+    paper = grid[np.argmax(tops_scores(x, grid, kappa, c=scale))]
+    assert abs(free - paper) <= 0.05 * paper
+    k0 = kappa * scale
+    assert abs(free - scale * np.log(M / k0)) <= 0.1 * free
+
+
+def test_scale_free_falls_back_to_the_paper_score_where_its_tilt_outweighs_the_prefix():
+    # m = 200: the tilt's range over the grid (≈ 409) exceeds m/2, where ln θ would pull θ
+    # towards the smallest candidate
+    x = np.random.default_rng(15).exponential(1.0, 200)
+    kw = {"bound": 20.0, "epsilon": 1.0, "horizon": 500, "epsilon_perturb": 1.0, "fanout": 4}
+    th = tops_threshold(x, score="scale_free", seed=3, **kw)
+    assert th.score == "paper"
+    assert th.index == tops_threshold(x, seed=3, **kw).index
+    assert th.privacy.parameters["score"] == "paper"

@@ -50,14 +50,20 @@ KW = {
 }
 
 
-def choices(x: np.ndarray, n: int, seed: int, *, method: str, epsilon: float) -> np.ndarray:
+def choices(
+    x: np.ndarray, n: int, seed: int, *, method: str, epsilon: float, score: str = "paper"
+) -> np.ndarray:
     """``n`` selections by the mechanism's own selection code (``_select``: scores + draw),
     skipping only the public validation of ``tops_threshold`` (pinned equal below)."""
     bits = bit_source(seed)
     grid = tops_candidates(2.0, KW["candidates"])
     kappa = tops_kappa(time_lag=x.size, horizon=1000, epsilon_perturb=1.0, c=KW["c"])
     return np.array(
-        [_select(x, grid, kappa, epsilon, method, bits).index for _ in range(n)], dtype=float
+        [
+            _select(x, grid, kappa, epsilon, method, bits, c=KW["c"], score=score).index
+            for _ in range(n)
+        ],
+        dtype=float,
     )
 
 
@@ -96,6 +102,43 @@ def test_threshold_audit_fails_when_under_noised(method):
     out_d = choices(prefix(2), N_THRESHOLD, 3, method=method, epsilon=3 * EPSILON)
     out_dp = choices(prefix(1), N_THRESHOLD, 4, method=method, epsilon=3 * EPSILON)
     result = audit_samples(out_d, out_dp)
+    assert not result.passes(EPSILON), result
+
+
+# The scale-free score (issue 23): the same counts with the public tilt K₀ln(m/K₀)·ln θ, K₀ = κc
+# unit-free (here K₀ ≈ 1.71, tilt ≈ 4.2·ln θ: q = (−m₁, −2.9)); one value moved below θ = 1
+# still moves q(1) by one and q(2) not at all.
+
+
+def test_scale_free_setup_uses_the_scale_free_tilt():
+    th = tops_threshold(prefix(2), epsilon=EPSILON, seed=1, score="scale_free", **KW)
+    assert th.score == "scale_free"
+    assert choices(
+        prefix(2), 50, 5, method="laplace", epsilon=EPSILON, score="scale_free"
+    ).tolist() == [
+        tops_threshold(prefix(2), epsilon=EPSILON, seed=b, score="scale_free", **KW).index
+        for b in [bit_source(5)] * 50
+    ]
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("method", ["laplace"])  # the score is the same for both methods
+def test_scale_free_threshold_audit_passes_at_claimed_epsilon(method):
+    kw = {"method": method, "epsilon": EPSILON, "score": "scale_free"}
+    result = audit_samples(
+        choices(prefix(2), N_THRESHOLD, 31, **kw), choices(prefix(1), N_THRESHOLD, 32, **kw)
+    )
+    assert result.passes(EPSILON), result
+    assert result.epsilon_lb > 0.4, result  # the statistic has power
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("method", ["laplace"])  # the score is the same for both methods
+def test_scale_free_threshold_audit_fails_when_under_noised(method):
+    kw = {"method": method, "epsilon": 3 * EPSILON, "score": "scale_free"}
+    result = audit_samples(
+        choices(prefix(2), N_THRESHOLD, 33, **kw), choices(prefix(1), N_THRESHOLD, 34, **kw)
+    )
     assert not result.passes(EPSILON), result
 
 
