@@ -25,8 +25,9 @@ pays" means it pays in the root mean square error over releases
 **Range sums** (``range_length=L``, issue 23). An analyst's target is often the error of a
 range sum of L steps (a day's total), ĉ(a + L) − ĉ(a), over the ranges of the released
 suffix (a ≥ m), not of one prefix sum. Its mean square, averaged over the public ranges of
-:func:`planner._pak_range.range_starts`, is the same form with three changes: the Laplace
-noise of c(σ, m) cancels in the difference (dropped); the suffix counter's variance at step
+:func:`planner._pak_range.range_starts`, is the same form ([PAK19] Eq. 16 in mean square)
+with three changes: the Laplace noise of c(σ, m) (Eq. 16's 2τ²/ε₂² term) cancels in the
+difference (dropped); the suffix counter's variance at step
 n − m becomes its exact mean range variance over those ranges
 (:func:`planner._pak_range.counter_range_variance`, at bound 1, × τ²); and the clipping loss
 is that of L values, Σ_{range}(σ(i) − τ)⁺ (mean L·E(X − τ)⁺, variance L·Var (X − τ)⁺, none
@@ -71,7 +72,7 @@ from ._pak_defaults import (
     pak_mean_square_error,
 )
 from ._pak_plan import ANALYSIS_NOTE, PakPlan, plan_pak
-from ._pak_range import QUERIES, RANGE_COUNTERS, best_range_counter, counter_range_variance
+from ._pak_range import QUERIES, counter_range_variance, range_inputs
 
 __all__ = ["BETA_LT_GRID", "PakMsePlan", "empirical_loss", "pak_rmse_quantile", "plan_pak_mse"]
 
@@ -254,7 +255,7 @@ def plan_pak_mse(
     m = values.size
     span = None
     if range_length is not None:
-        span = _range_inputs(counter, n, m, range_length, queries, epsilon, delta)
+        span = range_inputs(counter, n, m, range_length, queries, epsilon, delta)
         counter = span["counter"]
     eq16 = plan_pak(
         prefix, n=n, bound=bound, epsilon=epsilon, delta=delta, beta=beta, p_max=p_max,
@@ -332,33 +333,6 @@ def plan_pak_mse(
         use_threshold=False, r=1.0, lam=1.0, p=p_max, eps1_share=0.0,
         beta_lt=beta_lt if math.isfinite(beta_lt) else 0.0, rmse=math.sqrt(plain), **common,
     )  # fmt: skip
-
-
-def _range_inputs(counter, n, m, range_length, queries, epsilon, delta) -> dict:
-    """Validated range inputs of :func:`plan_pak_mse` and the counter (``"auto"`` resolved)."""
-    from mechanisms.core._validation import check_integer, check_positive, check_probability
-
-    owner = "plan_pak_mse"
-    n = check_integer(n, "n", owner, minimum=3)
-    if not 2 <= m < n:
-        raise ParameterError(
-            f"The 'prefix' argument of {owner} must hold 2 <= m < n = {n:,} values. Got m = "
-            f"{m:,}."
-        )
-    length = check_integer(range_length, "range_length", owner, minimum=1, maximum=n - m)
-    count = check_integer(queries, "queries", owner, minimum=1)
-    if counter == "auto":
-        counter = best_range_counter(
-            n - m, length, epsilon=check_positive(epsilon, "epsilon", owner),
-            delta=check_probability(delta, "delta", owner), queries=count,
-        )  # fmt: skip
-    elif counter not in RANGE_COUNTERS:
-        raise ParameterError(
-            f"The 'counter' parameter of {owner} must be 'auto' or one of {RANGE_COUNTERS} "
-            f"with a 'range_length' (a counter with an exact range variance). Got {counter!r} "
-            "instead."
-        )
-    return {"counter": counter, "L": length, "Q": count}
 
 
 def pak_rmse_quantile(

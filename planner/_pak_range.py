@@ -36,9 +36,15 @@ import math
 import numpy as np
 
 from mechanisms import ParameterError, counter_end_variance
-from mechanisms.core._validation import check_integer
+from mechanisms.core._validation import check_integer, check_positive, check_probability
 
-__all__ = ["RANGE_COUNTERS", "best_range_counter", "counter_range_variance", "range_starts"]
+__all__ = [
+    "RANGE_COUNTERS",
+    "best_range_counter",
+    "counter_range_variance",
+    "range_inputs",
+    "range_starts",
+]
 
 #: Counters whose range variance is exact (module notes), in best_counter's tie order.
 RANGE_COUNTERS = (
@@ -169,3 +175,27 @@ def best_range_counter(
         if v < best_v:
             best, best_v = name, v
     return best
+
+
+def range_inputs(counter, n, m, range_length, queries, epsilon, delta) -> dict:
+    """Validated range inputs of :func:`plan_pak_mse` and the counter (``"auto"`` resolved)."""
+    owner = "plan_pak_mse"
+    n = check_integer(n, "n", owner, minimum=3)
+    if not 2 <= m < n:
+        raise ParameterError(
+            f"The 'prefix' argument of {owner} must hold 2 <= m < n = {n:,} values. Got m = {m:,}."
+        )
+    length = check_integer(range_length, "range_length", owner, minimum=1, maximum=n - m)
+    count = check_integer(queries, "queries", owner, minimum=1)
+    if counter == "auto":
+        counter = best_range_counter(
+            n - m, length, epsilon=check_positive(epsilon, "epsilon", owner),
+            delta=check_probability(delta, "delta", owner), queries=count,
+        )  # fmt: skip
+    elif counter not in RANGE_COUNTERS:
+        raise ParameterError(
+            f"The 'counter' parameter of {owner} must be 'auto' or one of {RANGE_COUNTERS} "
+            f"with a 'range_length' (a counter with an exact range variance). Got {counter!r} "
+            "instead."
+        )
+    return {"counter": counter, "L": length, "Q": count}
