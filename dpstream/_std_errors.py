@@ -107,7 +107,9 @@ the feature noise, and the interpolation error through each level's samples by t
 identity with the leaves' variograms estimated from the published samples (one random-walk
 variogram per node, its sill pooled over all long-lag pairs of samples with the noise taken out,
 :func:`dpstream._std_errors_fixed._pooled_variogram`; cross-variogram ``ρ·√(γ_l γ_m)``, ρ from
-the root's own). Up to 64 leaves; a parametric bootstrap where a released value is 0. The L1
+the root's own). Up to 64 leaves; a parametric bootstrap where a released value is 0 (around
+each leaf's linear estimate shrunk to the truth's spread, with Laplace noise as the release
+draws it: :mod:`dpstream._std_errors_fixed`). The L1
 sampler's sample steps depend on the data (the SVT); the model takes them as given. Calibrated
 for both samplers at ε = 1 and 0.1 (``docs/results/std_errors_fixed_k.md``, which also splits
 the error into its noise and interpolation parts).
