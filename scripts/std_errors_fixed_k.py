@@ -128,7 +128,6 @@ def decompose(epsilon: float, sampling: str, seeds: int) -> pd.DataFrame:
     return rows
 
 
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
