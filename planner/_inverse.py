@@ -444,13 +444,13 @@ def tops_length_errors(
     from mechanisms import tops_leaf_size, tops_levels, tops_noise
     from mechanisms.tops._variance import leaf_variance_units, variance_units
 
+    from ._pak_range import range_starts
     from ._tops_plan import _per_step_excess, _smoothing_error
 
     r, length = int(horizon), int(range_length)
     g = tops_leaf_size(r, epsilon, fanout)
     lv = tops_levels(r, g, fanout)
-    count = min(queries, r - length + 1)
-    starts = np.unique(np.linspace(0, r - length, num=count).astype(np.int64))
+    starts = range_starts(0, r, length, queries)  # the public ranges PAK's plan averages over too
     ends = starts + length - 1
     a = -(-starts // g)
     b = np.maximum((ends + 1) // g, a)
