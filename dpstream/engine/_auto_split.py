@@ -272,6 +272,7 @@ class _Spill:
         self._dir: str | None = None
         self._paths: dict[str, str] = {}
         self._arrays: dict[int, tuple] = {}  # id -> (weak reference, file) of held arrays
+        self._held_files: set[str] = set()
         self._count = 0
 
     def _path(self, name: str) -> str:
@@ -330,6 +331,7 @@ class _Spill:
                     path = spill._path(f"held-{spill._count}.npy")
                     np.save(path, a, allow_pickle=False)
                     spill._remember(a, path)
+                    spill._held_files.add(path)
                 return path
 
         path = self._path(name + ".pkl")
@@ -337,14 +339,12 @@ class _Spill:
             Pickler(f, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
         self._paths[name] = path
         if name == "planner":  # held arrays no longer held: their files go
-            keep = {self._known(a) for a in held.values()}
-            for k, (ref, file) in list(self._arrays.items()):
-                if file not in keep:
-                    del self._arrays[k]
-                    if os.path.exists(file):
-                        os.unlink(file)
-                elif ref() is None:  # an array read back and dropped since: its file stays
-                    del self._arrays[k]
+            keep = {self._known(a) for a in held.values()} - {None}
+            for file in self._held_files - keep:
+                os.unlink(file)
+            self._held_files = keep
+            self._arrays = {k: (ref, file) for k, (ref, file) in self._arrays.items()
+                            if file in keep and ref() is not None}  # fmt: skip
 
     def get(self, name: str):
         """Read ``name`` back (the file is kept until :meth:`drop` or the next :meth:`put`)."""
@@ -528,7 +528,13 @@ class SubtreeAuto(SolverCalls):
         _set_floor_others(self.planner, floors)
         self.plan_, self.prior = _plan_part(self.planner, total)
         self._rest(False)  # (the floors are set again whenever the planner is read back)
-        return self.plan_.predicted_with_prior, _n_target(self.cfg), _prior_sd(self.prior)
+        out = self.plan_.predicted_with_prior, _n_target(self.cfg), _prior_sd(self.prior)
+        if self.plan_.variances.nbytes * 3 >= SPILL_BYTES:  # while the other parts plan:
+            self._spill.put("plan", self.plan_)  # read back by measure
+            if self.prior is not None:
+                self._spill.put("prior", self.prior)  # read back by setup
+            self.plan_ = self.prior = None
+        return out
 
     def measure(self, seed, ordinal: int):
         """Draw the subtree's noise (after the charge). Returns, for the top: the sums over
@@ -536,6 +542,9 @@ class SubtreeAuto(SolverCalls):
         and of their predicted variances (r,), and the largest finite predicted variance."""
         from ..pipelines._period_steps import as_measurement
 
+        if self._spill.has("plan"):
+            self.plan_ = self._spill.get("plan")
+            self._spill.drop("plan")
         task, plan, cfg = self.task, self.plan_, self.cfg
         est = measure_auto_nodes(
             self.values,
@@ -570,6 +579,9 @@ class SubtreeAuto(SolverCalls):
     def setup(self, big: float) -> int:
         """Algorithm 4's terms of the subtree (``big``: the period's unmeasured variance);
         its node count."""
+        if self._spill.has("prior"):
+            self.prior = self._spill.get("prior")
+            self._spill.drop("prior")
         c, wts = _weights_and_estimates(self.measurement.values, self.plan_, self.prior, big)
         self.prior = None  # folded into (c, wts): not needed again
         fs = FeatureSet.from_breaks(c.shape[1], [])

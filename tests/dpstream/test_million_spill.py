@@ -95,7 +95,7 @@ def test_no_planner_between_calls_and_no_period_arrays_in_the_elimination(monkey
     monkeypatch.setattr(_auto_split, "SPILL_BYTES", 0)
     cfg, loads = _cfg(), _loads(3, seed=4)
     split = AutoSplit(cfg, H, cut=1)
-    box, seen = {"inner": split.call, "objects": split._objects}, []
+    box, seen, priors = {"inner": split.call, "objects": split._objects}, [], []
 
     def call(method, args, only=None):
         out = box["inner"](method, args, only)
@@ -103,6 +103,7 @@ def test_no_planner_between_calls_and_no_period_arrays_in_the_elimination(monkey
             held = o._planner is not None
             period = any(x is not None for x in (o.measurement, o.plan_, o.prior))
             seen.append((method, held, period))
+            priors.append((method, o.prior is not None, o._spill.has("prior")))
         return out
 
     split.call = call
@@ -112,6 +113,11 @@ def test_no_planner_between_calls_and_no_period_arrays_in_the_elimination(monkey
     assert not any(held for _, held, _ in seen)  # every planner in its file between calls
     assert not any(period for m, _, period in seen if m in _ELIMINATION | {"setup"})
     assert any(period for m, _, period in seen if m == "measure")  # (the check can fail)
+    # while the other parts plan, the plan waits in a file for measure, and from the third
+    # day the prior for setup
+    assert not any(mem for m, mem, _ in priors if m in ("plan", "measure"))
+    assert any(filed for m, _, filed in priors if m == "plan")
+    assert not any(period for m, _, period in seen if m == "plan")
     # the prior's sums are zeros before the first fold: not written to the file
     o = split._objects[0]
     size = os.path.getsize(o._spill._paths["planner"])
