@@ -66,6 +66,7 @@ and the elimination read public values only (post-processing, [FV19] Theorem 3).
 
 from __future__ import annotations
 
+import pickle
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -260,6 +261,41 @@ def _prior_states(planner) -> list:
             if st is not None]  # fmt: skip
 
 
+class _HeldPickler(pickle.Pickler):
+    """Pickles a planner with its held periods' arrays (``held``: id -> array) as files of
+    their own, each written once (:class:`_Spill`)."""
+
+    def __init__(self, f, spill: _Spill, held: dict) -> None:
+        super().__init__(f, protocol=pickle.HIGHEST_PROTOCOL)
+        self.spill, self.held = spill, held
+
+    def persistent_id(self, a):
+        if id(a) not in self.held or self.held[id(a)] is not a:
+            return None
+        spill = self.spill
+        path = spill._known(a)
+        if path is None:  # a held period's array, new: its own file, once
+            spill._count += 1
+            path = spill._path(f"held-{spill._count}.npy")
+            np.save(path, a, allow_pickle=False)
+            spill._remember(a, path)
+            spill._held_files.add(path)
+        return path
+
+
+class _HeldUnpickler(pickle.Unpickler):
+    """Reads what :class:`_HeldPickler` wrote (a held array from its file)."""
+
+    def __init__(self, f, spill: _Spill) -> None:
+        super().__init__(f)
+        self.spill = spill
+
+    def persistent_load(self, path):
+        a = np.load(path, allow_pickle=False)
+        self.spill._remember(a, path)
+        return a
+
+
 class _Spill:
     """Objects of one subtree kept in files of its process between the calls that use them
     (pickled: read back bitwise as they were). A planner's held periods (the prior's last
@@ -309,7 +345,6 @@ class _Spill:
         """Write ``obj`` (a planner's all-zero prior sums as their shapes: the object is
         dropped after)."""
         import os
-        import pickle
 
         held: dict[int, np.ndarray] = {}
         for st in _prior_states(obj) if name == "planner" else ():
@@ -319,24 +354,11 @@ class _Spill:
                     setattr(st, key, _Zeros(a.shape))
             for period in st._held:
                 held.update({id(a): a for a in period[:5] if isinstance(a, np.ndarray)})
-        spill = self
-
-        class Pickler(pickle.Pickler):
-            def persistent_id(self, a):
-                if id(a) not in held or held[id(a)] is not a:
-                    return None
-                path = spill._known(a)
-                if path is None:  # a held period's array, new: its own file, once
-                    spill._count += 1
-                    path = spill._path(f"held-{spill._count}.npy")
-                    np.save(path, a, allow_pickle=False)
-                    spill._remember(a, path)
-                    spill._held_files.add(path)
-                return path
-
         path = self._path(name + ".pkl")
         with open(path, "wb") as f:
-            Pickler(f, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+            pickler = _HeldPickler(f, self, held)
+            pickler.dump(obj)
+            pickler.held = pickler.spill = None  # (no reference to the arrays is left)
         self._paths[name] = path
         if name == "planner":  # held arrays no longer held: their files go
             keep = {self._known(a) for a in held.values()} - {None}
@@ -348,18 +370,10 @@ class _Spill:
 
     def get(self, name: str):
         """Read ``name`` back (the file is kept until :meth:`drop` or the next :meth:`put`)."""
-        import pickle
-
-        spill = self
-
-        class Unpickler(pickle.Unpickler):
-            def persistent_load(self, path):
-                a = np.load(path, allow_pickle=False)
-                spill._remember(a, path)
-                return a
-
         with open(self._paths[name], "rb") as f:
-            obj = Unpickler(f).load()
+            unpickler = _HeldUnpickler(f, self)
+            obj = unpickler.load()
+            unpickler.spill = None
         for st in _prior_states(obj) if name == "planner" else ():
             for key in type(st)._ARRAYS:
                 a = getattr(st, key)

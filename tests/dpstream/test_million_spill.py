@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import os
 import pickle
+import weakref
 
 import numpy as np
 import pytest
@@ -126,6 +127,17 @@ def test_no_planner_between_calls_and_no_period_arrays_in_the_elimination(monkey
                 for k in st._ARRAYS if _auto_split._is_zeros(getattr(st, k)))  # fmt: skip
     assert zeros > 0 and size <= len(pickle.dumps(planner, protocol=5)) - zeros + 4096
     del planner
+    # written to its file and dropped, a planner's arrays are freed at once (nothing such as
+    # a pickler's closure in a reference cycle keeps them until the cyclic collector runs)
+    planner = o.planner
+    refs = [weakref.ref(a) for a in planner._state._held[-1][:4]]
+    gc.disable()
+    try:
+        o._rest(True)
+        del planner
+        assert o._planner is None and all(r() is None for r in refs)
+    finally:
+        gc.enable()
     folder = o._spill._dir
     assert os.path.isdir(folder)
     box.clear()
