@@ -43,6 +43,15 @@ periods (:meth:`AutoSplit.rebuild`: exact within the look-backs only).
 :func:`release_auto_whole` is the same period in one process, on the whole tree with one
 planner: the reference the split equals (to rounding, seeded).
 
+Memory at scale (issue 22.3: a million meters, 10 subtrees on 2 workers). A subtree object
+whose planner holds at least :data:`SPILL_BYTES` keeps it in a file of its process between
+calls (:class:`_Spill`: pickled, so read back bitwise; the prior's all-zero sums as shapes;
+each held period's arrays written once to a file of its own), so a worker holds one of its
+subtrees' planners at a time, not all of them (from the 8th day each is ~38 (n, w) arrays).
+Its plan and prior wait in files while the other parts plan, and its measurement and plan
+while the elimination runs; the prior is dropped once folded into Algorithm 4's terms. The
+files are in the Dask worker's local directory (or a temporary one) and go with the object.
+
 Exactness. A subtree's nodes are planned as in the whole tree when the tree has more than 64
 leaves (the planner's prediction then treats every node on its own, see
 :mod:`planner._stream_planner`, Subtrees); a smaller tree is refused (:class:`ParameterError`:
