@@ -268,3 +268,24 @@ def test_scale_free_falls_back_to_the_paper_score_where_its_tilt_outweighs_the_p
     assert th.score == "paper"
     assert th.index == tops_threshold(x, seed=3, **kw).index
     assert th.privacy.parameters["score"] == "paper"
+
+
+def test_scale_free_guard_keeps_the_paper_score_on_a_prefix_mostly_of_zeros():
+    # durations with 90 % zeros: the ln θ tilt would reward θ → θ₁ more than the 6,500
+    # positive values cost; the guard's released count sees too few of them and the paper's
+    # score is used (its θ stays in the tail)
+    rng = np.random.default_rng(16)
+    x = np.minimum(np.floor(rng.exponential(60.0, M)), 1440.0)
+    kw = {"bound": 1440.0, "horizon": 1 << 20, "epsilon_perturb": 0.05, "score": "scale_free"}
+    dense = tops_threshold(x, epsilon=0.01, seed=2, **kw)
+    assert dense.score == "scale_free" and dense.threshold > 200.0
+    y = np.where(rng.random(M) < 0.9, 0.0, x)
+    sparse = tops_threshold(y, epsilon=0.01, seed=2, **kw)
+    assert sparse.score == "paper" and sparse.threshold > 60.0
+    truth = np.count_nonzero(y > sparse.candidates[0])
+    assert abs(sparse.positives - truth) < 10_000  # Laplace scale 1/(0.1·0.01) = 1,000
+    # the tilt's range the count is held against (public)
+    from mechanisms.tops._threshold import GUARD_RATIO, tilt_range
+
+    rng_ = tilt_range(sparse.kappa, 60.0, M, sparse.candidates)
+    assert sparse.positives < GUARD_RATIO * rng_ < dense.positives

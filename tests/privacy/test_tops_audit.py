@@ -58,13 +58,9 @@ def choices(
     bits = bit_source(seed)
     grid = tops_candidates(2.0, KW["candidates"])
     kappa = tops_kappa(time_lag=x.size, horizon=1000, epsilon_perturb=1.0, c=KW["c"])
-    return np.array(
-        [
-            _select(x, grid, kappa, epsilon, method, bits, c=KW["c"], score=score).index
-            for _ in range(n)
-        ],
-        dtype=float,
-    )
+    out = [_select(x, grid, kappa, epsilon, method, bits, c=KW["c"], score=score) for _ in range(n)]
+    # the scale-free score's guard decides the score used, which is public: part of the statistic
+    return np.array([t.index + 2 * (t.score == "scale_free") for t in out], dtype=float)
 
 
 @pytest.mark.parametrize("method", ["laplace", "exponential"])
@@ -107,18 +103,27 @@ def test_threshold_audit_fails_when_under_noised(method):
 
 # The scale-free score (issue 23): the same counts with the public tilt K₀ln(m/K₀)·ln θ, K₀ = κc
 # unit-free (here K₀ ≈ 1.71, tilt ≈ 4.2·ln θ: q = (−m₁, −2.9)); one value moved below θ = 1
-# still moves q(1) by one and q(2) not at all.
+# still moves q(1) by one and q(2) not at all. Its guard, the count of values above θ₁ = 1
+# (2 in D, 1 in D') at ε/10, is released first and decides the score (scale-free when the
+# count is ≥ 2·2.9, else the paper's): the statistic is (index, score used), and both branches
+# occur. The selection gets 9ε/10. Twin: ε × 3.
 
 
-def test_scale_free_setup_uses_the_scale_free_tilt():
-    th = tops_threshold(prefix(2), epsilon=EPSILON, seed=1, score="scale_free", **KW)
-    assert th.score == "scale_free"
+def test_scale_free_setup_takes_both_branches_of_its_guard():
+    runs = [
+        tops_threshold(prefix(2), epsilon=EPSILON, seed=s, score="scale_free", **KW)
+        for s in range(40)
+    ]
+    assert {t.score for t in runs} == {"scale_free", "paper"}  # the guard's two branches
+    assert all(t.positives is not None for t in runs)
+    bits = bit_source(5)
+    public = [
+        tops_threshold(prefix(2), epsilon=EPSILON, seed=bits, score="scale_free", **KW)
+        for _ in range(50)
+    ]
     assert choices(
         prefix(2), 50, 5, method="laplace", epsilon=EPSILON, score="scale_free"
-    ).tolist() == [
-        tops_threshold(prefix(2), epsilon=EPSILON, seed=b, score="scale_free", **KW).index
-        for b in [bit_source(5)] * 50
-    ]
+    ).tolist() == [t.index + 2 * (t.score == "scale_free") for t in public]
 
 
 @pytest.mark.statistical
