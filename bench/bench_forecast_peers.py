@@ -411,7 +411,8 @@ def _cpu_vs_mstl(rows: pd.DataFrame) -> tuple[pd.Series, int]:
     wide = timed.pivot(index=["run", "seed", "origin"], columns="method", values="cpu")
     out, pairs = {}, 0
     for method in rows["method"].unique():
-        both = wide[list({method, "MSTL"})].dropna() if method in wide else wide.iloc[:0]
+        timed_both = method in wide and "MSTL" in wide
+        both = wide[list({method, "MSTL"})].dropna() if timed_both else wide.iloc[:0]
         out[method] = float(both[method].sum() / both["MSTL"].sum()) if len(both) else np.nan
         if method == "ours":
             pairs = len(both)
