@@ -97,9 +97,10 @@ def main() -> None:
         print(row, f"{time.perf_counter() - start:.0f}s", flush=True)
         frame = pd.DataFrame(rows)
         frame.to_csv(OUT / "planner_inverse_streams.csv", index=False)
-        (OUT / "planner_inverse_streams.md").write_text(
-            _markdown(frame, args.trials, time.perf_counter() - start)
-        )
+        md = OUT / "planner_inverse_streams.md"
+        old = md.read_text() if md.exists() else ""
+        notes = old[old.index("\n## ") :] if "\n## " in old else ""  # hand-written sections
+        md.write_text(_markdown(frame, args.trials, time.perf_counter() - start) + notes)
 
     starts = np.unique(np.linspace(0, r - L, 2000).astype(np.int64))
     sums = np.concatenate(([0.0], np.cumsum(x[M:])))
@@ -300,6 +301,11 @@ def _markdown(frame: pd.DataFrame, trials: int, seconds: float) -> str:
         "| realised/target |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    order = frame.apply(
+        lambda r: (r["method"] != "ToPS", str(r["quantity"]).startswith("c("), r["method"]),
+        axis=1,
+    )
+    frame = frame.iloc[sorted(range(len(frame)), key=lambda i: order.iloc[i])]
     for row in frame.itertuples():
         expected = getattr(row, "expected", math.nan)
         shown = f"{expected:.4g}" if math.isfinite(expected) else "—"
