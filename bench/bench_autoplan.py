@@ -112,22 +112,34 @@ def one(n_feeders: int, days: int, k: str, store: bool) -> dict:
 
 
 def output_gb(out) -> float:
-    """GB of what the release returns: its values, ``attrs["measurements"]`` and, for the
-    default, ``attrs["planning"]`` (every period's measurement, plan and prior, kept for
-    ``dpstream.std_errors``): what grows with the days by design."""
-    # the frame's arrays (not memory_usage(): it copies attrs into every column's Series)
-    total = sum(b.values.nbytes for b in out._mgr.blocks)
-    meas = out.attrs.get("measurements")
-    total += 0 if meas is None else np.asarray(meas).nbytes
+    """GB of what the release returns: its values, ``attrs["measurements"]``, the int-k
+    release's ``attrs["estimates"]`` (every period's measurements, noise and weights) and, for
+    the default, ``attrs["planning"]`` (every period's plan and prior, kept for
+    ``dpstream.std_errors``; its measurements are rows of ``attrs["measurements"]`` and their
+    noise is rebuilt when read): what grows with the days by design. Each array is counted
+    once, through the array that owns its memory (views share)."""
+    arrays = [b.values for b in out._mgr.blocks]  # not memory_usage(): it copies attrs
+    arrays.append(out.attrs.get("measurements"))
+    for period in out.attrs.get("estimates") or []:
+        arrays += [period.get(key) for key in ("estimates", "noise", "variances", "samples")]
     planning = out.attrs.get("planning")
     if planning is not None and not isinstance(planning, dict | list):
         for m in planning.measured:
-            total += m.values.nbytes + m.noise.nbytes  # sampled: one broadcast row
+            if hasattr(m, "__dataclass_fields__"):  # a planner.Measurement: its own arrays
+                arrays += [m.values, m.noise, m.sampled]
+            arrays.append(m.observed)  # KeptMeasurement: only the mask of missing readings
         for p in planning.plans:
-            total += p.variances.nbytes + p.predicted_nodes.nbytes + p.sample_variance.nbytes
+            arrays += [p.variances, p.predicted_nodes, p.sample_variance]
         for pr in planning.priors:
-            total += 0 if pr is None else pr.mean.nbytes + pr.variance.nbytes
-    return total / 1e9
+            arrays += [] if pr is None else [pr.mean, pr.variance]
+    owners: dict[int, int] = {}
+    for a in arrays:
+        if not isinstance(a, np.ndarray):
+            continue
+        while isinstance(a.base, np.ndarray):
+            a = a.base
+        owners[id(a)] = a.nbytes
+    return sum(owners.values()) / 1e9
 
 
 def run(n: int, days: int, k: str, store: bool) -> dict:

@@ -136,7 +136,11 @@ class StreamFrame:
             )
         if self.is_series and self.hierarchy is None:
             return pd.Series(arr[:, 0].copy(), index=self.index.copy(), name=self.series_name)
-        return pd.DataFrame(arr.copy(), index=self.index.copy(), columns=list(self.nodes))
+        # one copy, in pandas' own layout (pandas 3 copies an ndarray by default: two copies,
+        # 1.16 GB each at 100,000 feeders x 30 days; issue 22)
+        return pd.DataFrame(
+            np.array(arr, order="F"), index=self.index.copy(), columns=list(self.nodes), copy=False
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

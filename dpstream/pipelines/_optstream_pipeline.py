@@ -313,9 +313,11 @@ def release_optstream(
             parts.append(release_block(spec, periods.full[:0], periods.tail, bits, both, keep))
             progress(1)
         out = np.concatenate(parts) if parts else np.empty((0, sf.n_nodes))
+    del periods  # memory (issue 22): the periods' copy of the input is no longer needed
     if sf.observed is not None:
         out = np.where(sf.observed, out, np.nan)  # nothing is published for a missing reading
     result = sf.to_frame(out)
+    del out
     record = release_record(
         unit=neighbours.unit,
         budget=Budget(eps),
