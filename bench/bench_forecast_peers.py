@@ -23,7 +23,10 @@ models: its defaults did not finish one fit in 30 minutes on the shared machine)
 ``AutoTheta(season_length=48)`` and ``SeasonalNaive(48)``, with 80 % and 95 % intervals
 (statsforecast is in the ``bench`` extra, never a dependency). CPU seconds are
 ``time.process_time`` of the fits and forecasts only, warm (one fit of each method first, so
-that numba's compilation is excluded), one process, one BLAS thread.
+that numba's compilation is excluded), one BLAS thread. Every row records its process
+(``run``), and the report's "CPU / MSTL, one process" compares only the (seed, origin) pairs
+that one process timed for both, ours and MSTL interleaved at each origin (so they share the
+machine's load): e.g. ``--peers MSTL --seeds 1 --csv F`` next to the cached peers.
 
 Long runs on a shared machine: ``--only peers --cache FILE`` appends each peer's row as soon
 as it is scored and skips the rows already there (a killed run resumes); ``--releases DIR``
