@@ -55,7 +55,7 @@ def tops_release(
     shape_rule: str = "smoothing",
     shape_share: float = DEFAULT_SHAPE_SHARE,
     threshold_correction: str = "mse",
-    threshold_score: str = "scale_free",
+    threshold_score: str = "auto",
 ) -> TopsRelease:
     """Release a stream with ToPS: private θ, consistent hierarchy, smoothed steps ([ToPS21]).
 
@@ -82,8 +82,8 @@ def tops_release(
         smoother's error estimated privately from the prefix with ``shape_share``·ε_θ;
         ``"paper"``: [ToPS21]'s pruning rule). See :class:`ToPSStream`.
     threshold_correction, threshold_score
-        ``"mse"`` (default), ``"overshoot"`` or ``"none"``; ``"scale_free"`` (default) or
-        ``"paper"`` (:class:`ToPSStream`).
+        ``"mse"`` (default), ``"overshoot"`` or ``"none"``; ``"auto"`` (default),
+        ``"paper"`` or ``"scale_free"`` (:class:`ToPSStream`).
 
     Returns
     -------

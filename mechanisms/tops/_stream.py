@@ -52,6 +52,7 @@ from ._threshold import (
     TopsThresholdRelease,
     _check_method,
     _select,
+    auto_score,
     local_slope,
     mean_square_length,
     mse_index,
@@ -146,9 +147,11 @@ class ToPSStream:
         ``mechanisms.tops._threshold`` module notes); ``"overshoot"`` or ``"none"``: the
         optimizer's drift correction only, or none (:func:`tops_threshold`).
     threshold_score
-        ``"scale_free"`` (default): the optimizer's score −m_θ − K₀ln(m/K₀)ln θ, which does
-        not depend on the values' units; ``"paper"``: [ToPS21]'s −m_θ − κθ
-        (:func:`tops_threshold`, module notes of ``mechanisms.tops._threshold``).
+        ``"auto"`` (default): [ToPS21]'s score −m_θ − κθ when an exponential tail of its scale c
+        peaking where it says, c·ln(m/(κc)), fits under B, else the scale-free score
+        −m_θ − K₀ln(m/K₀)ln θ, which needs no c (public inputs only); ``"paper"`` or
+        ``"scale_free"`` force one (:func:`tops_threshold`, module notes of
+        ``mechanisms.tops._threshold``).
     candidates, c, threshold_method
         The optimizer's grid, constant c and selection (:func:`tops_threshold`).
     smoothing
@@ -215,7 +218,7 @@ class ToPSStream:
         shape_rule: str = "smoothing",
         shape_share: float = DEFAULT_SHAPE_SHARE,
         threshold_correction: str = "mse",
-        threshold_score: str = "scale_free",
+        threshold_score: str = "auto",
         seed: object = None,
         ledger: BudgetLedger | None = None,
         alpha: float = UNSET,
@@ -252,7 +255,7 @@ class ToPSStream:
             self.correction = check_choice(
                 threshold_correction, "threshold_correction", owner, STREAM_CORRECTIONS
             )
-            self.score = check_choice(threshold_score, "threshold_score", owner, SCORES)
+            self.score = check_choice(threshold_score, "threshold_score", owner, ("auto", *SCORES))
             self.kappa = tops_kappa(
                 time_lag=self.time_lag,
                 horizon=self.horizon,
@@ -261,6 +264,10 @@ class ToPSStream:
                 c=c,
             )
             self._c = float(c)  # validated by tops_kappa
+            if self.score == "auto":  # public: does the paper's c fit under B?
+                self.score = auto_score(
+                    kappa=self.kappa, c=self._c, time_lag=self.time_lag, bound=self.bound
+                )
             self.candidates = tops_candidates(self.bound, candidates)
             budget = compose_parallel(Budget(self.epsilon_threshold), Budget(self.epsilon_perturb))
         else:

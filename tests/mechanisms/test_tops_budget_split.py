@@ -214,10 +214,10 @@ def test_stream_default_releases_the_lifted_selection_deterministically():
     x = np.minimum(np.floor(rng.exponential(60.0, 8192 + 50_000)), 1440.0)
     kw = {"bound": 1440.0, "epsilon_threshold": 1.0, "epsilon_perturb": 1.0, "time_lag": 8192}
     lifted = tops_release(x, **kw, seed=9, shape_rule="paper")
-    plain = tops_release(x, **kw, seed=9, shape_rule="paper", threshold_correction="none")
+    plain = tops_release(x, **kw, seed=9, shape_rule="paper", threshold_correction="overshoot")
     th, base = lifted.threshold_release, plain.threshold_release
-    assert th.correction == "mse" and th.selected == base.selected == base.index
-    assert th.score == base.score == "scale_free"
+    assert th.correction == "mse" and th.selected == base.selected
+    assert th.score == base.score == "paper"  # "auto": c·ln(m/K₀) = 357 fits under B = 1440
     n = public_error(horizon=50_000, epsilon_perturb=1.0, fanout=16,
                      sizes=np.array([lifted.leaf_size]), levels=lifted.levels)  # fmt: skip
     want = mse_index(
@@ -289,3 +289,22 @@ def test_scale_free_guard_keeps_the_paper_score_on_a_prefix_mostly_of_zeros():
 
     rng_ = tilt_range(sparse.kappa, 60.0, M, sparse.candidates)
     assert sparse.positives < GUARD_RATIO * rng_ < dense.positives
+
+
+def test_auto_score_uses_the_paper_score_where_its_c_fits_under_the_bound():
+    from mechanisms.tops._threshold import auto_score
+
+    for bound, want in ((36.0, "scale_free"), (100.0, "scale_free"), (1440.0, "paper")):
+        for eps_r in (0.05, 1.0):
+            kappa = tops_kappa(time_lag=M, horizon=1 << 20, epsilon_perturb=eps_r)
+            k0 = kappa * 60.0
+            assert bool(60.0 * np.log(M / k0) > bound) == (want == "scale_free")
+            assert auto_score(kappa=kappa, c=60.0, time_lag=M, bound=bound) == want
+            s = ToPSStream(
+                bound=bound, epsilon_threshold=0.1, epsilon_perturb=eps_r, time_lag=M,
+                horizon=1 << 20, seed=1,
+            )  # fmt: skip
+            assert s.score == want
+    # c in the values' units: the same data in kW with c = 1 kW keeps the paper's score
+    kappa = tops_kappa(time_lag=M, horizon=1 << 20, epsilon_perturb=0.05, c=1.0)
+    assert auto_score(kappa=kappa, c=1.0, time_lag=M, bound=36.0) == "paper"
