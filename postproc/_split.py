@@ -128,23 +128,32 @@ class SubtreeSolver:
         """
         self.factor.update(~self.zero)
         if rhs == "data":
+            # the leaf-steps and half-gradient are set again before they are read (the down
+            # pass replaces x, then the gradient g): not kept while the summaries travel
+            self.x = self.g = None
             b = self._b()
         else:
             b = np.zeros((self.lay.n, 1, self.ft.w))
             b[self.lay.leaf_rows, 0] = np.where(self.zero, 0.0, -self.g)
+            self.g = None  # set again (gradient) before it is read
         self._up = self.factor.up(b)
+        del b
         return self.factor.p_int[0].copy(), self._up[2][0, 0].copy(), self.factor.support[0].copy()
 
     def descend(self, z_root: np.ndarray, add: bool) -> None:
         """The down pass from the root's values ``z_root`` (w,): set (or add to) ``x``."""
         dx = self.factor.down(self._up, np.asarray(z_root)[None])[:, 0, :]
         self._up = None  # (L, w) numbers: not kept between rounds
-        self.x = self.x + dx if add else dx
+        if add:
+            self.x += dx  # (x is this object's own array: the down pass or set_leaves made it)
+        else:
+            self.x = dx
 
     def gradient(self, offset: np.ndarray) -> float:
         """Half-gradient of the leaves (top ancestors' part ``offset`` (w,) added); returns
         its largest magnitude on the free leaf-steps."""
-        self.g = self.ops.gradient(self.x) + offset[None, :]
+        self.g = self.ops.gradient(self.x)
+        self.g += offset[None, :]
         return float(np.abs(np.where(self.zero, 0.0, self.g)).max(initial=0.0))
 
     def extent(self) -> tuple[float, float]:
