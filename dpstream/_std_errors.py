@@ -708,14 +708,17 @@ def _box_fit(sums: np.ndarray, s_min: float, hi: float) -> tuple[np.ndarray, np.
 
 
 def _true_prior(pv: np.ndarray, scale, bias) -> np.ndarray:
-    """The prior's error variance as the residual check states it: ``s·τ² + b²`` (at least
-    the lower bound of :data:`PRIOR_SCALE_BOUNDS` times τ²); τ² where there is no check."""
+    """The prior's error variance as the residual check states it: ``s·τ² + b²``, within
+    :data:`PRIOR_SCALE_BOUNDS` times τ² (a guard: at ε = 0.1 a small node's fit from a few
+    dozen residuals can put ``b²`` at 6x τ², an 80-feeder tree's feeder then stated 3.7x its
+    error); τ² where there is no check."""
     if scale is None:
         return pv
     finite = np.isfinite(pv)
     tau2 = np.where(finite, pv, 0.0)
     b = 0.0 if bias is None else bias[:, None]
-    true = np.maximum(tau2 * scale[:, None] + b, PRIOR_SCALE_BOUNDS[0] * tau2)
+    lo, hi = PRIOR_SCALE_BOUNDS
+    true = np.clip(tau2 * scale[:, None] + b, lo * tau2, hi * tau2)
     return np.where(finite, true, pv)  # no prior (τ² = ∞) stays none
 
 
