@@ -18,10 +18,12 @@ of the released values 0):
 * the noise: Laplace at the samples, interpolated, as the release draws it
   (:func:`_laplace_noise`); the interpolation error Gaussian with the variogram's covariance.
 
-Regional hierarchy, L1 sampler, ε = 0.1, 14 days, 3 seeds: empirical / stated 0.84-0.96 with
-the released period and Gaussian draws, 0.89-0.98 with both choices; ε = 1 unchanged
-(0.98-1.08); ``docs/results/std_errors_fixed_k.md`` for the full table. With the true loads
-as the stand-in (an experiment) 0.94-1.0: the base was most of the L1 commercial node's 0.749.
+Regional hierarchy, L1 sampler, ε = 0.1, empirical / stated with the released period and
+Gaussian draws, then with both choices: 28 days, 4 seeds, 0.75-0.95 -> 0.83-0.99 (commercial
+0.754 -> 0.833); 14 days, 3 seeds, 0.84-0.96 -> 0.89-0.98; equally spaced samples 0.85-0.97
+-> 0.93-0.98; ε = 1 unchanged (0.98-1.08). With the true loads as the stand-in (an
+experiment) 0.94-1.0: the base was most of the L1 commercial node's 0.749
+(``docs/results/std_errors_fixed_k.md``).
 """
 
 from __future__ import annotations
