@@ -89,6 +89,8 @@ RELEASES: Path | None = None
 SOURCES: tuple[str, ...] = ("all",)
 #: First day of the eight weeks (``--start``: a held-out slice), or None (each data set's own).
 START: str | None = None
+#: Rows of the data sets this process has finished (its partial ``--csv`` keeps them).
+_DONE: list[dict] = []
 #: This process (a row's ``run``): CPU ratios compare rows of one process only.
 RUN = f"{os.getpid()}@{time.strftime('%Y-%m-%dT%H:%M:%S')}"
 
@@ -234,7 +236,8 @@ def run(
                         _append(cache, rows[-1])
                 print(f"{name} {data} {seed} origin {o_i + 1}/{len(origins)}", flush=True)
             if csv:  # partial results, one source at a time (long runs on a shared machine)
-                pd.DataFrame(rows).to_csv(csv, index=False)
+                pd.DataFrame(_DONE + rows).to_csv(csv, index=False)  # earlier data sets too
+    _DONE.extend(rows)
     table = pd.DataFrame(rows)
     if cache and only != "peers":  # the peers' rows of earlier (or concurrent) runs
         old = _read_cache(cache)
