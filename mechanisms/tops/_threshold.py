@@ -112,8 +112,8 @@ and is not applied to it; the lift below is, with the local slope K₀·ln(m/K�
 When each score is used (``ToPSStream``'s default ``threshold_score="auto"``). The scale-free
 score assumes the tail is exponential *near its peak* (c(θ) = θ/ln(m/K₀)); on heavier tails
 the mean excess above θ is larger (θ/(α − 1) for a Pareto tail) and it peaks too low: on a
-lognormal(2, 1) prefix (B = 10³) its predicted error is 1.9× the paper's at ε = 1 and at
-ε = 0.05, on a Pareto(2.5) one 4.4× at ε = 1 (after the lift, 20 selections each). Where the
+lognormal(2, 1) prefix (B = 10³) its predicted error is 1.9× the paper's at ε = 1 and 1.8×
+at ε = 0.05, on a Pareto(2.5) one 4.4× at ε = 1 (after the lift, 20 selections each). Where the
 paper's c is in the values' units its score is the better default. Whether it is can be read
 from public inputs: the paper's own model puts its peak at c·ln(m/K₀) (324 at m = 2¹⁶,
 ε_r = 0.05, c = 60), which must lie below B. ``"auto"`` uses the paper's score when
