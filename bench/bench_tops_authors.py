@@ -9,8 +9,9 @@ the flight durations of issue 23's "light-tailed flights" cell, which are not bu
 Methods, each run on the same stream with the same queries:
 
 * ``ours``: :func:`mechanisms.tops_release` with its defaults (report-noisy-max θ on the
-  grid B·j/1024 with the scale-free score and its guard, lifted to the least predicted error
-  (``threshold_correction="mse"``); the shape rule, its statistic bought only when it resolves
+  grid B·j/1024 with ``threshold_score="auto"``: the paper's score on ``minutes``, the
+  scale-free score with its guard on ``household``; θ lifted to the least predicted error,
+  ``threshold_correction="mse"``; the shape rule, its statistic bought only when it resolves
   the error (session 9, issue 23 item 4); consistency, "recent" smoother, F = 16, c = 60);
 * ``authors``: the authors' ToPS (``svt_hie`` of https://github.com/dp-cont/dp-cont, MIT,
   vendored verbatim in ``bench/peers/tops_authors``): ``NMMSE.obtain_ell`` (noisy max of
