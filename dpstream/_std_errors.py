@@ -85,7 +85,7 @@ checks below (the prior's scale, the measurement-prior covariance, the leaves' f
 correlation) skip unmeasured readings and priors of ~0 weight (an unmeasured history).
 Regional hierarchy, 28 days, 5 % of the leaf readings missing and one 6-hour outage, 6 seeds
 (``docs/results/std_errors_unmeasured.md``): empirical / stated 0.97-1.04 at ε = 1 and
-0.95-1.05 at ε = 0.1, against 0.94-1.04 and 0.91-1.03 without gaps.
+0.95-1.06 at ε = 0.1, against 0.94-1.04 and 0.93-1.04 without gaps.
 
 Where the figures hold: the interpolation error between samples is the planner's prediction,
 from a variogram the published samples only see at multiples of the sample spacing (the same
