@@ -13,10 +13,10 @@ a backtest inside the training window; a release's noise variance is public, and
 and :func:`plot_forecast_errors` draw Figs. 5 and 6.
 
 Forecasting past the end of a series (issue 28): :func:`forecast` fits a model with daily
-and weekly seasons (harmonic regression, MSTL, SARIMAX with Fourier terms, Holt-Winters,
-profiles; "auto" by backtest), optionally with regressors and the release's known noise, to
-one or many series (Series, wide or long frames; Dask when given a client) and returns a
-:class:`Forecast` with intervals calibrated on a backtest inside the history;
+and weekly seasons (harmonic regressions and their mean, MSTL, SARIMAX with Fourier terms,
+Holt-Winters, profiles; "auto" by backtest), optionally with regressors and the release's
+known noise, to one or many series (Series, wide or long frames; Dask when given a client)
+and returns a :class:`Forecast` with intervals calibrated on a backtest inside the history;
 :func:`reconcile` makes the forecasts of a hierarchy coherent (``postproc``'s projection).
 
 Imports mechanisms (errors, validation, the Laplace noise law), numpy, scipy, pandas,
