@@ -144,7 +144,8 @@ class ToPSStream:
     threshold_correction
         ``"mse"`` (default): the optimizer's overshoot correction, then θ lifted to the least
         predicted range-query error under the score's own tail model (post-processing,
-        ``mechanisms.tops._threshold`` module notes); ``"overshoot"`` or ``"none"``: the
+        ``mechanisms.tops._threshold`` module notes), where the paper's score was used (after
+        the scale-free score the selection is released as is); ``"overshoot"`` or ``"none"``: the
         optimizer's drift correction only, or none (:func:`tops_threshold`).
     threshold_score
         ``"auto"`` (default): [ToPS21]'s score −m_θ − κθ when an exponential tail of its scale c
@@ -449,7 +450,9 @@ class ToPSStream:
                 c=self._c,
                 score=self.score,
             )
-            if self.correction == "mse":  # post-processing of the released index
+            # post-processing of the released index, after the paper's score only (module
+            # notes of mechanisms.tops._threshold: after the scale-free score it costs)
+            if self.correction == "mse" and self.threshold_release.score == "paper":
                 index = mse_index(
                     self.candidates,
                     local_slope(self.threshold_release, self._c),

@@ -122,12 +122,8 @@ def test_skipped_statistic_gives_theta_all_of_epsilon_and_draws_nothing_for_the_
     )
     assert sel.score == "scale_free" and sel.index == sel.selected  # no overshoot correction
     assert sel.selected == rel.threshold_release.selected
-    n = public_error(horizon=x.size - 8192, epsilon_perturb=0.8, fanout=16, sizes=sizes)
-    lift = mse_index(
-        grid, local_slope(sel), sel.index, time_lag=8192, noise=n,
-        length2=mean_square_length(x.size - 8192),
-    )  # fmt: skip
-    assert lift == rel.threshold_release.index
+    # after the scale-free score the "mse" default releases the selection as is (no lift)
+    assert rel.threshold_release.index == sel.index
     again = tops_release(x, **kw, seed=4)
     assert again.threshold == rel.threshold and np.array_equal(again.values, rel.values)
 
@@ -226,6 +222,21 @@ def test_stream_default_releases_the_lifted_selection_deterministically():
     )  # fmt: skip
     assert th.index == want >= base.index and th.threshold == th.candidates[want]
     assert tops_release(x, **kw, seed=9, shape_rule="paper").threshold == lifted.threshold
+
+
+def test_stream_default_does_not_lift_a_scale_free_selection():
+    rng = np.random.default_rng(12)
+    x = np.minimum(np.floor(rng.exponential(60.0, 8192 + 50_000)), 1440.0)
+    kw = {"bound": 1440.0, "epsilon_threshold": 1.0, "epsilon_perturb": 1.0, "time_lag": 8192}
+    kw |= {"shape_rule": "paper", "threshold_score": "scale_free", "seed": 9}
+    default, plain = tops_release(x, **kw), tops_release(x, **kw, threshold_correction="none")
+    assert default.threshold_release.score == "scale_free"
+    assert default.threshold_release.index == plain.threshold_release.index
+    # the same stream under the paper's score is lifted (the test above): the lift is the
+    # score's, not the stream's
+    lifted = tops_release(x, **(kw | {"threshold_score": "paper"}))
+    unlifted = tops_release(x, **(kw | {"threshold_score": "paper"}), threshold_correction="none")
+    assert lifted.threshold > unlifted.threshold
 
 
 # -- the scale-free score --------------------------------------------------------------------
