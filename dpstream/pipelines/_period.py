@@ -321,8 +321,11 @@ def release_block(
             **spec._common(),
         )[0]
     out = from_periods(out_full, out_tail)
+    # in place only on an array of its own: from_periods may return a view of out_full,
+    # which a caller may hold (read-only when it is a shared release array)
+    owned = out.flags.owndata and out.flags.writeable
     del out_full, out_tail  # one copy of the output at a time (issue 22)
-    np.maximum(out, 0.0, out=out)
+    out = np.maximum(out, 0.0, out=out if owned else None)
     if observed is not None:  # nothing is published for a missing reading
         gaps = []
         if full.shape[0]:
