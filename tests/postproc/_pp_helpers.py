@@ -8,6 +8,19 @@ from scipy import optimize
 from postproc import FeatureSet, Hierarchy
 
 
+def fanout_tree(fanouts: list[int]) -> Hierarchy:
+    """A complete tree under "R": every node of level i has ``fanouts[i]`` children
+    ("R.0", "R.0.1", ...)."""
+    children, level = {}, ["R"]
+    for f in fanouts:
+        nxt = []
+        for p in level:
+            children[p] = [f"{p}.{i}" for i in range(f)]
+            nxt += children[p]
+        level = nxt
+    return Hierarchy(children=children)
+
+
 def random_hierarchy(rng: np.random.Generator, n_nodes: int) -> Hierarchy:
     """A random tree on nodes "n0".."n{k-1}" (n0 the root); a single stream if n_nodes == 1."""
     if n_nodes == 1:

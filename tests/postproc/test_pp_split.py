@@ -4,20 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _pp_helpers import fanout_tree
 
 from postproc import FeatureSet, Hierarchy, project_consistent
 from postproc._split import SubtreeSolver, TopTree, node_depths, solve_split, subtrees
-
-
-def _tree(fanouts: list[int]) -> Hierarchy:
-    children, level = {}, ["R"]
-    for f in fanouts:
-        nxt = []
-        for p in level:
-            children[p] = [f"{p}.{i}" for i in range(f)]
-            nxt += children[p]
-        level = nxt
-    return Hierarchy(children=children)
 
 
 def _problem(h: Hierarchy, fs: FeatureSet, seed: int, noise: float):
@@ -51,7 +41,7 @@ def _split(h: Hierarchy, fs: FeatureSet, cut: int, c: np.ndarray, v: np.ndarray)
 
 
 def test_subtrees_hold_every_node_below_the_cut_in_their_own_bfs_order():
-    h = _tree([2, 3, 2])
+    h = fanout_tree([2, 3, 2])
     maps, rows = subtrees(h, 2)
     assert len(maps) == 6
     below = np.sort(np.concatenate(rows))
@@ -63,7 +53,7 @@ def test_subtrees_hold_every_node_below_the_cut_in_their_own_bfs_order():
 @pytest.mark.parametrize("cut", [1, 2])
 @pytest.mark.parametrize("noise", [0.05, 3.0])  # non-negative optimum / many leaf-steps at 0
 def test_split_elimination_equals_the_one_process_fast_path(cut, noise):
-    h = _tree([3, 4, 5])
+    h = fanout_tree([3, 4, 5])
     fs = FeatureSet.default(8)
     c, v = _problem(h, fs, seed=cut, noise=noise)
     ref = project_consistent(c, hierarchy=h, features=fs, variances=v).values[0]
@@ -78,7 +68,7 @@ def test_split_elimination_equals_the_one_process_fast_path(cut, noise):
 
 
 def test_top_sums_are_the_subtree_roots_sums():
-    h = _tree([2, 2, 2])
+    h = fanout_tree([2, 2, 2])
     fs = FeatureSet.default(4)
     shape = (3, fs.n_parts)
     top = TopTree(h, 2, fs, np.zeros(shape), np.ones(shape))

@@ -7,25 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _pp_helpers import fanout_tree
 
 from postproc import FeatureSet, Hierarchy, project_consistent
 from postproc._split import SubtreeSolver, TopTree, node_depths, solve_split, subtrees
 
 
-def _tree(fanouts: list[int]) -> Hierarchy:
-    children, level = {}, ["R"]
-    for f in fanouts:
-        nxt = []
-        for p in level:
-            children[p] = [f"{p}.{i}" for i in range(f)]
-            nxt += children[p]
-        level = nxt
-    return Hierarchy(children=children)
-
-
 @pytest.mark.parametrize("features", [FeatureSet.from_breaks(8, []), FeatureSet.default(8)])
 def test_summaries_travel_without_the_arrays_recomputed_after(features):
-    h = _tree([3, 4, 6])
+    h = fanout_tree([3, 4, 6])
     rng = np.random.default_rng(5)
     a = h.sparse_matrix
     truth = rng.gamma(1.0, 1.0, size=(len(h.leaves), features.w))
