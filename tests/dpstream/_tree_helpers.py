@@ -37,3 +37,20 @@ def plan_in_memory(frame, hierarchy, seed: int, history=None):
         history=None if past is None else past.values,
     )  # fmt: skip
     return cfg, sf, measured, plans, priors
+
+
+class DayTable:
+    """An in-memory leaf source for the split engine: ``day``'s w steps of ``loads`` (rows in
+    ``leaves`` order). In one process only: Dask would ship it in the graph."""
+
+    def __init__(self, loads, day: int, leaves, w: int):
+        self.rows = {leaf: i for i, leaf in enumerate(leaves)}
+        self.loads, self.day, self.w = loads, day, w
+
+    def __call__(self, leaves):
+        import numpy as np
+
+        w = self.w
+        return np.stack(
+            [self.loads[self.rows[x], self.day * w : (self.day + 1) * w] for x in leaves]
+        )

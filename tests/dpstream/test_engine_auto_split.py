@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from _tree_helpers import feeder_tree
+from _tree_helpers import DayTable, feeder_tree
 
 from dpstream import ReleaseStore
 from dpstream.engine._auto_split import (
@@ -52,17 +52,8 @@ def _cfg(tree=H, **kw):
     return _config(hierarchy=tree, nodes=tree.nodes, **opts)
 
 
-class Table:
-    """An in-memory source (in one process only: Dask would ship it in the graph)."""
-
-    def __init__(self, loads: np.ndarray, day: int):
-        self.rows = {leaf: i for i, leaf in enumerate(H.leaves)}
-        self.loads, self.day = loads, day
-
-    def __call__(self, leaves):
-        return np.stack(
-            [self.loads[self.rows[x], self.day * W : (self.day + 1) * W] for x in leaves]
-        )
+def Table(loads: np.ndarray, day: int) -> DayTable:  # noqa: N802 (was a class)
+    return DayTable(loads, day, H.leaves, W)
 
 
 def _whole(cfg, loads, days, seed, history=None):
@@ -124,13 +115,16 @@ def test_the_charge_comes_after_every_read_and_before_any_draw(monkeypatch):
 
     monkeypatch.setattr(mod, "measure_auto_nodes", spy)
 
-    class Counting(Table):
+    class Counting(DayTable):
         def __call__(self, leaves):
             events.append("read")
             return super().__call__(leaves)
 
     AutoSplit(_cfg(), H, cut=2).release(
-        Counting(_loads(1), 0), ordinal=0, seed=1, charge=lambda: events.append("charge")
+        Counting(_loads(1), 0, H.leaves, W),
+        ordinal=0,
+        seed=1,
+        charge=lambda: events.append("charge"),
     )
     assert events[:7] == ["read"] * 6 + ["charge"] and set(events[7:]) == {"draw"}
 
@@ -149,7 +143,7 @@ def test_bad_values_read_by_a_subtree_stop_before_the_charge():
     loads[5, 3] = -1.0
     charged = []
 
-    class Checked(Table):
+    class Checked(DayTable):
         def __call__(self, leaves):
             x = super().__call__(leaves)
             if (x < 0).any():
@@ -158,7 +152,7 @@ def test_bad_values_read_by_a_subtree_stop_before_the_charge():
 
     with pytest.raises(DomainError):
         AutoSplit(_cfg(), H, cut=1).release(
-            Checked(loads, 0), ordinal=0, seed=1, charge=lambda: charged.append(1)
+            Checked(loads, 0, H.leaves, W), ordinal=0, seed=1, charge=lambda: charged.append(1)
         )
     assert charged == []
 

@@ -13,7 +13,7 @@ import weakref
 
 import numpy as np
 import pytest
-from _tree_helpers import feeder_tree
+from _tree_helpers import DayTable, feeder_tree
 
 from dpstream.engine import _auto_split
 from dpstream.engine._auto_split import AutoSplit, release_auto_whole
@@ -41,15 +41,8 @@ def _cfg():
                    noise="laplace", target="all", level_shares=None, prior=True)  # fmt: skip
 
 
-class Table:
-    def __init__(self, loads: np.ndarray, day: int):
-        self.rows = {leaf: i for i, leaf in enumerate(H.leaves)}
-        self.loads, self.day = loads, day
-
-    def __call__(self, leaves):
-        return np.stack(
-            [self.loads[self.rows[x], self.day * W : (self.day + 1) * W] for x in leaves]
-        )
+def Table(loads: np.ndarray, day: int) -> DayTable:  # noqa: N802 (was a class)
+    return DayTable(loads, day, H.leaves, W)
 
 
 def _release(split: AutoSplit, loads: np.ndarray) -> list[np.ndarray]:
