@@ -269,6 +269,7 @@ def plan_pak_mse(
         query = {}
         loss = empirical_loss(values, n, known=m)
     else:  # ranges of L steps of the suffix, on the same public ranges for both options
+
         def ranges(c: str, steps: int, first: int, b: float) -> float:
             return counter_range_variance(
                 c, steps, span["L"], epsilon=epsilon, bound=b, delta=delta, first=first,

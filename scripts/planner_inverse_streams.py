@@ -87,8 +87,8 @@ def main() -> None:
     if kept.exists():  # this run's kinds of rows are replaced, the others kept
         old = pd.read_csv(kept)
         mine = (old["method"] == "ToPS") & ("tops" in args.methods)
-        mine |= (old["method"] == label) & (old["quantity"] == pak_quantity) & (
-            "pak" in args.methods
+        mine |= (
+            (old["method"] == label) & (old["quantity"] == pak_quantity) & ("pak" in args.methods)
         )
         rows = old[~mine].to_dict("records")
 
@@ -155,9 +155,7 @@ def pak_ranges(x: np.ndarray, bound: float, trials: int, flush) -> None:
     starts = M + range_starts(0, n - M, L)  # the planner's public ranges, absolute steps
     sums = np.concatenate(([0.0], np.cumsum(x)))
     truth = sums[starts + L] - sums[starts]
-    pak = functools.partial(
-        pak_forward, x[:M], range_length=L, horizon=n, bound=bound, delta=DELTA
-    )
+    pak = functools.partial(pak_forward, x[:M], range_length=L, horizon=n, bound=bound, delta=DELTA)
     for target in PAK_RANGE_TARGETS:
         plan = plan_epsilon(pak, target=target, epsilon_min=0.05, epsilon_max=50.0)
         mse_plan = plan_pak_mse(x[:M], n=n, bound=bound, epsilon=plan.epsilon, delta=DELTA,
@@ -189,8 +187,11 @@ def expected_range_rmse(x, bound, plan, starts, *, epsilon: float) -> float:
 
     n, m, q = x.size, plan.time_lag, plan.queries
     if not plan.use_threshold:
-        return math.sqrt(counter_range_variance(plan.counter, n, L, epsilon=epsilon,
-                                                bound=bound, delta=DELTA, first=m, queries=q))
+        return math.sqrt(
+            counter_range_variance(
+                plan.counter, n, L, epsilon=epsilon, bound=bound, delta=DELTA, first=m, queries=q
+            )
+        )
     v = counter_range_variance(plan.counter, n - m, L, epsilon=epsilon, bound=1.0,
                                delta=DELTA, queries=q)  # fmt: skip
     cal = pak_threshold_calibration(

@@ -337,9 +337,15 @@ def release_optstream(
     )
     attach_record(result, record, paid)
     result.attrs["estimates"] = published_estimates(keep)
-    result.attrs["hierarchy"] = None if sf.hierarchy is None else SharedDict({  # public: std_errors
-        str(a): [str(c) for c in kids] for a, kids in sf.hierarchy.children.items()
-    })
+    result.attrs["hierarchy"] = (
+        None
+        if sf.hierarchy is None
+        else SharedDict(
+            {  # public: std_errors
+                str(a): [str(c) for c in kids] for a, kids in sf.hierarchy.children.items()
+            }
+        )
+    )
     return result
 
 
