@@ -77,11 +77,19 @@ def _discard_if_unused(path, created: bool):
 
 
 def _remove_unused_store(path: Path) -> None:
-    """Remove ``path`` and its SQLite sidecars if it holds no period and no charge."""
+    """Remove ``path`` and its SQLite sidecars if it holds no period and no charge, under
+    the store's job lock (a job that holds it, e.g. another run that created the same file
+    meanwhile, keeps the file)."""
     import sqlite3
 
     if not path.exists():
         return
+    try:
+        lock = sqlite3.connect(path.with_name(path.name + ".lock"), timeout=0, isolation_level=None)
+        lock.execute("BEGIN EXCLUSIVE")
+    except sqlite3.Error:
+        return  # another job holds the store: leave it
+    removed = False
     try:
         con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
@@ -91,12 +99,18 @@ def _remove_unused_store(path: Path) -> None:
             )
         finally:
             con.close()
+        if not used:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                path.with_name(path.name + suffix).unlink(missing_ok=True)
+            removed = True
     except sqlite3.Error:
-        return  # not a store this run could read: leave it as it is
-    if used:
-        return
-    for suffix in ("", "-wal", "-shm", "-journal", ".lock", ".lock-journal"):
-        path.with_name(path.name + suffix).unlink(missing_ok=True)
+        pass  # not a store this run could read: leave it as it is
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    if removed:
+        for suffix in (".lock", ".lock-journal"):
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
 def _dataset_ledger(ledger_args: tuple, options: dict, ids, hierarchy):

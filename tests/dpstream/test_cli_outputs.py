@@ -97,6 +97,23 @@ def test_a_refused_release_into_a_new_store_leaves_no_store_file(regional, tmp_p
     assert store.exists() and (tmp_path / "o.csv.privacy.json").exists()
 
 
+def test_a_store_another_job_holds_is_never_removed(regional, tmp_path, capsys):
+    import sqlite3
+
+    path, hier, _ = regional
+    store = tmp_path / "ops.db"
+    lock = sqlite3.connect(tmp_path / "ops.db.lock", isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")  # another job's hold on the store
+    try:
+        assert _optstream(path, hier, tmp_path / "o.csv", "--store", str(store)) == 2
+        assert "busy" in capsys.readouterr().err
+        # the store file (which the other job may be writing) and its lock stay
+        assert store.exists() and (tmp_path / "ops.db.lock").exists()
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+
+
 def test_a_refused_release_into_an_existing_store_keeps_it(regional, tmp_path, capsys):
     path, hier, _ = regional
     store = tmp_path / "ops.db"
