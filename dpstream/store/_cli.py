@@ -86,8 +86,12 @@ def _remove_unused_store(path: Path) -> None:
         return
     try:
         lock = sqlite3.connect(path.with_name(path.name + ".lock"), timeout=0, isolation_level=None)
+    except sqlite3.Error:
+        return
+    try:
         lock.execute("BEGIN EXCLUSIVE")
     except sqlite3.Error:
+        lock.close()
         return  # another job holds the store: leave it
     removed = False
     try:
