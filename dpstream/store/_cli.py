@@ -82,36 +82,29 @@ def _remove_unused_store(path: Path) -> None:
     meanwhile, keeps the file)."""
     import sqlite3
 
+    from ._store import idle_job_lock
+
     if not path.exists():
         return
-    try:
-        lock = sqlite3.connect(path.with_name(path.name + ".lock"), timeout=0, isolation_level=None)
-    except sqlite3.Error:
-        return
-    try:
-        lock.execute("BEGIN EXCLUSIVE")
-    except sqlite3.Error:
-        lock.close()
-        return  # another job holds the store: leave it
     removed = False
-    try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    with idle_job_lock(path) as idle:
+        if not idle:
+            return  # another job holds the store: leave it
         try:
-            used = sum(
-                con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-                for table in ("periods", "charges")
-            )
-        finally:
-            con.close()
+            con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                used = sum(
+                    con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                    for table in ("periods", "charges")
+                )
+            finally:
+                con.close()
+        except sqlite3.Error:
+            return  # not a store this run could read: leave it as it is
         if not used:
             for suffix in ("", "-wal", "-shm", "-journal"):
                 path.with_name(path.name + suffix).unlink(missing_ok=True)
             removed = True
-    except sqlite3.Error:
-        pass  # not a store this run could read: leave it as it is
-    finally:
-        lock.execute("ROLLBACK")
-        lock.close()
     if removed:
         for suffix in (".lock", ".lock-journal"):
             path.with_name(path.name + suffix).unlink(missing_ok=True)

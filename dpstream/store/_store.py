@@ -151,6 +151,29 @@ class StoreBusyError(FileBusyError):
     """Another job is releasing into the same store (its job lock is held)."""
 
 
+@contextmanager
+def idle_job_lock(path: Path) -> Iterator[bool]:
+    """Hold the job lock of the store at ``path`` for the block if no job holds it (taken
+    without waiting): yields True, or False when a job is running (or the lock file cannot
+    be opened)."""
+    try:
+        lock = sqlite3.connect(path.with_name(path.name + ".lock"), timeout=0, isolation_level=None)
+    except sqlite3.Error:
+        yield False
+        return
+    try:
+        lock.execute("BEGIN EXCLUSIVE")
+    except sqlite3.Error:
+        lock.close()
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+
+
 def _now() -> str:
     from datetime import UTC, datetime
 
@@ -357,23 +380,11 @@ class ReleaseStore:
         running = self._con.execute("SELECT 1 FROM meta WHERE key = 'running'").fetchone()
         if running is None:
             return
-        lock_file = self.path.with_name(self.path.name + ".lock")
-        try:
-            lock = sqlite3.connect(lock_file, timeout=0, isolation_level=None)
-        except sqlite3.Error:
-            return
-        try:
-            lock.execute("BEGIN EXCLUSIVE")
-        except sqlite3.Error:
-            lock.close()
-            return  # a job is running: its mark stays
-        try:
-            self.checkpoint()
-            self._mark_running(False)
-            self.meta.pop("running", None)
-        finally:
-            lock.execute("ROLLBACK")
-            lock.close()
+        with idle_job_lock(self.path) as idle:
+            if idle:  # else a job is running: its mark stays
+                self.checkpoint()
+                self._mark_running(False)
+                self.meta.pop("running", None)
 
     @property
     def id(self) -> str:
