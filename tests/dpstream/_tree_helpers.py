@@ -54,3 +54,16 @@ class DayTable:
         return np.stack(
             [self.loads[self.rows[x], self.day * w : (self.day + 1) * w] for x in leaves]
         )
+
+
+def daily_loads(n_leaves: int, w: int, days: int, seed: int = 0):
+    """(n_leaves, days * w) synthetic daily profiles with noise (the planner has something to
+    learn)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    t = np.arange(w * days)
+    scale = rng.gamma(2.0, 1.0, n_leaves)[:, None]
+    return scale * (1.2 + np.sin(2 * np.pi * t / w))[None] + rng.gamma(
+        1.0, 0.3, (scale.size, t.size)
+    )

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from _tree_helpers import DayTable, feeder_tree
+from _tree_helpers import DayTable, daily_loads, feeder_tree
 
 from dpstream import ReleaseStore
 from dpstream.engine._auto_split import (
@@ -37,13 +37,7 @@ H = Hierarchy(children=CH)
 
 
 def _loads(days: int, seed: int = 0) -> np.ndarray:
-    """(L, days * W) daily profiles with noise (the planner has something to learn)."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(W * days)
-    scale = rng.gamma(2.0, 1.0, len(H.leaves))[:, None]
-    return scale * (1.2 + np.sin(2 * np.pi * t / W))[None] + rng.gamma(
-        1.0, 0.3, (scale.size, t.size)
-    )
+    return daily_loads(len(H.leaves), W, days, seed)
 
 
 def _cfg(tree=H, **kw):

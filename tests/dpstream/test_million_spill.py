@@ -13,7 +13,7 @@ import weakref
 
 import numpy as np
 import pytest
-from _tree_helpers import DayTable, feeder_tree
+from _tree_helpers import DayTable, daily_loads, feeder_tree
 
 from dpstream.engine import _auto_split
 from dpstream.engine._auto_split import AutoSplit, release_auto_whole
@@ -28,12 +28,7 @@ _ELIMINATION = {"scale", "summary", "descend", "gradient", "extent", "start", "i
 
 
 def _loads(days: int, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    t = np.arange(W * days)
-    scale = rng.gamma(2.0, 1.0, len(H.leaves))[:, None]
-    return scale * (1.2 + np.sin(2 * np.pi * t / W))[None] + rng.gamma(
-        1.0, 0.3, (scale.size, t.size)
-    )
+    return daily_loads(len(H.leaves), W, days, seed)
 
 
 def _cfg():
