@@ -32,10 +32,11 @@ public) inputs; this module inverts those predictions:
     ranges of L > n − m steps the release answers start at the first step: the prefix sum
     c(σ, L), one query per release (also without ``horizon``, L then being the stream's
     length: the released total c(σ, n), Eq. 16's own quantity).
-  - ToPS (:func:`tops_forward`): [ToPS21]'s perturber at ε_r = ε with the θ of least
-    predicted error (:func:`planner.plan_tops`), the root mean square error of a range sum of
-    exactly L steps (the terms of :func:`planner.tops_range_error` over public ranges of
-    length L: noise of the complete leaves, partial leaves, clipping bias L·μ_θ).
+  - ToPS (:func:`tops_forward`): the release's own rule at ε_r = ε (ε_θ = ε unless given):
+    its θ, g and L simulated on the prefix (:func:`planner.plan_tops`'s runs), and the mean
+    over the runs of the mean square error of a range sum of exactly L steps (the terms of
+    :func:`planner.tops_range_error` over public ranges of length L: noise of the complete
+    leaves, partial leaves, clipping bias L·μ_θ).
 
 *Privacy*: none of these functions releases anything. They read their ``history`` or
 ``prefix`` argument: pass public data (an earlier, released or declared public period), never
@@ -432,14 +433,16 @@ def pak_forward(
 
 def tops_length_errors(
     prefix: np.ndarray, *, thresholds: np.ndarray, horizon: int, range_length: int,
-    epsilon: float, fanout: int = 16, queries: int = 2000,
+    epsilon: float, fanout: int = 16, queries: int = 2000, leaf_size: int | None = None,
+    levels: int | None = None,
 ) -> list[tuple[float, dict]]:  # fmt: skip
     """(MSE, terms) of a ToPS range sum of exactly L steps at each θ (module notes).
 
     Internal (validated inputs). The noise over the complete leaves is averaged over public
     ranges of L steps starting at ``queries`` equally spaced steps of [0, r − L]; the partial
     leaves and the smoothing error are those of :func:`planner.tops_range_error`; the clipping
-    bias of a range of L steps is L·μ_θ.
+    bias of a range of L steps is L·μ_θ. The tree's g and L: ``leaf_size`` and ``levels``
+    (a release's), else [ToPS21]'s pruning rule.
     """
     from mechanisms import tops_leaf_size, tops_levels, tops_noise
     from mechanisms.tops._variance import leaf_variance_units, variance_units
@@ -448,8 +451,8 @@ def tops_length_errors(
     from ._tops_plan import _per_step_excess, _smoothing_error
 
     r, length = int(horizon), int(range_length)
-    g = tops_leaf_size(r, epsilon, fanout)
-    lv = tops_levels(r, g, fanout)
+    g = tops_leaf_size(r, epsilon, fanout) if leaf_size is None else int(leaf_size)
+    lv = tops_levels(r, g, fanout) if levels is None else int(levels)
     starts = range_starts(0, r, length, queries)  # the public ranges PAK's plan averages over too
     ends = starts + length - 1
     a = -(-starts // g)
@@ -482,16 +485,27 @@ def tops_forward(
     horizon: int,
     bound: float,
     fanout: int = 16,
+    epsilon_threshold: float | None = None,
+    draws: int | None = None,
+    seed: object = 0,
 ) -> EpsilonPlan:
     """Predicted RMSE of a ToPS range sum of L steps at ε_r = ε (forward; module notes).
 
-    θ is the candidate of the optimizer's grid (:func:`mechanisms.tops_candidates`) with the
-    least predicted error for a range of L steps; candidates above the prefix's maximum are
-    dominated (no less bias, more noise) and only the first of them is scored.
-    ``prefix`` (**data**) stands for the stream's distribution.
+    The prediction is that of the release :func:`mechanisms.tops_release` makes with its
+    defaults, ε_r = ε and ε_θ = ``epsilon_threshold`` (None: ε, the CLI's default) on a stream
+    whose first m values are ``prefix`` (**data**, standing for the stream's distribution):
+    its threshold and shape rule is run ``draws`` times on the prefix
+    (:func:`planner._tops_plan.release_draws`, seeded with ``seed``: the same draws at every ε)
+    and the MSE of a range of L steps at each run's (θ, g, L) is averaged; the RMSE is the
+    root of that mean. ``parameters`` also carry the oracle: the candidate of the optimizer's
+    grid with the least predicted error at the rule's most frequent shape (``best_threshold``,
+    ``best_rmse``; candidates above the prefix's maximum are dominated and only the first of
+    them is scored).
     """
     from mechanisms import tops_candidates
     from mechanisms.core._validation import check_stream
+
+    from ._tops_plan import DEFAULT_DRAWS, release_draws
 
     owner = "tops_forward"
     eps = check_positive(epsilon, "epsilon", owner)
@@ -499,20 +513,47 @@ def tops_forward(
     length = check_integer(range_length, "range_length", owner, maximum=r)
     bnd = check_positive(bound, "bound", owner)
     f = check_integer(fanout, "fanout", owner, minimum=2, maximum=1 << 20)
+    eps_t = eps if epsilon_threshold is None else check_positive(
+        epsilon_threshold, "epsilon_threshold", owner
+    )  # fmt: skip
+    k = DEFAULT_DRAWS if draws is None else check_integer(draws, "draws", owner)
     arr = check_stream(prefix, "prefix", owner, bound=bnd, min_length=2)
+    rule = release_draws(
+        arr, bound=bnd, horizon=r, epsilon_threshold=eps_t, epsilon_perturb=eps, fanout=f,
+        draws=k, seed=seed, _owner=owner,
+    )  # fmt: skip
+    runs: dict[tuple[float, int, int], tuple[float, dict]] = {}
+    keys = list(zip(rule.thresholds.tolist(), rule.leaf_sizes.tolist(), rule.levels.tolist(),
+                    strict=True))  # fmt: skip
+    for theta, g, lv in set(keys):
+        runs[(theta, g, lv)] = tops_length_errors(
+            arr, thresholds=np.array([theta]), horizon=r, range_length=length, epsilon=eps,
+            fanout=f, leaf_size=g, levels=lv,
+        )[0]  # fmt: skip
+    scored = [runs[key] for key in keys]
+    mse = float(np.mean([m for m, _ in scored]))
+    rmse = math.sqrt(mse)
+    g, lv = rule.shape
     grid = np.asarray(tops_candidates(bnd, None), dtype=np.float64)
-    grid = grid[grid > 0]
     top = int(np.searchsorted(grid, arr.max(), side="left"))
     grid = grid[: min(top + 1, grid.size)]
     if grid.size > _TOPS_THRESHOLDS:
         grid = grid[np.unique(np.linspace(0, grid.size - 1, _TOPS_THRESHOLDS).astype(int))]
-    scored = tops_length_errors(
-        arr, thresholds=grid, horizon=r, range_length=length, epsilon=eps, fanout=f
-    )
-    i = int(np.argmin([mse for mse, _ in scored]))
-    mse, terms = scored[i]
-    rmse = math.sqrt(mse)
-    params = {"threshold": float(grid[i]), "range_length": length, "horizon": r, **terms}
+    oracle = tops_length_errors(
+        arr, thresholds=grid, horizon=r, range_length=length, epsilon=eps, fanout=f,
+        leaf_size=g, levels=lv,
+    )  # fmt: skip
+    i = int(np.argmin([m for m, _ in oracle]))
+    q10, q50, q90 = rule.quantiles()
+    terms = {name: float(np.mean([t[name] for _, t in scored])) for name in ("noise", "partial")}
+    terms["bias"] = math.sqrt(float(np.mean([t["bias"] ** 2 for _, t in scored])))
+    params = {
+        "threshold": float(q50), "threshold_q10": float(q10), "threshold_q90": float(q90),
+        "mean_threshold": float(rule.thresholds.mean()), "epsilon_threshold": eps_t,
+        "range_length": length, "horizon": r, **terms, "leaf_size": g, "levels": lv,
+        "draws": k, "score": ",".join(sorted(set(rule.scores))),
+        "best_threshold": float(grid[i]), "best_rmse": math.sqrt(oracle[i][0]),
+    }  # fmt: skip
     return EpsilonPlan(
         method="tops", epsilon=eps, metric="rmse", level="range", target=None, predicted=rmse,
         reachable=True, errors={"range": {"rmse": rmse}}, parameters=params,

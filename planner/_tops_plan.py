@@ -26,6 +26,22 @@ r released steps, i and j uniform and sorted)
 Both the noise and partial terms scale with θ², the bias term falls with θ: the best θ trades
 them. :func:`plan_tops` evaluates the prediction on the optimizer's candidate grid. It reads the
 prefix: an analysis tool, not a private release (``private=False``), like ``plan_pak``.
+
+The release's own rule (issue 23)
+---------------------------------
+:func:`~mechanisms.tops_release` does not use the θ of least predicted error: it selects θ
+privately (report-noisy-max of [ToPS21]'s score or the scale-free one, the guard's count, the
+overshoot correction, the "mse" lift) and then the shape (g, L) given θ, with the shape
+statistic when it is bought. θ, g and L are random, and independent of the perturber's noise
+on the later steps, so the release's expected range-query error is
+
+    E[MSE] = E_{(θ, g, L) ~ rule}[ MSE(θ; g, L) ],
+
+MSE(θ; g, L) the terms above at that shape. :func:`release_draws` samples the rule by running
+the mechanism's own code (:class:`~mechanisms.ToPSStream` on the prefix, with the same public
+arguments, ``draws`` times from one seeded bit source: a simulation on the prefix that
+releases nothing) and :func:`plan_tops` reports the mean over the draws (``release_mse``) next
+to the grid's least predicted error (``best``, the θ no rule can find without the data).
 """
 
 from __future__ import annotations
@@ -44,21 +60,27 @@ from mechanisms import (
 )
 from mechanisms.core._results import summary_text, table_frame
 from mechanisms.core._validation import check_integer, check_positive, check_stream
-from mechanisms.tops._shape import partial_errors
+from mechanisms.tops._shape import DEFAULT_SHAPE_SHARE, partial_errors
 from mechanisms.tops._tree import max_levels
 from mechanisms.tops._variance import QUERIES, mean_query_units, public_queries, variance_units
 
 __all__ = [
     "TopsError",
     "TopsPlan",
+    "TopsRuleDraws",
     "TopsShapePlan",
     "plan_tops",
     "plan_tops_shape",
+    "release_draws",
     "tops_range_error",
 ]
 
 #: Number of public random queries the noise and length terms are averaged over.
 DEFAULT_QUERIES = QUERIES
+#: Simulated runs of the release's threshold and shape rule per plan (:func:`release_draws`).
+DEFAULT_DRAWS = 32
+#: Largest number of simulated runs accepted.
+_MAX_DRAWS = 1 << 16
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,53 +213,172 @@ def tops_range_error(
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TopsRuleDraws:
+    """(θ, g, L) of ``draws`` simulated runs of the release's rule on a prefix (module notes)."""
+
+    thresholds: np.ndarray
+    """θ of each run (after the corrections the release applies)."""
+    leaf_sizes: np.ndarray
+    """g of each run."""
+    levels: np.ndarray
+    """L of each run."""
+    scores: tuple[str, ...]
+    """The score each run used (``"paper"`` or ``"scale_free"``)."""
+    epsilon_threshold: float
+    """ε_θ the runs selected θ with."""
+
+    def __post_init__(self) -> None:
+        for arr in (self.thresholds, self.leaf_sizes, self.levels):
+            arr.setflags(write=False)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """The most frequent (g, L) (the first one on ties)."""
+        pairs = list(zip(self.leaf_sizes.tolist(), self.levels.tolist(), strict=True))
+        return max(pairs, key=pairs.count)
+
+    def quantiles(self, q: object = (0.1, 0.5, 0.9)) -> np.ndarray:
+        """Quantiles of θ over the runs."""
+        return np.quantile(self.thresholds, q)
+
+
+def release_draws(
+    prefix: np.ndarray,
+    *,
+    bound: float,
+    horizon: int,
+    epsilon_threshold: float,
+    epsilon_perturb: float,
+    fanout: int = 16,
+    candidates: object = None,
+    c: float = 60.0,
+    leaf_size: int | None = None,
+    draws: int = DEFAULT_DRAWS,
+    seed: object = 0,
+    _owner: str = "release_draws",
+    **rule: object,
+) -> TopsRuleDraws:
+    """Run the release's threshold and shape rule ``draws`` times on ``prefix`` (module notes).
+
+    Each run is a :class:`~mechanisms.ToPSStream` with the public arguments of
+    :func:`~mechanisms.tops_release` (time lag m = the prefix's length, horizon r, and ``rule``:
+    ``threshold_score``, ``threshold_correction``, ``shape_rule``, ``shape_share``,
+    ``threshold_method``) fed the prefix only: it selects θ and the shape and stops before the
+    perturber. The runs share one bit source seeded from ``seed`` (default 0: the plan is
+    reproducible; None draws from the OS). A simulation: the prefix is data, nothing here is
+    a release.
+    """
+    from mechanisms import ToPSStream
+    from mechanisms.core import bit_source
+
+    owner = _owner
+    k = check_integer(draws, "draws", owner, maximum=_MAX_DRAWS)
+    arr = np.asarray(prefix, dtype=np.float64)
+    bits = bit_source(seed)
+    out = []
+    for _ in range(k):
+        stream = ToPSStream(
+            bound=bound,
+            epsilon_threshold=epsilon_threshold,
+            epsilon_perturb=epsilon_perturb,
+            time_lag=int(arr.size),
+            horizon=horizon,
+            fanout=fanout,
+            candidates=candidates,
+            c=c,
+            leaf_size=leaf_size,
+            seed=bits,
+            _owner=owner,
+            **rule,
+        )
+        stream.extend(arr)
+        out.append((stream.threshold, stream.leaf_size, stream.levels, stream.threshold_release))
+    return TopsRuleDraws(
+        thresholds=np.array([t for t, *_ in out], dtype=np.float64),
+        leaf_sizes=np.array([g for _, g, _, _ in out], dtype=np.int64),
+        levels=np.array([lv for *_, lv, _ in out], dtype=np.int64),
+        scores=tuple(th.score for *_, th in out),
+        epsilon_threshold=float(epsilon_threshold),
+    )
+
+
+def rule_errors(draws: TopsRuleDraws, arr, r, eps, f, nq) -> list[TopsError]:
+    """MSE(θ; g, L) of every run (module notes; one evaluation per distinct run)."""
+    seen: dict[tuple[float, int, int], TopsError] = {}
+    out = []
+    for key in zip(
+        draws.thresholds.tolist(), draws.leaf_sizes.tolist(), draws.levels.tolist(), strict=True
+    ):
+        if key not in seen:
+            theta, g, lv = key
+            seen[key] = _errors(np.array([theta]), arr, r, eps, f, g, lv, nq)[0]
+        out.append(seen[key])
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TopsPlan:
-    """Predicted error over the optimizer's candidate grid (an analysis: reads the prefix)."""
+    """What the release's rule will do and its predicted error, and the predicted error of every
+    candidate θ (an analysis: reads the prefix)."""
 
     candidates: np.ndarray
     """The candidate grid θⱼ."""
     mse: np.ndarray
-    """Predicted MSE of each candidate."""
+    """Predicted MSE of each candidate (at the shape ``leaf_size``, ``levels``)."""
     best: TopsError
-    """The candidate with the lowest predicted MSE, with its terms."""
+    """The candidate with the lowest predicted MSE, with its terms (the oracle: no rule that
+    reads only released values can find it)."""
+    release: TopsRuleDraws
+    """θ, g and L of the simulated runs of the release's rule (:func:`release_draws`)."""
+    release_mse: float
+    """The release's expected MSE: the mean over the runs of MSE(θ; g, L) (module notes)."""
+    release_terms: tuple[float, float, float]
+    """Its noise, partial and bias² terms (means over the runs)."""
     optimizer_threshold: float
-    """The θ the optimizer's score −m_θ − κθ peaks at (its noise-free choice)."""
+    """The θ the paper's score −m_θ − κθ peaks at (its noise-free choice)."""
     kappa: float
     """κ of the optimizer's score."""
     leaf_size: int
-    """g."""
+    """g of the candidate grid's errors (the given one, else the runs' most frequent)."""
     levels: int
-    """L."""
+    """L of the candidate grid's errors (as ``leaf_size``)."""
     private: bool = False
     """Always False: this plan reads the data (use it to choose public settings)."""
     note: str = "analysis only: reads the prefix (use it to choose public settings)"
     """Why the plan is not private."""
 
     def to_frame(self):
-        """One row per candidate θ: its predicted MSE."""
+        """One row per candidate θ: its predicted MSE and how often the rule released it."""
+        counts = np.array([np.count_nonzero(self.release.thresholds == t) for t in self.candidates])
         return table_frame(
             {
                 "threshold": self.candidates,
                 "mse": self.mse,
                 "best": self.candidates == self.best.threshold,
+                "released_share": counts / max(self.release.thresholds.size, 1),
             },
             index_name="candidate",
         )
 
     def summary(self) -> str:
-        """A short text table: the best θ, its predicted error, the optimizer's peak."""
+        """A short text table: the release's θ and expected MSE, then the grid's best θ."""
+        q10, q50, q90 = self.release.quantiles()
+        noise, partial, bias2 = self.release_terms
         rows = [
-            ("best threshold θ", self.best.threshold),
+            ("release: θ median [q10, q90]", f"{q50:.4g} [{q10:.4g}, {q90:.4g}]"),
+            ("release: expected MSE", self.release_mse),
+            ("  noise, partial, bias² terms", f"{noise:.4g}, {partial:.4g}, {bias2:.4g}"),
+            ("release: runs simulated, ε_θ", f"{self.release.thresholds.size}, "
+             f"{self.release.epsilon_threshold:g}"),
+            ("release: score(s)", ", ".join(sorted(set(self.release.scores)))),
+            ("best threshold θ (oracle)", self.best.threshold),
             ("its predicted MSE", self.best.mse),
-            (
-                "noise, partial, bias² terms",
-                f"{self.best.noise:.4g}, {self.best.partial:.4g}, {self.best.bias**2:.4g}",
-            ),
-            ("optimizer's noise-free θ", self.optimizer_threshold),
+            ("release MSE / best", self.release_mse / self.best.mse),
+            ("paper score's noise-free θ", self.optimizer_threshold),
             ("kappa κ", self.kappa),
             ("leaf size g, levels L", f"{self.leaf_size}, {self.levels}"),
             ("candidates", self.candidates.size),
-        ]
+        ]  # fmt: skip
         return summary_text("ToPS plan [ToPS21]", rows, result=self)
 
 
@@ -247,24 +388,74 @@ def plan_tops(
     bound: float,
     horizon: int,
     epsilon_perturb: float,
+    epsilon_threshold: float | None = None,
     fanout: int = 16,
     candidates: object = None,
     c: float = 60.0,
     leaf_size: int | None = None,
     queries: int = DEFAULT_QUERIES,
+    draws: int = DEFAULT_DRAWS,
+    seed: object = 0,
+    threshold_score: str = "auto",
+    threshold_correction: str = "mse",
+    shape_rule: str = "smoothing",
+    shape_share: float = DEFAULT_SHAPE_SHARE,
+    threshold_method: str = "laplace",
 ) -> TopsPlan:
-    """Predicted range-query MSE of every candidate θ, and where the optimizer's score peaks.
+    """What :func:`~mechanisms.tops_release` with these arguments will do, and its error.
 
-    Compares the θ minimising the predicted error with the optimizer's noise-free argmax of
-    q(θ) = −m_θ − κθ (κ from the same public settings, ``mechanisms.tops_kappa``).
+    Parameters
+    ----------
+    prefix
+        The m values the release's threshold reads (**data**: the plan is an analysis); they
+        also stand for the later steps' distribution (the truncation bias).
+    bound, horizon, epsilon_perturb, fanout, candidates, c, leaf_size
+        As for :func:`~mechanisms.tops_release` (``horizon`` = r = n − m).
+    epsilon_threshold
+        ε_θ of the release's threshold (None: ``epsilon_perturb``, the CLI's default; the
+        release is max(ε_θ, ε_r)-DP).
+    threshold_score, threshold_correction, shape_rule, shape_share, threshold_method
+        The release's rule (its defaults).
+    queries
+        Number of public random queries the errors are averaged over.
+    draws, seed
+        Simulated runs of the rule (:func:`release_draws`); ``seed`` 0 by default, so the plan
+        is reproducible.
+
+    Returns
+    -------
+    TopsPlan
+        ``release`` (θ, g, L of the runs) and ``release_mse`` (the release's expected MSE of a
+        uniform random range query, module notes); ``mse`` of every candidate θ and ``best``,
+        the least of them; ``optimizer_threshold``, the paper score's noise-free peak.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).exponential(1.0, 4_000).clip(0, 50)
+    >>> plan = plan_tops(x, bound=50.0, horizon=2**14, epsilon_perturb=1.0, draws=8)
+    >>> plan.release.thresholds.size, plan.release_mse >= plan.best.mse
+    (8, True)
     """
     owner = "plan_tops"
     bnd = check_positive(bound, "bound", owner)
     grid = tops_candidates(bnd, candidates)
     check_positive(c, "c", owner)
     args = _validate(prefix, horizon, epsilon_perturb, fanout, leaf_size, queries, owner, bnd)
-    arr, r, eps, f, g, levels, _ = args
-    errs = _errors(grid, *args)
+    arr, r, eps, f, _, _, nq = args
+    eps_t = eps if epsilon_threshold is None else check_positive(
+        epsilon_threshold, "epsilon_threshold", owner
+    )  # fmt: skip
+    check_integer(draws, "draws", owner, maximum=_MAX_DRAWS)
+    rule = release_draws(
+        arr, bound=bnd, horizon=r, epsilon_threshold=eps_t, epsilon_perturb=eps, fanout=f,
+        candidates=candidates, c=c, leaf_size=leaf_size, draws=draws, seed=seed,
+        threshold_score=threshold_score, threshold_correction=threshold_correction,
+        shape_rule=shape_rule, shape_share=shape_share, threshold_method=threshold_method,
+    )  # fmt: skip
+    runs = rule_errors(rule, arr, r, eps, f, nq)
+    g, levels = rule.shape
+    errs = _errors(grid, arr, r, eps, f, g, levels, nq)
     mse = np.array([e.mse for e in errs])
     mse.setflags(write=False)
     kappa = tops_kappa(time_lag=arr.size, horizon=r, epsilon_perturb=eps, fanout=f, c=c)
@@ -273,6 +464,13 @@ def plan_tops(
         candidates=grid,
         mse=mse,
         best=errs[int(np.argmin(mse))],
+        release=rule,
+        release_mse=float(np.mean([e.mse for e in runs])),
+        release_terms=(
+            float(np.mean([e.noise for e in runs])),
+            float(np.mean([e.partial for e in runs])),
+            float(np.mean([e.bias**2 for e in runs])),
+        ),
         optimizer_threshold=peak,
         kappa=kappa,
         leaf_size=g,

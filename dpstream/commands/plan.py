@@ -469,19 +469,23 @@ def _with_range(result, low: float, high: float):
 @click.option("--fanout", type=int, default=16, show_default=True, help="Fan-out F.")
 @click.option("--target-rmse", type=float, default=None, help="Target RMSE of a range sum -> ε.")
 @click.option("--epsilon", type=float, default=None, help="Forward: the RMSE at this ε.")
+@click.option("--epsilon-threshold", type=float, default=None,
+              help="ε_θ of the release's threshold (default: ε, as `release tops`).")  # fmt: skip
 @click.option("--epsilon-min", type=float, default=_EPSILON_MIN, show_default=True)
 @click.option("--epsilon-max", type=float, default=_EPSILON_MAX, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--curve", type=str, default=None, help="Write the ε-error curve (.html) here.")
-def tops(prefix, bound, horizon, range_length, fanout, target_rmse, epsilon, epsilon_min,
-         epsilon_max, as_json, curve) -> None:  # fmt: skip
+def tops(prefix, bound, horizon, range_length, fanout, target_rmse, epsilon, epsilon_threshold,
+         epsilon_min, epsilon_max, as_json, curve) -> None:  # fmt: skip
     """ε of ToPS for a target RMSE of a range sum of L steps, or the RMSE at an ε.
 
-    ε is the perturber's ε_r (the threshold's ε_θ reads the disjoint prefix: the release is
-    max(ε_θ, ε_r)-DP, event level); θ is the optimizer grid's candidate of least predicted
-    error for ranges of L steps. An analysis of --prefix, not a private choice. An
-    unreachable target (the clipping bias does not fall with ε) prints the best RMSE at
-    --epsilon-max and exits with status 2.
+    ε is the perturber's ε_r (the threshold's ε_θ, default ε, reads the disjoint prefix: the
+    release is max(ε_θ, ε_r)-DP, event level). The prediction is that of `release tops` with
+    its defaults: its threshold and shape rule is simulated on --prefix (32 seeded runs) and
+    the error of a range of L steps averaged over the runs' θ, g and L; `threshold` is their
+    median θ, `best_threshold` the grid's θ of least predicted error. An analysis of
+    --prefix, not a private choice. An unreachable target (the clipping bias does not fall
+    with ε) prints the best RMSE at --epsilon-max and exits with status 2.
 
     \b
     Examples:
@@ -496,6 +500,8 @@ def tops(prefix, bound, horizon, range_length, fanout, target_rmse, epsilon, eps
     option_int(horizon, "--horizon", cmd, minimum=2)
     option_int(range_length, "--range-length", cmd, minimum=1, maximum=horizon)
     option_int(fanout, "--fanout", cmd, minimum=2)
+    if epsilon_threshold is not None:
+        option_float(epsilon_threshold, "--epsilon-threshold", cmd)
     _check_range(cmd, epsilon_min, epsilon_max)
     _check_curve(curve, cmd)
     import functools
@@ -503,11 +509,12 @@ def tops(prefix, bound, horizon, range_length, fanout, target_rmse, epsilon, eps
     from planner import plan_epsilon, tops_forward
 
     names = {"prefix": "The '--prefix' file"}
-    with cli_terms(cmd, names, ("bound", "horizon", "range_length", "fanout", "epsilon")):
+    terms = ("bound", "horizon", "range_length", "fanout", "epsilon", "epsilon_threshold")
+    with cli_terms(cmd, names, terms):
         values = _load_prefix(prefix, cmd)
         forward = functools.partial(
             tops_forward, values, range_length=range_length, horizon=horizon, bound=bound,
-            fanout=fanout,
+            fanout=fanout, epsilon_threshold=epsilon_threshold,
         )  # fmt: skip
         if epsilon is not None:
             result = _with_range(forward(epsilon=epsilon), epsilon_min, epsilon_max)

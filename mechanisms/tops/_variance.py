@@ -10,6 +10,8 @@ These functions read public inputs only (shape and a fixed public set of random 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 __all__ = ["QUERIES", "leaf_variance_units", "mean_query_units", "public_queries", "variance_units"]
@@ -55,7 +57,18 @@ def variance_units(a: object, b: object, fanout: int, levels: int) -> np.ndarray
 def mean_query_units(
     horizon: int, leaf_size: int, fanout: int, levels: int, queries: int = QUERIES
 ) -> float:
-    """Mean :func:`variance_units` of the complete leaves of the public random queries."""
+    """Mean :func:`variance_units` of the complete leaves of the public random queries.
+
+    A pure function of public integers, cached: the shape rule scores the same shapes for
+    every release (and the planner for every simulated one).
+    """
+    return _mean_query_units(int(horizon), int(leaf_size), int(fanout), int(levels), int(queries))
+
+
+@lru_cache(maxsize=4096)
+def _mean_query_units(
+    horizon: int, leaf_size: int, fanout: int, levels: int, queries: int
+) -> float:
     i, j = public_queries(horizon, queries)
     a = -(-i // leaf_size)
     b = np.maximum((j + 1) // leaf_size, a)

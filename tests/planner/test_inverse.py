@@ -19,6 +19,7 @@ from planner import (
     tops_forward,
 )
 from planner._inverse import tops_length_errors
+from planner._tops_plan import release_draws
 
 
 def test_solve_epsilon_inverts_a_known_curve():
@@ -172,8 +173,14 @@ def test_tops_forward_terms_and_unreachable_floor():
     p = plan.parameters
     mse = p["noise"] + p["partial"] + p["bias"] ** 2
     assert plan.predicted == pytest.approx(math.sqrt(mse))
-    # the bias term is L·mean((x − θ)⁺) over the prefix
-    assert p["bias"] == pytest.approx(500 * np.maximum(x - p["threshold"], 0).mean())
+    # the release's rule, run on the prefix with the same seed: the bias term is the root mean
+    # square over its runs of L·mean((x − θ)⁺) over the prefix
+    runs = release_draws(x, bound=100.0, horizon=20_000, epsilon_threshold=1.0,
+                         epsilon_perturb=1.0, draws=p["draws"], seed=0)  # fmt: skip
+    bias = [500 * np.maximum(x - t, 0).mean() for t in runs.thresholds]
+    assert p["bias"] == pytest.approx(math.sqrt(np.mean(np.square(bias))))
+    assert p["threshold"] == pytest.approx(np.median(runs.thresholds))
+    assert (p["leaf_size"], p["levels"]) == runs.shape
     fwd = functools.partial(tops_forward, x, range_length=500, horizon=20_000, bound=100.0)
     assert fwd(epsilon=4.0).predicted < plan.predicted
     inv = plan_epsilon(fwd, target=plan.predicted / 2)
