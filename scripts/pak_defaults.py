@@ -44,7 +44,7 @@ from dpstream.datasets import (
     household_minutes_stream,
     retail_stream,
 )
-from mechanisms import binary_tree_final_sums, pak_release, tops_threshold
+from mechanisms import binary_tree_final_sums, pak_release
 from mechanisms.core import bit_source
 from planner import (
     BETA_KEYS,
@@ -55,6 +55,7 @@ from planner import (
     plan_pak,
     time_lag_heuristic,
 )
+from planner._tops_plan import release_draws
 
 DELTA, BETA, P_MAX = 2.0**-20, 0.02, 0.005
 OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
@@ -167,15 +168,15 @@ def _rows(name: str, x: np.ndarray, bound: float, eps: float, runs: int) -> list
 
 
 def _tops_rows(x: np.ndarray, bound: float, eps: float, runs: int, frame: pd.DataFrame) -> list:
+    # ToPS's θ as tops_release's own rule chooses it (issue 23: threshold_score="auto", the
+    # guard, the corrections, the shape statistic's share of ε_θ), run `runs` times on the m
+    # values (planner._tops_plan.release_draws, seed 77)
     m = time_lag_heuristic(epsilon=eps, delta=DELTA, beta=BETA, p_max=P_MAX).m
-    bits = bit_source(77)
-    thetas = [
-        tops_threshold(
-            x[:m], bound=bound, epsilon=eps, horizon=x.size - m, epsilon_perturb=eps, seed=bits
-        ).threshold
-        for _ in range(runs)
-    ]
-    theta = float(np.mean(thetas))
+    rule = release_draws(
+        x[:m], bound=bound, horizon=x.size - m, epsilon_threshold=eps, epsilon_perturb=eps,
+        draws=runs, seed=77,
+    )  # fmt: skip
+    theta = float(rule.thresholds.mean())
     sub = frame[(frame["stream"] == "household") & (frame["epsilon"] == eps)]
     out = []
     for _, row in sub.iterrows():
@@ -218,9 +219,14 @@ def _markdown(frame: pd.DataFrame, tops: pd.DataFrame, runs: int, seconds: float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--tops-only", action="store_true",
+                        help="only the ToPS table (PAK rows from pak_defaults.csv)")  # fmt: skip
     args = parser.parse_args()
     start = time.perf_counter()
     household = np.asarray(household_minutes_stream(), dtype=np.float64)
+    if args.tops_only:
+        _tops_only(household, args.runs)
+        return
     retail = np.asarray(retail_stream(clip_to=RETAIL_BOUND), dtype=np.float64)
     rows = []
     for eps in (1.0, 2.0):
@@ -237,6 +243,25 @@ def main() -> None:
     tops.to_csv(OUT / "pak_defaults_tops.csv", index=False)
     seconds = time.perf_counter() - start
     (OUT / "pak_defaults.md").write_text(_markdown(frame, tops, args.runs, seconds))
+
+
+def _tops_only(household: np.ndarray, runs: int) -> None:
+    """Rewrite pak_defaults_tops.csv and the md's ToPS table from the committed PAK rows."""
+    frame = pd.read_csv(OUT / "pak_defaults.csv")
+    tops = pd.DataFrame(_tops_rows(household, float(HOUSEHOLD_MINUTES_BOUND), 1.0, runs, frame))
+    print(tops.to_string(index=False))
+    tops.to_csv(OUT / "pak_defaults_tops.csv", index=False)
+    md = (OUT / "pak_defaults.md").read_text()
+    head = "## The threshold against ToPS's θ (household minutes)\n"
+    keep = md[: md.index(head)] if head in md else md.rstrip("\n") + "\n\n"
+    note = (
+        f"ToPS's θ: the mean over {runs} runs of `tops_release`'s own threshold rule on the m "
+        "values (ε_θ = ε_r = ε; `planner._tops_plan.release_draws`, seed 77), re-run alone by "
+        "`python scripts/pak_defaults.py --tops-only`."
+    )
+    (OUT / "pak_defaults.md").write_text(
+        keep + head + "\n" + note + "\n\n" + _pipe_table(tops) + "\n"
+    )
 
 
 if __name__ == "__main__":
