@@ -56,6 +56,7 @@ import numpy as np
 
 from mechanisms import ParameterError, counter_end_variance, pak_threshold_calibration
 from mechanisms.core._validation import check_choice, check_integer, check_positive
+from mechanisms.pak import mechanism_threshold
 
 from ._pak_plan import PakPlan, _check_public, plan_pak
 
@@ -183,6 +184,7 @@ def pak_mean_square_error(
     condition: bool = True,
     counter_variance: float | None = None,
     prefix_noise: bool = True,
+    guard: bool = True,
 ) -> np.ndarray:
     """E[(ĉ(σ, n) − c(σ, n))²] of Mechanism 1 for each r (Eq. 16 in mean square, module notes).
 
@@ -192,8 +194,10 @@ def pak_mean_square_error(
     expectation is over τ's law on Eq. 16's event τ ≥ r·x̂_λp (probability 1 − β_lt), or with
     ``condition=False`` over its whole law (the mean square of the release: the rare τ near 0
     that clips everything weighs by its probability; :func:`planner.plan_pak_mse`). τ is
-    floored at B·2⁻³⁰ as :func:`mechanisms.pak_release` does. Reads ``prefix``: private when
-    it is the data.
+    the clipping bound :func:`mechanisms.pak_release` uses,
+    :func:`mechanisms.pak.mechanism_threshold` (``guard``: a released r·τ ≤ 0 becomes B, as
+    ``pak_release``'s default; False: floored at B·2⁻³⁰, the paper's protocol). Reads
+    ``prefix``: private when it is the data.
 
     The same form serves a range sum of the suffix (:func:`planner.plan_pak_mse` with
     ``range_length``): ``counter_variance`` is then the suffix counter's noise variance at
@@ -217,7 +221,7 @@ def pak_mean_square_error(
     else:
         u, weight = _full_law()
         z = _quantile(noise, u)
-    tau = np.clip(rs * (cal.tau_prime + cal.scale * z)[None, :], bound * 2.0**-30, bound)
+    tau = mechanism_threshold(rs * (cal.tau_prime + cal.scale * z)[None, :], bound, guard=guard)
     eps2 = (1.0 - eps1_share) * epsilon
     mean, var = loss(tau)
     lap = 2.0 * (tau / eps2) ** 2 if prefix_noise else 0.0  # c(σ, m)'s Laplace, at ε₂

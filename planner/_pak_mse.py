@@ -358,6 +358,7 @@ def pak_rmse_quantile(
     from scipy.stats import chi2
 
     from mechanisms import pak_threshold_calibration
+    from mechanisms.pak import mechanism_threshold
 
     owner = "pak_rmse_quantile"
     if plan.range_length is not None:
@@ -388,7 +389,7 @@ def pak_rmse_quantile(
         )  # fmt: skip
         u, w = _full_law()
         z = _quantile(plan.noise, u)
-        tau = np.clip(plan.r * (cal.tau_prime + cal.scale * z), bound * 2.0**-30, bound)
+        tau = mechanism_threshold(plan.r * (cal.tau_prime + cal.scale * z), bound)  # guarded
         v = counter_end_variance(plan.counter, n - plan.time_lag, epsilon=eps, bound=1.0,
                                  delta=plan.delta)  # fmt: skip
         mean, lvar = empirical_loss(values, n, known=values.size)(tau)

@@ -46,6 +46,7 @@ from dpstream.datasets import (
 )
 from mechanisms import COUNTERS, counter_end_variance, pak_release, pak_threshold_calibration
 from mechanisms.core import bit_source
+from mechanisms.pak import mechanism_threshold
 from planner import empirical_loss, plan_pak_mse
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
@@ -109,7 +110,8 @@ def expected_rmse(x, bound, m, params, *, epsilon: float = EPS) -> float:
     )  # fmt: skip
     v = counter_end_variance(counter, n - m, epsilon=epsilon, bound=1.0, delta=DELTA)
     z, w = _law()
-    tau = np.clip(params["r"] * (cal.tau_prime + cal.scale * z), bound * 2.0**-30, bound)
+    guard = params.get("guard", True)  # pak_release's default: a released r·τ ≤ 0 becomes B
+    tau = mechanism_threshold(params["r"] * (cal.tau_prime + cal.scale * z), bound, guard=guard)
     loss = empirical_loss(x, n)(tau)[0]  # Σᵢ(σ(i) − τ)⁺ over the whole stream
     mse = 2.0 * (tau / ((1.0 - share) * epsilon)) ** 2 + tau**2 * v + loss**2
     return math.sqrt(float(mse @ w))

@@ -4,8 +4,9 @@ Household minutes (kW, B = 36, 2007; the bundled per-minute stream), prefix m = 
 values the threshold reads). For 3 targets each:
 
 * ToPS: ``plan_epsilon(tops_forward)`` for a target RMSE of a range sum of L = 1,440 steps
-  (one day); the stream is released ``--trials`` times with ε_θ = ε_r = ε, the planned θ (one
-  candidate) and shape; realised RMSE over 2,000 public ranges of L steps of the suffix.
+  (one day), the prediction being that of the release's own threshold and shape rule (issue 23,
+  session 10); the stream is released ``--trials`` times with ε_θ = ε_r = ε and
+  ``tops_release``'s defaults; realised RMSE over 2,000 public ranges of L steps of the suffix.
 * PAK (the same quantity as ToPS): ``plan_epsilon(pak_forward(range_length=L, horizon=n))``
   for a target RMSE of a range sum of L = 1,440 steps of the suffix, averaged over the 2,000
   public ranges of ``planner._pak_range.range_starts``; released ``--trials`` times with the
@@ -109,19 +110,21 @@ def main() -> None:
     for target in TOPS_TARGETS if "tops" in args.methods else ():
         plan = plan_epsilon(tops, target=target)
         p = plan.parameters
-        mse = []
+        mse, theta = [], []
         for seed in range(args.trials):
-            rel = tops_release(
+            rel = tops_release(  # the release's own rule: θ, g, L chosen privately
                 x, bound=bound, epsilon_threshold=plan.epsilon, epsilon_perturb=plan.epsilon,
-                time_lag=M, candidates=[p["threshold"]], leaf_size=p["leaf_size"],
-                levels=p["levels"], seed=seed,
+                time_lag=M, seed=seed,
             )  # fmt: skip
             v = np.concatenate(([0.0], np.cumsum(np.asarray(rel.values, dtype=np.float64)[-r:])))
             mse.append(float(np.mean((v[starts + L] - v[starts] - truth) ** 2)))
+            theta.append(rel.threshold)
         real = math.sqrt(float(np.mean(mse)))
         flush({"method": "ToPS", "quantity": f"range sum of {L} steps", "target": target,
                "epsilon": plan.epsilon, "predicted": plan.predicted, "realised": real,
-               "realised_over_target": real / target, "trials": args.trials})  # fmt: skip
+               "realised_over_target": real / target, "trials": args.trials,
+               "theta_planned": p["mean_threshold"],
+               "theta_released": float(np.mean(theta))})  # fmt: skip
     if "pak" in args.methods and not args.pak_total:
         pak_ranges(x, bound, args.trials, flush)
         return
@@ -182,6 +185,7 @@ def expected_range_rmse(x, bound, plan, starts, *, epsilon: float) -> float:
     sampling error: τ's whole law (the plan's quadrature), the counter's exact mean range
     variance, and the stream's own clipping loss on each range (not the plan's i.i.d. model)."""
     from mechanisms import pak_threshold_calibration
+    from mechanisms.pak import mechanism_threshold
     from planner._pak_defaults import _full_law, _quantile
     from planner._pak_range import counter_range_variance
 
@@ -199,8 +203,8 @@ def expected_range_rmse(x, bound, plan, starts, *, epsilon: float) -> float:
         p=plan.p, beta_lt=plan.beta_lt, noise=plan.noise,
     )  # fmt: skip
     u, w = _full_law()
-    tau = np.clip(plan.r * (cal.tau_prime + cal.scale * _quantile(plan.noise, u)),
-                  bound * 2.0**-30, bound)  # fmt: skip
+    tau = mechanism_threshold(plan.r * (cal.tau_prime + cal.scale * _quantile(plan.noise, u)),
+                              bound)  # pak_release's guarded θ  # fmt: skip
     loss2 = np.empty(tau.size)
     for i, t in enumerate(tau):  # mean over the ranges of (Σ_range (x − τ)⁺)²
         c = np.concatenate(([0.0], np.cumsum(np.maximum(x - t, 0.0))))
@@ -285,8 +289,9 @@ def _markdown(frame: pd.DataFrame, trials: int, seconds: float) -> str:
         "",
         f"`python scripts/planner_inverse_streams.py --trials {trials}` ({seconds / 60:.0f} "
         "min). Household minutes (kW, B = 36), prefix m = 50,000. ToPS: target RMSE of a range "
-        f"sum of {L:,} steps (a day), released at ε_θ = ε_r = the returned ε with the planned θ "
-        "and shape, realised over 2,000 public ranges of the suffix. PAK, range sum: the "
+        f"sum of {L:,} steps (a day), released at ε_θ = ε_r = the returned ε by `tops_release`'s "
+        "own threshold and shape rule (which the prediction simulates on the prefix), realised "
+        "over 2,000 public ranges of the suffix. PAK, range sum: the "
         "same quantity (`pak_forward(range_length=1440, horizon=n)`), released with "
         "`plan_pak_mse(range_length=1440)`'s parameters at the returned ε, realised over the "
         "2,000 public ranges the plan averages over (`planner._pak_range.range_starts`). PAK, "

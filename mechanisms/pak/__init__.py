@@ -14,10 +14,12 @@ from ._quantile import (
     smooth_sensitivity_quantile,
 )
 from ._threshold import (
+    MIN_THRESHOLD,
     NOISE_KINDS,
     ThresholdAnalysis,
     ThresholdCalibration,
     ThresholdRelease,
+    mechanism_threshold,
     noise_quantile,
     pak_kappa,
     pak_tau_max,
@@ -28,6 +30,7 @@ from ._threshold import (
 
 __all__ = [
     "EmpiricalQuantile",
+    "MIN_THRESHOLD",
     "NOISE_KINDS",
     "PakParameters",
     "PakRelease",
@@ -35,6 +38,7 @@ __all__ = [
     "ThresholdCalibration",
     "ThresholdRelease",
     "empirical_quantile",
+    "mechanism_threshold",
     "noise_quantile",
     "pak_kappa",
     "pak_release",

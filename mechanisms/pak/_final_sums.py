@@ -33,8 +33,8 @@ from ..core._random import BitSource
 from ..core._validation import check_integer
 from ..counting._tree import _levels
 from ._calibration import pak_threshold_calibration
-from ._mechanism1 import _MIN_THRESHOLD, _validate
-from ._threshold import _release_threshold
+from ._mechanism1 import _validate
+from ._threshold import _release_threshold, mechanism_threshold
 
 __all__ = ["pak_final_sums"]
 
@@ -80,6 +80,7 @@ def pak_final_sums(
     beta_lt: float = 0.004,
     r: float = 1.5,
     noise: str = "laplace",
+    guard: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``repetitions`` independent draws of Mechanism 1's c(σ, n) and their thresholds τ.
 
@@ -89,7 +90,7 @@ def pak_final_sums(
     """
     bits, params, arr, bnd, eps, dlt, m = _validate(
         values, bound, epsilon, delta, time_lag, seed, None,
-        eps1_share, lam, p, beta_lt, r, noise, True,
+        eps1_share, lam, p, beta_lt, r, noise, True, guard=guard,
     )  # fmt: skip
     reps = check_integer(repetitions, "repetitions", "pak_final_sums", maximum=1 << 22)
     eps1 = eps * params.eps1_share
@@ -107,15 +108,15 @@ def pak_final_sums(
     taus = np.empty(reps)
     for i in range(reps):
         finals[i], taus[i] = _one(cal, bits, bnd, m, eps, eps2, levels, n_suffix, k,
-                                  prefix_sums, suffix_sums)  # fmt: skip
+                                  prefix_sums, suffix_sums, params.guard)  # fmt: skip
     return finals, taus
 
 
 def _one(
-    cal, bits: BitSource, bnd, m, eps, eps2, levels, n_suffix, k, prefix_sums, suffix_sums
+    cal, bits: BitSource, bnd, m, eps, eps2, levels, n_suffix, k, prefix_sums, suffix_sums, guard
 ) -> tuple[float, float]:
     th = _release_threshold(cal, bits, clip=True)  # [PAK19 Mech. 1 step 1]
-    tau = max(th.threshold, bnd * _MIN_THRESHOLD)
+    tau = float(mechanism_threshold(th.unclipped, bnd, guard=guard))  # as pak_release
     prefix_noise = LaplaceNoise(sensitivity=tau, epsilon=eps2, magnitude=m * tau)
     c_m = prefix_sums(tau, prefix_noise.granularity) + float(prefix_noise.sample(1, bits)[0])
     tree_noise = LaplaceNoise(sensitivity=levels * tau, epsilon=eps, magnitude=n_suffix * tau)

@@ -62,17 +62,19 @@ from ..counting._tree import TreeRelease, _check_tree_range, _tree_release, tree
 from ._calibration import _check_beta_lt, _check_r, pak_threshold_calibration
 from ._quantile import _check_noise
 from ._threshold import (
+    MIN_THRESHOLD,
     ThresholdAnalysis,
     ThresholdRelease,
     _check_threshold_range,
     _release_threshold,
+    mechanism_threshold,
     threshold_analysis,
 )
 
 __all__ = ["PakParameters", "PakRelease", "pak_release"]
 
 #: τ is raised to at least B·2⁻³⁰ (public post-processing) so the noise scales stay positive.
-_MIN_THRESHOLD = 2.0**-30
+_MIN_THRESHOLD = MIN_THRESHOLD
 _PROOF = (
     "[PAK19] §III-C: sequential composition on σ(1..m) (threshold (ε₁, δ) + Laplace sum ε₂), "
     "BT ε on σ(m+1..n), parallel composition of the disjoint parts"
@@ -97,13 +99,18 @@ class PakParameters:
     """Threshold noise, ``"laplace"`` or ``"gaussian"``."""
     threshold: bool = True
     """False: no threshold, plain BT with B over the whole stream (nothing withheld)."""
+    guard: bool = True
+    """True: a released r·τ ≤ 0 is replaced by B (:func:`~mechanisms.pak.mechanism_threshold`,
+    post-processing); False: [PAK19]'s clip to [B·2⁻³⁰, B]."""
 
     def __post_init__(self) -> None:
         owner = "pak_release"
-        if not isinstance(self.threshold, bool):
-            raise ParameterError(
-                f"The 'threshold' parameter of {owner} must be a bool. Got {self.threshold!r}."
-            )
+        for name in ("threshold", "guard"):
+            if not isinstance(getattr(self, name), bool):
+                raise ParameterError(
+                    f"The {name!r} parameter of {owner} must be a bool. "
+                    f"Got {getattr(self, name)!r}."
+                )
         share = check_fraction(self.eps1_share, "eps1_share", owner)
         lam = check_probability(self.lam, "lam", owner, closed_low=False, closed_high=True)
         object.__setattr__(self, "eps1_share", share)
@@ -157,6 +164,9 @@ class PakRelease:
     """The data set's ledger entry set by the application (``dpstream.release_pak``: which
     ledger and data set paid, or ``accounted`` False for ``ledger=False``); None for a seeded
     run or :func:`pak_release` called directly (its ``ledger`` is the caller's)."""
+    threshold_fallback: bool = False
+    """True when the released r·τ was ≤ 0 and the guard used B (released: a function of the
+    released threshold, :func:`~mechanisms.pak.mechanism_threshold`)."""
     n: int = field(init=False)
     """Stream length."""
 
@@ -184,6 +194,7 @@ class PakRelease:
                 "r": params.r,
                 "noise": params.noise,
                 "threshold": params.threshold,
+                "guard": params.guard,
                 "counter": "binary_tree" if self.counter is None else self.counter.counter,
             },
             bound=self.bound,
@@ -232,6 +243,7 @@ class PakRelease:
             ("time lag m (withheld steps)", self.time_lag),
             ("bound B", self.bound),
             ("threshold τ (released)", self.threshold),
+            ("released r·τ ≤ 0: B used (guard)", self.threshold_fallback),
             ("epsilon (ε₁ + ε₂ on the prefix, ε on the suffix)", self.epsilon),
             ("epsilon₁ (threshold)", self.epsilon1),
             ("epsilon₂ (c(σ, m))", self.epsilon2),
@@ -260,6 +272,7 @@ def pak_release(
     threshold: bool = True,
     analysis: bool = False,
     counter: str = "auto",
+    guard: bool = True,
 ) -> PakRelease | tuple[PakRelease, ThresholdAnalysis | None]:
     """Release every prefix sum after the time lag with PAK's Mechanism 1 ([PAK19] §III-C).
 
@@ -284,6 +297,11 @@ def pak_release(
     analysis
         Also return the threshold's :class:`~mechanisms.pak.ThresholdAnalysis` (x̂_λp, SS,
         the noise scale; None for plain BT): private, for audits and experiments only.
+    guard
+        True (default): a released threshold r·τ ≤ 0, certainly below the data's quantile
+        ([PAK19] Eq. 8's failure event), is replaced by B instead of clipping every suffix
+        value to ~0 (:func:`~mechanisms.pak.mechanism_threshold`; post-processing, the privacy
+        is unchanged). False: the paper's protocol.
     counter
         The continual counter of the suffix (:data:`mechanisms.counting.COUNTERS`):
         ``"auto"`` (default): the one with the smallest exact variance at step n − m for this
@@ -320,7 +338,10 @@ def pak_release(
     switching to BT over the whole stream after seeing τ would use the prefix twice and cost
     ε₁ more. With ``threshold=False`` (decided before seeing data) it is plain BT(ε, B) over
     the whole stream: nothing withheld, ``time_lag`` 0, δ unused. τ is raised to at least
-    B·2⁻³⁰ (post-processing) so that the noise scales stay positive.
+    B·2⁻³⁰ (post-processing) so that the noise scales stay positive; with ``guard`` (the
+    default) a released r·τ below that (r·τ ≤ 0: [PAK19] Eq. 8's failure event, certain since
+    x̂_λp ≥ 0) runs with τ = B instead, as when r·τ ≥ B (post-processing of the released τ;
+    ``threshold_fallback`` says so).
 
     *Privacy*: event-level (ε, δ)-DP ([PAK19] §III-C privacy paragraph). On the prefix
     σ(1..m), the threshold is (ε₁, δ)-DP (:func:`pak_threshold`) and c(σ, m) given τ is
@@ -361,6 +382,7 @@ def pak_release(
         r,
         noise,
         threshold,
+        guard=guard,
     )
     n = arr.size
     cdelta = dlt if counter in (*_APPROXIMATE, "auto") else 0.0  # the suffix counter's δ
@@ -414,7 +436,7 @@ def pak_release(
     th = _release_threshold(  # [PAK19 Mech. 1 step 1]
         cal, bits, clip=True, owner="pak_release", seeded=seeded
     )
-    tau = max(th.threshold, bnd * _MIN_THRESHOLD)
+    tau = float(mechanism_threshold(th.unclipped, bnd, guard=params.guard))  # post-processing
     prefix_noise = LaplaceNoise(sensitivity=tau, epsilon=eps2, magnitude=m * tau)
     c_m = _clipped_lattice_sum(prefix, tau, prefix_noise) + float(
         prefix_noise.sample(1, bits)[0]
@@ -449,6 +471,7 @@ def pak_release(
         ),
         seeded=seeded,
         counter=crel,
+        threshold_fallback=params.guard and th.unclipped < bnd * _MIN_THRESHOLD,
     )
     return (rel, threshold_analysis(cal, None)) if want_analysis else rel
 
@@ -473,6 +496,8 @@ def _validate(
     r,
     noise,
     threshold,
+    *,
+    guard=True,
 ) -> tuple[BitSource, PakParameters, np.ndarray, float, float, float, int]:
     """Check every argument (no draws, no charges); return them normalised."""
     owner = "pak_release"
@@ -487,6 +512,7 @@ def _validate(
         r=r,
         noise=noise,
         threshold=threshold,
+        guard=guard,
     )
     if params.threshold and dlt == 0.0:
         raise ParameterError(
