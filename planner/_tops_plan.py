@@ -449,7 +449,7 @@ def plan_tops(
     check_integer(draws, "draws", owner, maximum=_MAX_DRAWS)
     rule = release_draws(
         arr, bound=bnd, horizon=r, epsilon_threshold=eps_t, epsilon_perturb=eps, fanout=f,
-        candidates=candidates, c=c, leaf_size=leaf_size, draws=draws, seed=seed,
+        candidates=candidates, c=c, leaf_size=leaf_size, draws=draws, seed=seed, _owner=owner,
         threshold_score=threshold_score, threshold_correction=threshold_correction,
         shape_rule=shape_rule, shape_share=shape_share, threshold_method=threshold_method,
     )  # fmt: skip

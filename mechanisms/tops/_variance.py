@@ -77,5 +77,10 @@ def _mean_query_units(
 
 def leaf_variance_units(levels: int, fanout: int) -> float:
     """Var of one consistent leaf, in units of one node's noise variance: Σₖ cₖ(F⁻ᵏ − F^{−k−1})
-    (:func:`variance_units` of one leaf; F^{−L} read as 0)."""
+    (:func:`variance_units` of one leaf; F^{−L} read as 0). Cached (public integers)."""
+    return _leaf_variance_units(int(levels), int(fanout))
+
+
+@lru_cache(maxsize=1024)
+def _leaf_variance_units(levels: int, fanout: int) -> float:
     return float(variance_units([0], [1], fanout, levels)[0])

@@ -15,10 +15,12 @@ from mechanisms import (
     tops_leaf_size,
     tops_noise,
     tops_perturb,
+    tops_release,
     tops_scores,
 )
 from mechanisms.tops._variance import mean_query_units, public_queries
 from planner import plan_tops, tops_range_error
+from planner._tops_plan import release_draws
 
 B = 50.0
 
@@ -88,7 +90,7 @@ def test_predicted_mse_matches_the_realised_mse(eps, theta):
 
 def test_plan_evaluates_every_candidate_and_reports_the_optimizer_peak():
     x = _prefix(3)
-    plan = plan_tops(x, bound=B, horizon=2**16, epsilon_perturb=1.0, candidates=200)
+    plan = plan_tops(x, bound=B, horizon=2**16, epsilon_perturb=1.0, candidates=200, draws=4)
     grid = tops_candidates(B, 200)
     assert np.array_equal(plan.candidates, grid) and plan.mse.shape == (200,)
     assert plan.best.mse == plan.mse.min() and plan.best.threshold in grid
@@ -126,3 +128,77 @@ def test_plan_bad_bound_and_candidates():
         plan_tops([1.0], bound=0.0, horizon=10, epsilon_perturb=1.0)
     with pytest.raises(ParameterError):
         plan_tops([1.0], bound=1.0, horizon=10, epsilon_perturb=1.0, candidates=[2.0])
+
+
+# -- the release's own rule (issue 23) ---------------------------------------------------------
+
+
+def test_release_draws_run_the_release_rule():
+    # one draw seeded s is the release's own θ, g and L at seed s: the release reads the prefix
+    # first, draws θ (and the shape statistic) and only then perturbs the later steps
+    x = _prefix(4, 6000 + 2**13)
+    kw = {"bound": B, "epsilon_threshold": 0.5, "epsilon_perturb": 1.0}
+    for seed in (0, 1, 2):
+        rel = tops_release(x, **kw, time_lag=6000, seed=seed)
+        run = release_draws(x[:6000], horizon=2**13, **kw, draws=1, seed=seed)
+        assert run.thresholds[0] == rel.threshold
+        assert (run.leaf_sizes[0], run.levels[0]) == (rel.leaf_size, rel.levels)
+        assert run.scores[0] == rel.threshold_release.score
+    many = release_draws(x[:6000], horizon=2**13, **kw, draws=12, seed=0)
+    assert many.thresholds.size == 12 and np.unique(many.thresholds).size > 1
+    assert many.shape in set(zip(many.leaf_sizes.tolist(), many.levels.tolist(), strict=True))
+
+
+def test_plan_predicts_the_mean_error_over_the_rule_runs():
+    x = _prefix(5)
+    plan = plan_tops(x, bound=B, horizon=2**15, epsilon_perturb=0.2, epsilon_threshold=0.1,
+                     draws=10, queries=500, candidates=256)  # fmt: skip
+    runs = release_draws(x, bound=B, horizon=2**15, epsilon_threshold=0.1, epsilon_perturb=0.2,
+                         draws=10, candidates=256)  # fmt: skip
+    assert np.array_equal(plan.release.thresholds, runs.thresholds)  # seed 0 by default
+    errs = [
+        tops_range_error(t, prefix=x, horizon=2**15, epsilon_perturb=0.2, leaf_size=g,
+                         levels=lv, queries=500)  # fmt: skip
+        for t, g, lv in zip(runs.thresholds, runs.leaf_sizes, runs.levels, strict=True)
+    ]
+    assert plan.release_mse == pytest.approx(np.mean([e.mse for e in errs]))
+    assert plan.release_terms[2] == pytest.approx(np.mean([e.bias**2 for e in errs]))
+    assert plan.release_mse >= plan.best.mse  # the grid's least error bounds every run's
+    frame = plan.to_frame()
+    assert frame["released_share"].sum() == pytest.approx(1.0)
+    assert "release: expected MSE" in plan.summary()
+    # a smaller ε_θ spreads the rule's θ: its expected error cannot be told from one θ
+    wide = plan_tops(x, bound=B, horizon=2**15, epsilon_perturb=0.2, epsilon_threshold=0.002,
+                     draws=10, queries=500, candidates=256)  # fmt: skip
+    assert np.std(wide.release.thresholds) > np.std(plan.release.thresholds)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize(("eps_t", "eps_r"), [(1.0, 1.0), (0.1, 0.2)])
+def test_plan_matches_the_release_realised_mse(eps_t, eps_r):
+    # the release with its defaults, 30 seeds, against plan_tops' release_mse over the same
+    # public queries (an i.i.d. stream: the prefix stands for the later steps)
+    m, r = 4000, 2**13
+    x = _prefix(6, m + r)
+    plan = plan_tops(x[:m], bound=B, horizon=r, epsilon_perturb=eps_r, epsilon_threshold=eps_t,
+                     draws=16, queries=1000)  # fmt: skip
+    i, j = public_queries(r, 1000)
+    truth = np.concatenate([[0.0], np.cumsum(x[m:])])
+    errs = []
+    for s in range(30):
+        rel = tops_release(x, bound=B, epsilon_threshold=eps_t, epsilon_perturb=eps_r,
+                           time_lag=m, seed=100 + s)  # fmt: skip
+        v = np.concatenate([[0.0], np.cumsum(rel.values)])
+        errs.append(np.mean((v[j + 1] - v[i] - (truth[j + 1] - truth[i])) ** 2))
+    ratio = np.mean(errs) / plan.release_mse
+    assert 1 / 1.3 < ratio < 1.3, ratio
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"draws": 0}, "draws"), ({"epsilon_threshold": 0.0}, "epsilon_threshold"),
+     ({"threshold_score": "nope"}, "threshold_score"), ({"shape_share": 1.5}, "shape_share")],
+)  # fmt: skip
+def test_plan_bad_rule_arguments(kwargs, name):
+    with pytest.raises(ParameterError, match=f"'{name}' parameter of plan_tops"):
+        plan_tops(_prefix(7, 500), bound=B, horizon=4096, epsilon_perturb=1.0, **kwargs)
