@@ -16,9 +16,11 @@ release pipeline, the store and the engine only call it::
 
 State (per node, for the N nodes it plans; issue 22.1). With ``prior_state`` (the release's
 default, :class:`postproc.PriorState`) only running sums: the variogram's sufficient statistics
-(:class:`planner.RoughnessStats`) and the prior's (12 arrays of N x w), a look-back by
-forgetting (past :data:`LOOKBACK` periods, resp. :data:`PRIOR_DAYS`, every sum is multiplied by
-(L − 1)/L before a period is added), the prior's weights of older periods frozen, and the
+(:class:`planner.RoughnessStats`) in two blocks of at most :data:`LOOKBACK` periods (the
+window is the current block plus the previous one weighed by the share of the look-back the
+current block leaves: :meth:`StreamPlanner.roughness`), and the prior's (12 arrays of N x w), a
+look-back by forgetting (past :data:`PRIOR_DAYS` periods every sum is multiplied by (L − 1)/L
+before a period is added), the prior's weights of older periods frozen, and the
 last 7 released periods held to weigh them exactly (see :class:`postproc.PriorState`):
 O(N w) bytes, the same at any look-back (1.4 GB at 100,000 feeders, w = 48, of which the 7
 held periods are 0.85 GB). Without it (exact, the reference of the golden tests): the last
@@ -320,6 +322,8 @@ class StreamPlanner:
         self._independent: deque[np.ndarray] = deque(maxlen=keep)
         self._rough: RoughnessStats | None = None
         self._n_rough = 0
+        self._rough_prev: RoughnessStats | None = None
+        """Streaming: the previous block of :data:`LOOKBACK` periods' variogram sums."""
         self.previous: tuple[np.ndarray, object, str] | None = None
         """(sampled steps, cost per sample, noise) of the samples before the next period."""
         self.noise: str | None = None
@@ -342,9 +346,9 @@ class StreamPlanner:
         """Bytes of the arrays of the planner's state (held periods, running sums)."""
         total = sum(a.nbytes for m in self._measured for a in (m.values, m.noise, m.sampled))
         total += sum(a.nbytes for a in (*self._errors, *self._independent))
-        if self._rough is not None:
-            total += sum(a.nbytes for a in (self._rough.squares, self._rough.noise,
-                                            np.asarray(self._rough.counts)))  # fmt: skip
+        for r in (self._rough, self._rough_prev):
+            if r is not None:
+                total += sum(a.nbytes for a in (r.squares, r.noise, np.asarray(r.counts)))
         for st in (self._state, self._agg_state):
             total += 0 if st is None else st.nbytes
         return int(total)
@@ -367,6 +371,10 @@ class StreamPlanner:
         if self._rough is not None:
             arrays.update(rough_squares=self._rough.squares, rough_noise=self._rough.noise,
                           rough_counts=np.asarray(self._rough.counts))  # fmt: skip
+        if self._rough_prev is not None:
+            arrays.update(rough_prev_squares=self._rough_prev.squares,
+                          rough_prev_noise=self._rough_prev.noise,
+                          rough_prev_counts=np.asarray(self._rough_prev.counts))  # fmt: skip
         if self.previous is not None:
             pos, cost, noise = self.previous
             arrays.update(previous_pos=np.asarray(pos), previous_cost=np.asarray(cost))
@@ -391,6 +399,11 @@ class StreamPlanner:
             counts = arrays["rough_counts"]
             self._rough = RoughnessStats(squares=arrays["rough_squares"],
                                          noise=arrays["rough_noise"], counts=counts)  # fmt: skip
+        self._rough_prev = None  # a state saved before the two blocks has none
+        if "rough_prev_squares" in arrays:
+            self._rough_prev = RoughnessStats(squares=arrays["rough_prev_squares"],
+                                              noise=arrays["rough_prev_noise"],
+                                              counts=arrays["rough_prev_counts"])  # fmt: skip
         self.previous = None
         if "previous_pos" in arrays:
             cost = arrays["previous_cost"]
@@ -421,9 +434,9 @@ class StreamPlanner:
         that leave the variogram's look-back before the next plan, :meth:`extend`) skips its
         variogram statistics."""
         if m.values.shape[1] == self.cfg.w:  # the tail (last, shorter period) plans nothing
-            if self._n_rough == LOOKBACK and self.streaming:  # forgetting (module notes)
-                self._rough = self._rough.scaled((LOOKBACK - 1.0) / LOOKBACK)
-                self._n_rough -= 1
+            if self.streaming:
+                if roughness and self._n_rough >= LOOKBACK:  # the block is full (roughness())
+                    self._rough_prev, self._rough, self._n_rough = self._rough, None, 0
             elif self._n_rough == LOOKBACK:  # the oldest period leaves the look-back
                 old = self._measured[-LOOKBACK]
                 self._rough = self._rough - period_roughness(old.values, old.noise, old.sampled)
@@ -474,9 +487,13 @@ class StreamPlanner:
             self.update(m, plan, roughness=i >= first)
 
     def add_history(self, measurements: list[Measurement]) -> None:
-        """Public history, full periods oldest first (noise-free measurements)."""
-        for m in measurements:
-            self.update(m)
+        """Public history, full periods oldest first (noise-free measurements). A streaming
+        planner's variogram reads the last :data:`LOOKBACK` of them only: the older ones would
+        have left its look-back before the first plan (as they leave the periods state's)."""
+        full = [i for i, m in enumerate(measurements) if m.values.shape[1] == self.cfg.w]
+        first = full[-LOOKBACK] if self.streaming and len(full) > LOOKBACK else 0
+        for i, m in enumerate(measurements):
+            self.update(m, roughness=i >= first)
         self.from_history = self.n_measured
 
     def carry(self, previous: tuple[np.ndarray, np.ndarray, str] | None) -> None:
@@ -496,8 +513,26 @@ class StreamPlanner:
 
     # -- planning -----------------------------------------------------------------------------
 
+    def roughness(self) -> RoughnessStats | None:
+        """The variogram's statistics over the look-back (:func:`planner.variogram` reads
+        them): the sums of the last :data:`LOOKBACK` full periods. A streaming planner holds
+        two blocks of at most ``L = LOOKBACK`` periods, the current one (n periods) and the
+        one before, and weighs the previous block by ``(L − n) / L``: the periods that would
+        have left a window of L are taken out at the previous block's mean rate (a sliding
+        window from two sums; exact when the current block is full, or when the periods of the
+        previous block are alike). Of public history only the last L periods are read
+        (:meth:`add_history`): a history of L periods or more fills one block, the exact
+        window at the first plan. Total weight L, as the exact window's; the periods state
+        subtracts the oldest period itself. State: two (N, w) sums, whatever L."""
+        prev = self._rough_prev
+        if prev is None or self._n_rough >= LOOKBACK:
+            return self._rough
+        part = prev.scaled((LOOKBACK - self._n_rough) / LOOKBACK)
+        return part if self._rough is None else self._rough + part
+
     def _gamma(self) -> np.ndarray | None:
-        return None if self._rough is None else variogram(self._rough)
+        stats = self.roughness()
+        return None if stats is None else variogram(stats)
 
     def _noises(self) -> tuple[str, ...]:
         cfg = self.cfg
