@@ -62,6 +62,7 @@ from ._time_lag import (
 from ._tops_plan import (
     TopsError,
     TopsPlan,
+    TopsRuleDraws,
     TopsShapePlan,
     plan_tops,
     plan_tops_shape,
@@ -86,6 +87,7 @@ __all__ = [
     "TopsError",
     "TopsShapePlan",
     "TopsPlan",
+    "TopsRuleDraws",
     "plan_tops",
     "plan_tops_shape",
     "tops_range_error",
