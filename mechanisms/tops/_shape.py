@@ -83,6 +83,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -209,10 +210,18 @@ def public_error(
     levels: int | None = None,
 ) -> float:
     """The least public MSE(g, L) per θ² over g in ``sizes`` (noise, partial noise and F₀, D
-    taken as 0; every term ∝ θ²). Public inputs only (validated)."""
+    taken as 0; every term ∝ θ²). Public inputs only (validated); cached, as every stream and
+    every simulated run of the planner asks for the same shapes."""
+    gs = tuple(int(g) for g in np.asarray(sizes).tolist())
+    lv = None if levels is None else int(levels)
+    return _public_error(int(horizon), float(epsilon_perturb), int(fanout), gs, lv)
+
+
+@lru_cache(maxsize=1024)
+def _public_error(horizon: int, epsilon: float, fanout: int, sizes: tuple, levels) -> float:
     public = shape_errors(
-        horizon=horizon, epsilon=epsilon_perturb, threshold=1.0, fanout=fanout, sizes=sizes,
-        smoothing=np.zeros(len(sizes)), levels=levels,
+        horizon=horizon, epsilon=epsilon, threshold=1.0, fanout=fanout,
+        sizes=np.array(sizes, dtype=np.int64), smoothing=np.zeros(len(sizes)), levels=levels,
     )  # fmt: skip
     return min(e.mse for e in public)
 

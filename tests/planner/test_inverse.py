@@ -169,7 +169,9 @@ def _exp_prefix(m: int = 4000, seed: int = 1) -> np.ndarray:
 
 def test_tops_forward_terms_and_unreachable_floor():
     x = _exp_prefix()
-    plan = tops_forward(x, epsilon=1.0, range_length=500, horizon=20_000, bound=100.0)
+    fwd = functools.partial(tops_forward, x, range_length=500, horizon=20_000, bound=100.0,
+                            draws=8)  # fmt: skip
+    plan = fwd(epsilon=1.0)
     p = plan.parameters
     mse = p["noise"] + p["partial"] + p["bias"] ** 2
     assert plan.predicted == pytest.approx(math.sqrt(mse))
@@ -181,7 +183,6 @@ def test_tops_forward_terms_and_unreachable_floor():
     assert p["bias"] == pytest.approx(math.sqrt(np.mean(np.square(bias))))
     assert p["threshold"] == pytest.approx(np.median(runs.thresholds))
     assert (p["leaf_size"], p["levels"]) == runs.shape
-    fwd = functools.partial(tops_forward, x, range_length=500, horizon=20_000, bound=100.0)
     assert fwd(epsilon=4.0).predicted < plan.predicted
     inv = plan_epsilon(fwd, target=plan.predicted / 2)
     assert inv.reachable and inv.epsilon > 1.0
