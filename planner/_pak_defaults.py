@@ -33,8 +33,9 @@ Two objectives (``objective=``):
   S·Z), 0), B) the released threshold (τ', S and Z from :func:`mechanisms.pak_threshold_calibration`
   on the model prefix, Z ~ Laplace(1) or N(0, 1) integrated by 400 quantiles *given* Z >
   G⁻¹(β_lt), i.e. on the event τ ≥ r·x̂_λp that Eq. 16 also conditions on (probability 1 −
-  β_lt); outside it a τ near 0 clips everything and that rare event, which Eq. 16 leaves to
-  β_lt, would dominate the mean square), 2τ²/ε₂² the
+  β_lt); outside it a τ below x̂_λp clips values the model cannot price, a rare event Eq. 16
+  leaves to β_lt; its worst part, r·τ ≤ 0, is run at B by ``pak_release``'s guard since
+  issue 23, which this conditioning never meets, so the defaults did not change), 2τ²/ε₂² the
   Laplace release of c(σ, m), τ²·v the suffix counter's exact variance at step n − m
   (:func:`mechanisms.counter_variance` at bound 1), and b, s² the mean and variance of the
   clipping loss Σᵢ (σ(i) − τ)⁺ over the n values under the model (E(X − τ)⁺ = μe^{−τ/μ},

@@ -37,19 +37,19 @@ exact one (:data:`planner._pak_range.RANGE_COUNTERS`). With c(σ, m) out of the 
 is free to rise: the grid's top (0.99) is usual, c(σ, m) is then released coarsely, and the
 plan is for the ranges, not for the totals.
 
-**Why the whole law, and why β_lt is planned.** τ = r·(τ' + S·Z) falls near 0 with
-probability ≈ β_lt·e^{−x̂_λp/S} (τ' = x̂_λp + S·G⁻¹(1 − β_lt), Laplace Z), and then every value
-is clipped: the error is the whole sum Σσ. Eq. 16 leaves that event to β_lt; a mean square
-cannot. Where the data's top quantile is near B (the retail invoices: x̂_λp = 6,250 of
-B = 10,000, τ' ≈ 4.5·B) the threshold sits at B except for that event, whose (Σσ)² at Table
-I's β_lt = 0.004 is most of the mean square: Table I's expected RMSE is 1.7–4× the plain
-counter's although 100 releases usually show it a little below (the event has ~0.2 %
-probability per release). An earlier version left the lowest 10⁻³ of τ's law out, could not
-see that event and chose the plain counter; with the whole law and β_lt on a grid the plan
-takes β_lt = 10⁻⁶ there (the threshold at B almost surely: the prefix released at ε₂ and the
-suffix counter over n − m steps, which pays with most counters) and its prediction equals the
-expected error on the stream. On light-tailed data the rare event weighs little and β_lt
-stays near Eq. 16's.
+**Why the whole law, and why β_lt is planned.** τ = r·(τ' + S·Z) falls to or below 0 with
+probability ≈ β_lt·e^{−x̂_λp/S} (τ' = x̂_λp + S·G⁻¹(1 − β_lt), Laplace Z). Under [PAK19]'s clip
+every value was then clipped to ~0 and the error was the whole sum Σσ; Eq. 16 leaves that
+event to β_lt, a mean square cannot. Where the data's top quantile is near B (the retail
+invoices: x̂_λp = 6,250 of B = 10,000, τ' ≈ 4.5·B) the threshold sits at B except for that
+event, whose (Σσ)² at Table I's β_lt = 0.004 was most of the mean square (Table I's expected
+RMSE 1.7–4× the plain counter's), and the plan bought safety with β_lt = 10⁻⁶. Since issue 23
+:func:`mechanisms.pak_release` guards that draw by default (a released r·τ ≤ 0 is certainly
+below x̂_λp ≥ 0, Eq. 8's failure, and runs at B: :func:`mechanisms.pak.mechanism_threshold`),
+so the law integrated here is the guarded one: the event costs the noise at bound B, not Σσ,
+and β_lt is free to take Eq. 16's value again where that predicts less. What the whole law
+still sees is a positive τ below x̂_λp (a clip the released value cannot reveal), whose
+probability β_lt·(1 − e^{−x̂_λp/S}) is small exactly where S ≫ x̂_λp.
 
 *Privacy*: none. Like :func:`plan_pak` it reads the prefix (an analysis, [PAK19] §VI-B).
 """
