@@ -58,6 +58,7 @@ from mechanisms import (
     tops_noise,
     tops_scores,
 )
+from mechanisms.core._errors import ParameterError
 from mechanisms.core._results import summary_text, table_frame
 from mechanisms.core._validation import check_integer, check_positive, check_stream
 from mechanisms.tops._shape import DEFAULT_SHAPE_SHARE, partial_errors
@@ -81,6 +82,15 @@ DEFAULT_QUERIES = QUERIES
 DEFAULT_DRAWS = 32
 #: Largest number of simulated runs accepted.
 _MAX_DRAWS = 1 << 16
+#: The release's rule options :func:`release_draws` passes on (never a ledger or a fixed θ).
+_RULE_OPTIONS = (
+    "threshold_score",
+    "threshold_correction",
+    "shape_rule",
+    "shape_share",
+    "threshold_method",
+    "levels",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -272,8 +282,14 @@ def release_draws(
     from mechanisms.core import bit_source
 
     owner = _owner
+    unknown = sorted(set(rule) - set(_RULE_OPTIONS))
+    if unknown:
+        raise ParameterError(
+            f"The rule options of {owner} must be among {_RULE_OPTIONS} (the release's own "
+            f"choices; its public arguments have their own keywords). Got {unknown!r}."
+        )
     k = check_integer(draws, "draws", owner, maximum=_MAX_DRAWS)
-    arr = np.asarray(prefix, dtype=np.float64)
+    arr = check_stream(prefix, "prefix", owner, bound=check_positive(bound, "bound", owner))
     bits = bit_source(seed)
     out = []
     for _ in range(k):

@@ -202,3 +202,16 @@ def test_plan_matches_the_release_realised_mse(eps_t, eps_r):
 def test_plan_bad_rule_arguments(kwargs, name):
     with pytest.raises(ParameterError, match=f"'{name}' parameter of plan_tops"):
         plan_tops(_prefix(7, 500), bound=B, horizon=4096, epsilon_perturb=1.0, **kwargs)
+
+
+def test_release_draws_pass_on_rule_options_only():
+    from mechanisms import Budget, BudgetLedger
+
+    x = _prefix(8, 500)
+    kw = {"bound": B, "horizon": 4096, "epsilon_threshold": 1.0, "epsilon_perturb": 1.0}
+    with pytest.raises(ParameterError, match="rule options of release_draws"):
+        release_draws(x, **kw, ledger=BudgetLedger(Budget(10.0)))  # a simulation charges nothing
+    with pytest.raises(DomainError):
+        release_draws(np.append(x, B + 1.0), **kw)  # refused, not clamped as a stream would
+    paper = release_draws(x, **kw, draws=4, threshold_score="paper", shape_rule="paper")
+    assert set(paper.scores) == {"paper"}
