@@ -1,15 +1,15 @@
-"""Issue 23: why ToPS's threshold rule peaks too low on heavy tails, and two lifts that were tried.
+"""Issue 23: why ToPS's threshold rule peaks too low on heavy tails, and three lifts tried.
 
 Streams: those of ``scripts/tops_plan_check.py`` (the bundled household minutes and retail
 invoices; ⌊Exp(60)⌋ durations, lognormal(2, 1) and 10·Pareto(2.5), m = 65,536, r = 2¹⁸).
 
-``--part diagnosis``: for ``--runs`` seeded runs of the default rule on the prefix, the selected
+Diagnosis: for ``--runs`` seeded runs of the default rule on the prefix, the selected
 peak θ₁ (after the overshoot correction, before the "mse" lift), the tail scale c₁ the lift
 reads off it (``mechanisms.tops._threshold.implied_scale``), the count the lift's exponential
 model puts above θ₁ (κc₁) against the prefix's real count, and the real mean excess above θ₁
 against c₁ (the model's mean excess).
 
-``--part variants``: the default rule against two lifts that read a released tail statistic,
+Variants: the default rule against three lifts that read a released tail statistic,
 simulated here (numpy Laplace on exact prefix counts, ``share``·ε_θ taken from the selection;
 nothing is released), where the paper's score is used:
 
@@ -18,7 +18,11 @@ nothing is released), where the paper's score is used:
   S(θ) = N(θ₁/2)·(2θ/θ₁)^{−α}·θ/(α − 1), and the larger of that and the default's lift;
 * ``gated``: N(θ₁), N(θ₁/2), N(θ₁/4) (sensitivity 3); the power law (index from the top
   octave) only when N(θ₁) is at least 4 noise scales and the top octave's log-count drop is at
-  most 1.3× the lower one's (an exponential tail doubles it).
+  most 1.3× the lower one's (an exponential tail doubles it);
+* ``measured``: the count N(θ₁) and the sum of the excesses above θ₁ clipped at θ₁ (each over
+  its sensitivity, 1 and θ₁: L1 sensitivity 2); the exponential tail above θ₁ with the
+  *measured* mean excess taken two noise scales low, used only where that exceeds the implied
+  c₁ (so a light tail keeps the default's lift).
 
 Each run's θ is scored with the planner's error at its shape (``planner.tops_range_error``)
 on the *released steps'* values (no prefix sampling error): mean over runs, ratio new/default.
@@ -74,6 +78,18 @@ def gated(grid, idx, p, m, n, length2, eps_c, rng) -> int:
     return _power_lift(grid, idx, n, length2, m, n1, t1, max(top, 1.05))
 
 
+def measured(grid, idx, p, m, n, length2, eps_c, rng, c1=0.0) -> int:
+    t1, b = grid[idx], 2.0 / eps_c
+    s1 = np.minimum(np.maximum(p - t1, 0.0), t1).sum() / t1 + rng.laplace(0.0, b)
+    n1 = (p > t1).sum() + rng.laplace(0.0, b)
+    low = (s1 - 2.0 * b) * t1 / max(n1 + 2.0 * b, 1.0)  # mean excess, two noise scales low
+    if not low > (c1 if np.isfinite(c1) else 0.0):
+        return idx
+    up = grid[idx:]
+    bias = (s1 - 2.0 * b) * t1 * np.exp(-(up - t1) / low)
+    return idx + int(np.argmin(n * up * up + length2 * (bias / m) ** 2))
+
+
 def diagnosis(name, x, bound, m, runs) -> list[dict]:
     p, rows = x[:m], []
     for et, er in SETTINGS:
@@ -113,7 +129,7 @@ def variants(name, x, bound, m, runs) -> list[dict]:
 
     for et, er in SETTINGS:
         n = public_error(horizon=r, epsilon_perturb=er, fanout=16, sizes=leaf_candidates(m, r))
-        mse = {"default": [], "octave": [], "gated": []}
+        mse = {"default": [], "octave": [], "gated": [], "measured": []}
         theta = {k: [] for k in mse}
         rng = np.random.default_rng(5)
         for seed in range(runs):
@@ -128,12 +144,15 @@ def variants(name, x, bound, m, runs) -> list[dict]:
             )  # fmt: skip
             s2.extend(p)
             th, grid = s2.threshold_release, s2.threshold_release.candidates
-            for kind, lift in (("octave", octave), ("gated", gated)):
+            c1 = implied_scale(grid[th.index], th.kappa, m)
+            for kind, lift in (("octave", octave), ("gated", gated), ("measured", measured)):
                 idx = th.index
                 if th.score == "paper":
                     own = mse_index(grid, local_slope(th), th.index, time_lag=m, noise=n,
                                     length2=length2)  # fmt: skip
-                    idx = max(own, lift(grid, th.index, p, m, n, length2, SHARE * et, rng))
+                    extra = {"c1": c1} if kind == "measured" else {}
+                    new = lift(grid, th.index, p, m, n, length2, SHARE * et, rng, **extra)
+                    idx = max(own, new)
                 mse[kind].append(err(grid[idx], s2.leaf_size, s2.levels, er))
                 theta[kind].append(float(grid[idx]))
         base = float(np.mean(mse["default"]))
@@ -144,6 +163,9 @@ def variants(name, x, bound, m, runs) -> list[dict]:
             "octave_theta": float(np.mean(theta["octave"])),
             "gated_over_default": float(np.mean(mse["gated"])) / base,
             "gated_theta": float(np.mean(theta["gated"])),
+            "measured_over_default": float(np.mean(mse["measured"])) / base,
+            "measured_theta": float(np.mean(theta["measured"])),
+            "measured_worst_run": float(np.max(np.divide(mse["measured"], mse["default"]))),
         })  # fmt: skip
         print(rows[-1], flush=True)
     return rows
@@ -185,7 +207,7 @@ def main() -> None:
         "",
         *_table(d),
         "",
-        "Two lifts that read a released tail statistic (simulated, 1/10 of ε_θ), against the "
+        "Three lifts that read a released tail statistic (simulated, 1/10 of ε_θ), against the "
         "default: mean planner MSE on the released steps' values, ratio to the default's.",
         "",
         *_table(v),
