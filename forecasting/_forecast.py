@@ -14,27 +14,22 @@ intervals cover 0.85 where 0.95 is asked).
 
 With ``noise_variance`` (the variance R_t of the release's error at each step, e.g. the squared
 standard errors ``dpstream.std_errors`` states), the backtest errors are against the release
-y = x + v, and the intervals are for the truth x. Two cases (``noise=``):
-
-* ``"white"``: v independent of everything before it (the w-event Laplace baselines):
-  E(ŷ − y)² = E(ŷ − x)² + R, so the variance for x is the backtest variance minus R;
-* ``"correlated"`` (default): v may share the forecast's errors (OptStream's interpolation
-  between samples smooths the peaks exactly as a smooth forecast fitted on it does, and its
-  prior pulls today towards the past, so the backtest against the release *under*-states the
-  error against the truth: 0.73 coverage of the truth by naive 95 % intervals on the bundled
-  regional release). By Minkowski's inequality sd(ŷ − x) <= sd(ŷ − y) + sd(y − x) whatever
-  the dependence, so the standard deviation for x is the backtest's plus √R (R of the same
-  step of the day, averaged over the last 7 days). Conservative when v is independent.
+y = x + v, and the intervals are for the truth x. Which variances add is derived in
+:mod:`forecasting._truth_band` (``noise=``): ``"posterior"`` (default; the release is a
+least-squares estimate whose error is orthogonal to the released values, as OptStream's
+Algorithm 4 is: the backtest's variance plus R), ``"white"`` (noise independent of the truth:
+minus R) or ``"correlated"`` (any dependence: Minkowski's bound, √D + √R). R is that of the
+same step of the day, averaged over the last 7 days.
 
 The intervals are split-conformal ([AB23] §1) in the shape of the backtest's errors: the
 residuals actual − forecast over the smoothed RMS of their step ahead, pooled over the steps
 (:attr:`Forecast.scores`), give the lower and upper quantiles q_lo, q_hi (with the
-finite-sample correction, :func:`conformal_bounds`), and the band is
-[ŷ + q_lo·s_h − z·√R, ŷ + q_hi·s_h + z·√R] (s_h the RMS of step h; √R only in the "correlated"
-case, the Minkowski bound above applied to each side). For Gaussian errors q = ±z and this is
-the Gaussian band; a spiky load (a household: appliances switching on) has errors skewed
-upwards and heavy-tailed, where the Gaussian band covered 0.91 of the truth at 95 %
-(``docs/results/forecast_peers.md``).
+finite-sample correction, :func:`conformal_bounds`), and without R the band is
+[ŷ + q_lo·s_h, ŷ + q_hi·s_h] (s_h the RMS of step h). With R ("posterior") its ends are the
+quantiles of s_h·q + N(0, R) (:func:`forecasting._truth_band.truth_bounds`); "correlated" adds
+z·√R on each side. For Gaussian errors q = ±z and this is the Gaussian band; a spiky load (a
+household: appliances switching on) has errors skewed upwards and heavy-tailed, where the
+Gaussian band covered 0.91 of the truth at 95 % (``docs/results/forecast_peers.md``).
 
 ``model="auto"`` chooses, per series, the candidate (:data:`forecasting._multi.AUTO_CANDIDATES`)
 with the least mean absolute percentage error on the backtest (|error| / |actual|, the actual
@@ -74,6 +69,7 @@ from mechanisms.core._validation import check_integer
 from ._arma import one_blas_thread
 from ._multi import AUTO_CANDIDATES, COMBINATIONS, LOG_OFFSET, MODELS, min_history, point_forecast
 from ._series import _clock
+from ._truth_band import NOISE_MODELS, conformal_probabilities, truth_bounds, truth_std
 
 __all__ = ["CHOICE_DAYS", "INTERVAL_DAYS", "Forecast", "conformal_bounds", "forecast"]
 
@@ -124,6 +120,9 @@ class Forecast:
     """Release error's standard deviation added on both sides (horizon, series), or None."""
     coherent: bool = False
     """Whether the forecasts were reconciled to a hierarchy (:func:`forecasting.reconcile`)."""
+    noise: str = "posterior"
+    """How :attr:`noise_sd` combines with the model term (:mod:`forecasting._truth_band`):
+    "posterior" in quadrature, "correlated" added (Minkowski), "white" (none left)."""
 
     def _frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         mean, std = self.mean, self.std
@@ -135,9 +134,11 @@ class Forecast:
         """Lower and upper bounds of the central ``level`` interval (columns lower, upper).
 
         The quantiles of :attr:`samples` (reconciled forecasts); else the split-conformal
-        quantiles of the backtest :attr:`scores` times :attr:`scale`, widened by z·
-        :attr:`noise_sd` (module notes); else Gaussian, mean ± z·std ([HA21] §5.5). For many
-        series the columns are (bound, series): ``fc.interval(0.95)["lower"]`` is a frame.
+        quantiles of the backtest :attr:`scores` times :attr:`scale`, convolved with the
+        release's error N(0, :attr:`noise_sd`²) (or widened by z·:attr:`noise_sd`,
+        "correlated"; :mod:`forecasting._truth_band`); else Gaussian, mean ± z·std ([HA21]
+        §5.5). For many series the columns are (bound, series):
+        ``fc.interval(0.95)["lower"]`` is a frame.
         """
         level = _check_levels(level, "interval")[0]
         mean, std = self._frames()
@@ -147,11 +148,15 @@ class Forecast:
             lower = pd.DataFrame(lo, index=mean.index, columns=mean.columns)
             upper = pd.DataFrame(hi, index=mean.index, columns=mean.columns)
         elif self.scores is not None:
-            q_lo, q_hi = conformal_bounds(self.scores, level)
-            z = float(ndtri(0.5 + level / 2.0))
             centre = mean.to_numpy()
-            lo = centre + self.scale * q_lo[None, :] - z * self.noise_sd
-            hi = centre + self.scale * q_hi[None, :] + z * self.noise_sd
+            if self.noise == "correlated":  # Minkowski on each side
+                q_lo, q_hi = conformal_bounds(self.scores, level)
+                z = float(ndtri(0.5 + level / 2.0))
+                lo = centre + self.scale * q_lo[None, :] - z * self.noise_sd
+                hi = centre + self.scale * q_hi[None, :] + z * self.noise_sd
+            else:  # quantiles of s·q + N(0, R): [_truth_band Eq. 2]
+                off_lo, off_hi = truth_bounds(self.scores, self.scale, self.noise_sd, level)
+                lo, hi = centre + off_lo, centre + off_hi
             lower = pd.DataFrame(lo, index=mean.index, columns=mean.columns)
             upper = pd.DataFrame(hi, index=mean.index, columns=mean.columns)
         else:
@@ -204,10 +209,7 @@ def conformal_bounds(scores: np.ndarray, level: float) -> tuple[np.ndarray, np.n
     ([AB23] §1, the finite-sample correction of split conformal prediction, each
     tail at a), clipped to the smallest and largest score when N is too small.
     """
-    n = scores.shape[0]
-    tail = (1.0 - level) / 2.0
-    hi = min(1.0, np.ceil((n + 1) * (1.0 - tail)) / n)
-    lo = max(0.0, np.floor((n + 1) * tail) / n)
+    lo, hi = conformal_probabilities(scores.shape[0], level)
     upper = np.quantile(scores, hi, axis=0, method="inverted_cdf")
     lower = np.quantile(scores, lo, axis=0, method="inverted_cdf") if lo > 0 else scores.min(0)
     return lower, upper
@@ -380,7 +382,7 @@ def forecast(
     exog: object = None,
     future_exog: object = None,
     noise_variance: object = None,
-    noise: str = "correlated",
+    noise: str = "posterior",
     hierarchy: Mapping[str, Sequence[str]] | None = None,
     steps_per_day: int = 48,
     client: object = None,
@@ -417,10 +419,12 @@ def forecast(
         errors of the release). The models then fit the noise (the AR(1) remainder's
         coefficient and filter; the harmonic regressions weigh each step by 1 / (σ² + R_t))
         and the intervals are for the true values.
-    noise : {"correlated", "white"}, default "correlated"
-        How the release's error relates to the forecast's (module notes): "white" for noise
-        independent of the past (Laplace, w-event baselines), "correlated" otherwise (any
-        dependence, e.g. OptStream's interpolation and prior; a conservative bound).
+    noise : {"posterior", "correlated", "white"}, default "posterior"
+        How the release's error relates to the forecast's (:mod:`forecasting._truth_band`):
+        "posterior" for a release whose error is orthogonal to the released values (OptStream:
+        Algorithm 4's least squares weighted by the error variances), "white" for noise
+        independent of the truth (Laplace, w-event baselines), "correlated" for any
+        dependence (Minkowski's bound; conservative).
     hierarchy : mapping parent -> children, optional
         Reconcile the forecasts of every node (:func:`forecasting.reconcile`): children sum to
         their parent, nothing negative, intervals by simulation.
@@ -469,10 +473,10 @@ def forecast(
             "instead."
         )
     levels = _check_levels(level, _OWNER)
-    if noise not in ("correlated", "white"):
+    if noise not in NOISE_MODELS:
         raise ParameterError(
-            f"The 'noise' parameter of {_OWNER} must be 'correlated' or 'white'. Got {noise!r} "
-            "instead."
+            f"The 'noise' parameter of {_OWNER} must be one of {list(NOISE_MODELS)}. Got "
+            f"{noise!r} instead."
         )
     steps_per_day = check_integer(steps_per_day, "steps_per_day", _OWNER)
     wide, single = _as_wide(history)
@@ -503,7 +507,7 @@ def forecast(
         mean, scale, noise_sd, chosen, corr, scores = _on_dask(client, values, r_steps, args)
     index = _future_index(wide.index, horizon)
     mean_f = pd.DataFrame(mean, index=index, columns=wide.columns)
-    std_f = pd.DataFrame(scale + noise_sd, index=index, columns=wide.columns)
+    std_f = pd.DataFrame(truth_std(scale, noise_sd, noise), index=index, columns=wide.columns)
     out = Forecast(
         mean=mean_f.iloc[:, 0] if single else mean_f,
         std=std_f.iloc[:, 0] if single else std_f,
@@ -514,6 +518,7 @@ def forecast(
         scores=scores,
         scale=scale,
         noise_sd=noise_sd,
+        noise=noise,
     )
     if hierarchy is not None:
         from ._coherent import reconcile
@@ -676,13 +681,14 @@ def _spread(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(model error sd, release error sd) per step ahead (h, m), for the truth when R given.
 
-    The backtest RMS per step ahead, smoothed; with R (module notes) the "correlated" case keeps
-    it and adds √R on top (Minkowski), the "white" case subtracts R from its square.
+    The backtest RMS per step ahead, smoothed; with R (:mod:`forecasting._truth_band`) the
+    "posterior" and "correlated" cases keep it and return √R beside it (the interval combines
+    the two), the "white" case subtracts R from its square.
     """
     sq = _smooth(np.mean(errs**2, axis=0))  # (h, m)
     if noise is None:
         return np.sqrt(sq), np.zeros_like(sq)
-    if not white:  # sd(ŷ − x) <= sd(ŷ − y) + sd(y − x): Minkowski
+    if not white:  # Var(ŷ − x) = D + R, or <= (√D + √R)²: combined by the interval
         days = min(7, n // period)
         phase = np.arange(horizon) % period
         pos = n - days * period + phase[None, :] + period * np.arange(days)[:, None]

@@ -127,10 +127,19 @@ def test_known_noise_widens_both_sides_of_the_conformal_band():
     y = _series(_spiky(30, seed=3))
     plain = forecast(y, DAY, model="mape-profile", steps_per_day=DAY).interval(0.95)
     noisy = forecast(
-        y, DAY, model="mape-profile", noise_variance=400.0, steps_per_day=DAY
-    ).interval(0.95)
+        y, DAY, model="mape-profile", noise_variance=400.0, noise="correlated",
+        steps_per_day=DAY,
+    ).interval(0.95)  # fmt: skip
+    # "correlated" (Minkowski): z·√R added on each side
     np.testing.assert_allclose(noisy["upper"] - plain["upper"], 1.959964 * 20.0, rtol=1e-5)
     np.testing.assert_allclose(plain["lower"] - noisy["lower"], 1.959964 * 20.0, rtol=1e-5)
+    # "posterior" (default, the quantiles of the sum): wider on the whole, inside Minkowski's
+    post = forecast(y, DAY, model="mape-profile", noise_variance=400.0, steps_per_day=DAY)
+    band = post.interval(0.95)
+    width = (band["upper"] - band["lower"]).mean()
+    assert (plain["upper"] - plain["lower"]).mean() < width
+    assert width < (noisy["upper"] - noisy["lower"]).mean()
+    assert ((band["upper"] < noisy["upper"]) & (band["lower"] > noisy["lower"])).all()
 
 
 @pytest.mark.parametrize("level", [0.8, 0.95])
