@@ -16,10 +16,12 @@ history) every method is fitted on everything before the origin and forecasts th
 half-hours, scored against the *true* day: on the release (``--seeds`` release seeds) and on
 the real data. Ours is ``forecasting.forecast(model="auto")``, given the release's stated
 error variance per value (``dpstream.std_errors`` squared: public parameters and released
-values only) so that its intervals are for the truth; the peers are statsforecast's
-``MSTL(season_length=[48, 336])``, ``AutoARIMA(season_length=48)`` with statsforecast's
-search limits (``approximation=True, stepwise=True``, p, q <= 2, P, Q <= 1, at most 20
-models: its defaults did not finish one fit in 30 minutes on the shared machine),
+values only) so that its intervals are for the truth (the release's error added in
+quadrature to the backtest's, ``noise="posterior"``: ``forecasting/_truth_band.py``); the
+peers are statsforecast's ``MSTL(season_length=[48, 336])``,
+``AutoARIMA(season_length=48)`` with statsforecast's search limits (``approximation=True,
+stepwise=True``, p, q <= 2, P, Q <= 1, at most 20 models: its defaults did not finish one
+fit in 30 minutes on the shared machine),
 ``AutoTheta(season_length=48)`` and ``SeasonalNaive(48)``, with 80 % and 95 % intervals
 (statsforecast is in the ``bench`` extra, never a dependency). CPU seconds are
 ``time.process_time`` of the fits and forecasts only, warm (one fit of each method first, so

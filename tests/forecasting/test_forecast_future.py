@@ -164,7 +164,7 @@ def test_intervals_for_the_truth_cover_it():
         corr = forecast(
             y.iloc[: 29 * DAY], DAY, model="harmonic", noise_variance=r, steps_per_day=DAY
         )
-        assert (corr.std.to_numpy() > plain.std.to_numpy()).all()  # the Minkowski bound
+        assert (corr.std.to_numpy() > plain.std.to_numpy()).all()  # R added (posterior)
     assert 0.85 <= hits / total <= 0.995
 
 
