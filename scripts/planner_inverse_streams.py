@@ -61,6 +61,9 @@ def main() -> None:
     parser.add_argument("--check-pak", type=float, default=None,
                         help="a PAK target RMSE: split its error over --seeds runs")  # fmt: skip
     parser.add_argument("--seeds", type=int, default=300)
+    parser.add_argument("--seed-table", action="store_true",
+                        help="rewrite the per-seed section of planner_inverse_pak_check.md "
+                        "from its CSV (no release)")  # fmt: skip
     parser.add_argument(
         "--releases",
         type=int,
@@ -74,6 +77,13 @@ def main() -> None:
     args = parser.parse_args()
     x = np.asarray(household_minutes_stream(), dtype=np.float64)
     bound = float(HOUSEHOLD_MINUTES_BOUND)
+    if args.seed_table:
+        md = OUT / "planner_inverse_pak_check.md"
+        frame = pd.read_csv(OUT / "planner_inverse_pak_check.csv")
+        text = md.read_text()
+        text = text[: text.index(SEED_HEADING)] if SEED_HEADING in text else text
+        md.write_text(text.rstrip("\n") + "\n\n" + "\n".join(seed_lines(frame, args.trials)))
+        return
     if args.check_pak is not None:
         check_pak(x, bound, args.check_pak, args.seeds, args.trials)
         return
@@ -278,9 +288,52 @@ def check_pak(x: np.ndarray, bound: float, target: float, seeds: int, block: int
         f"| error: mean, kurtosis (normal: 3) | {err.mean():.4g}, {kurtosis:.2f} |",
         "",
     ]
+    lines += seed_lines(frame, block)
     frame.to_csv(OUT / "planner_inverse_pak_check.csv", index=False, float_format="%.6g")
     (OUT / "planner_inverse_pak_check.md").write_text("\n".join(lines))
     print("\n".join(lines))
+
+
+SEED_HEADING = "## The table's cell seed by seed"
+
+
+def seed_lines(frame: pd.DataFrame, block: int) -> list[str]:
+    """Seeds 0..block−1 (the table's cell): each one's squared error and its share, τ and the
+    noises' z-scores, to tell one outlier (a τ near 0?) from errors spread over the seeds."""
+    cell = frame[frame["seed"] < block].copy()
+    cell["squared"] = cell["error"] ** 2
+    total = float(cell["squared"].sum())
+    err, all_err = cell["error"].to_numpy(), frame["error"].to_numpy()
+    top = np.sort(cell["squared"].to_numpy())[::-1]
+    lines = [
+        SEED_HEADING,
+        "",
+        f"Seeds 0–{block - 1}, largest squared error first (`--seed-table` rebuilds this from the "
+        "CSV). τ is the threshold the release used; z the noises over their scales given τ.",
+        "",
+        "| seed | τ | error | error² | share of Σ error² | clipping loss | z prefix | z counter |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in cell.sort_values("squared", ascending=False).itertuples():
+        lines.append(
+            f"| {row.seed} | {row.tau:.3f} | {row.error:,.1f} | {row.squared:,.0f} | "
+            f"{row.squared / total:.1%} | {row.loss:.1f} | {row.z_prefix:.2f} | "
+            f"{row.z_counter:.2f} |"
+        )
+    lines += [
+        "",
+        f"RMSE {np.sqrt(total / len(cell)):.1f}; without its largest squared error "
+        f"{np.sqrt(top[1:].sum() / (len(cell) - 1)):.1f}. The largest is {top[0] / total:.1%} "
+        f"of the sum, the three largest {top[:3].sum() / total:.1%}. Mean error "
+        f"{err.mean():.1f} (s.d. {err.std():.1f}) against {all_err.mean():.1f} (s.d. "
+        f"{all_err.std():.1f}) over all {len(frame)} seeds: a 30-seed mean has a standard "
+        f"error of {all_err.std() / np.sqrt(block):.1f}. Mean z over these seeds: prefix "
+        f"{cell['z_prefix'].mean():.2f}, counter {cell['z_counter'].mean():.2f}. τ over these "
+        f"seeds {cell['tau'].min():.2f}–{cell['tau'].max():.2f} (all seeds: from "
+        f"{frame['tau'].min():.2f}).",
+        "",
+    ]
+    return lines
 
 
 def _markdown(frame: pd.DataFrame, trials: int, seconds: float) -> str:
