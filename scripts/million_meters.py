@@ -206,6 +206,10 @@ def release(
         "peak_tree_gb": round(peak[0] / 1e9, 2),
         "client_maxrss_gb": round(r1.ru_maxrss / 1e6, 2),
         "worker_maxrss_gb": round(kids.ru_maxrss / 1e6, 2),  # the largest worker's
+        # blocks written to disk (512 B each; the spill files and the store), as the kernel
+        # accounts them: a file deleted before its write-back may not count
+        "client_written_gb": round((r1.ru_oublock - r0.ru_oublock) * 512 / 1e9, 2),
+        "workers_written_gb": round(kids.ru_oublock * 512 / 1e9, 2),
         "load_before": [round(x, 1) for x in load0],
         "load_after": [round(x, 1) for x in os.getloadavg()],
     }

@@ -394,8 +394,18 @@ class _Spill:
         import os
 
         path = self._paths.pop(name, None)
-        if path is not None:
+        if path is not None and os.path.exists(path):
             os.unlink(path)
+
+    def new_file(self, name: str) -> str:
+        """The path of a file ``name`` of this object's, for the caller to write (removed by
+        :meth:`drop` or with the object)."""
+        self.drop(name)
+        self._paths[name] = self._path(name)
+        return self._paths[name]
+
+    def path(self, name: str) -> str:
+        return self._paths[name]
 
 
 class SubtreeAuto(SolverCalls):
@@ -483,27 +493,32 @@ class SubtreeAuto(SolverCalls):
         from ..store import _planner_state as ps
 
         con = ps.open_readonly(path)
+        state = self._spill.new_file("loaded.npz")  # the state streamed to a file, not held
         try:
-            blob = ps.part_state(con, cut, self.tree.nodes[0], ordinal)
-            if blob is None:
+            if not ps.part_state_file(con, cut, self.tree.nodes[0], ordinal, state):
                 return False
 
             def read(ordinals):
                 got = [ps.record_rows(con, o, self.rows) for o in ordinals]
                 return None if any(g is None for g in got) else got
 
-            got = ps.load_part(blob, self.planner, read, digest=_nodes_digest(self.tree))
+            got = ps.load_part(state, self.planner, read, digest=_nodes_digest(self.tree))
             return got is not None
         finally:
             con.close()
+            self._spill.drop("loaded.npz")
             self._rest(True)
 
-    def state_bytes(self, held: list[int]) -> np.ndarray | None:
-        """This subtree's planner state after the last period, to be saved in the store
-        (:func:`dpstream.store._planner_state.dumps_part`), as a uint8 array over the ``.npz``
-        buffer (no copy; Dask sends an array's buffer as it is); ``held``: the store ordinals
-        of the last released full periods, oldest first (the prior holds the last of them).
-        None for a planner without a streaming state."""
+    def state_size(self, held: list[int]) -> int | None:
+        """Write this subtree's planner state after the last period, to be saved in the store
+        (:func:`dpstream.store._planner_state.dumps_part`), to a file of this process, and
+        return its size in bytes; the store fetches it a part at a time (:meth:`state_part`),
+        so neither side holds a whole state (about 1.5 GB a subtree from the eighth day at a
+        million meters) besides the planner. ``held``: the store ordinals of the last
+        released full periods, oldest first (the prior holds the last of them). None for a
+        planner without a streaming state."""
+        import os
+
         from ..store._planner_state import dumps_part, held_count
 
         try:
@@ -512,11 +527,24 @@ class SubtreeAuto(SolverCalls):
             n = held_count(self.planner)
             if n > len(held):
                 return None
-            buf = dumps_part(self.planner, held[len(held) - n :] if n else [],
-                             digest=_nodes_digest(self.tree))  # fmt: skip
-            return np.frombuffer(buf, dtype=np.uint8)
+            path = self._spill.new_file("state.npz")
+            with open(path, "wb") as f:
+                dumps_part(self.planner, held[len(held) - n :] if n else [],
+                           digest=_nodes_digest(self.tree), file=f)  # fmt: skip
+            return os.path.getsize(path)
         finally:
             self._rest(False)
+
+    def state_part(self, start: int, size: int) -> np.ndarray:
+        """Bytes ``start`` to ``start + size`` of the state :meth:`state_size` wrote (uint8;
+        Dask sends an array's buffer as it is)."""
+        with open(self._spill.path("state.npz"), "rb") as f:
+            f.seek(start)
+            return np.frombuffer(f.read(size), dtype=np.uint8)
+
+    def state_done(self) -> None:
+        """Remove the file :meth:`state_size` wrote."""
+        self._spill.drop("state.npz")
 
     # -- one period ------------------------------------------------------------------------------
     def load(self, source: Callable) -> np.ndarray:
@@ -871,9 +899,10 @@ class AutoSplit:
 
     def saved_states(self, held: list[int]):
         """Every part's planner state after the last period, as the store saves it:
-        ``(cut, root, bytes)``, the top's (root "") first, then each subtree's, fetched one at
-        a time (:meth:`dpstream.store._store.ReleaseStore._put` reads them inside the
-        period's transaction); ``held``: the ordinals of the last released full periods,
+        ``(cut, root, bytes or its parts)``, the top's (root "") first as bytes, then each
+        subtree's as an iterable of its parts, fetched one at a time
+        (:meth:`dpstream.store._store.ReleaseStore._put` reads them inside the period's
+        transaction); ``held``: the ordinals of the last released full periods,
         oldest first. Nothing for planners without a streaming state."""
         from ..store._planner_state import dumps_part, held_count
 
@@ -887,10 +916,20 @@ class AutoSplit:
         yield self.cut, "", dumps_part(self.top_planner, top, digest=self.top_digest,
                                        held_arrays=[self.top_held[o] for o in top])  # fmt: skip
         for s, root in enumerate(self.roots):
-            blob = self.call("state_bytes", [(held,)] * self.n, only=s)
-            if blob is not None:
-                yield self.cut, root, blob
-            del blob
+            size = self.call("state_size", [(held,)] * self.n, only=s)
+            if size is not None:
+                yield self.cut, root, self._state_parts(s, size)
+
+    def _state_parts(self, s: int, size: int):
+        """Subtree ``s``'s saved state (``size`` bytes, :meth:`SubtreeAuto.state_size`) in the
+        store's parts, fetched one at a time from where it runs; its file removed after."""
+        from ..store._store import MEASURED_PART_BYTES
+
+        try:
+            for start in range(0, max(size, 1), MEASURED_PART_BYTES):
+                yield self.call("state_part", [(start, MEASURED_PART_BYTES)] * self.n, only=s)
+        finally:
+            self.call("state_done", [()] * self.n, only=s)
 
     def rebuild(self, history: list, items, carried=None, gap: bool = False) -> None:
         """The planners' state before the first period: public ``history`` (noise-free

@@ -48,7 +48,7 @@ def loads(blob: bytes, planner, read) -> list[int] | None:
     ``read(ordinals)`` returns the held periods' ``(Measurement, PeriodPlan)`` from the store.
     Returns the held ordinals, or None for a format this code does not read (then the
     caller rebuilds the planner by replaying the stored periods)."""
-    with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+    with np.load(blob if isinstance(blob, str) else io.BytesIO(blob), allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
         if meta.get("format") != _FORMAT:
             return None
@@ -138,10 +138,13 @@ def state_after(store, planner, ordinal: int, measurement, plan, cfg) -> bytes |
 # cut and node set: the caller replays the stored periods, as before.
 
 
-def dumps_part(planner, held: list[int], *, digest: str, held_arrays: list | None = None):
+def dumps_part(
+    planner, held: list[int], *, digest: str, held_arrays: list | None = None, file=None
+):
     """A part's planner state as an ``.npz`` (:func:`dumps`, with the part's node ``digest``;
     all-zero arrays left out; ``held_arrays``: the held periods themselves, ``pack``'d, for
-    the top). Returns a buffer view (no copy)."""
+    the top). Returns a buffer view (no copy); given a binary ``file``, writes it there
+    instead (an array at a time: no copy of the whole state in memory) and returns None."""
     arrays, scalars = planner.export()
     zeros = {k: list(v.shape) for k, v in arrays.items() if v.size > 64 and not v.any()}
     meta = {"format": _FORMAT, "held": [int(o) for o in held], "scalars": scalars,
@@ -149,19 +152,23 @@ def dumps_part(planner, held: list[int], *, digest: str, held_arrays: list | Non
     out = {f"a_{k}": v for k, v in arrays.items() if k not in zeros}
     for i, blob in enumerate(held_arrays or ()):
         out[f"h_{i}"] = np.frombuffer(blob, dtype=np.uint8)
+    if file is not None:
+        np.savez(file, **out, meta=np.array(json.dumps(meta)))
+        return None
     buf = io.BytesIO()
     np.savez(buf, **out, meta=np.array(json.dumps(meta)))
     return buf.getbuffer()
 
 
 def load_part(blob, planner, read, *, digest: str):
-    """Restore a part's state (:func:`dumps_part`) into the new ``planner``; ``read(ordinals)``
+    """Restore a part's state (:func:`dumps_part`: its bytes, or the path of a file holding
+    them, :func:`part_state_file`) into the new ``planner``; ``read(ordinals)``
     gives the held periods' ``(Measurement, PeriodPlan)`` of the part's rows (None: not
     readable). Returns ``(held ordinals, held pack'd arrays)`` or None (another format or
     node set, or a held period not readable: the caller replays)."""
     from ._auto import unpack
 
-    with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+    with np.load(blob if isinstance(blob, str) else io.BytesIO(blob), allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
         if meta.get("format") != _FORMAT or meta.get("digest") != digest:
             return None
@@ -204,6 +211,29 @@ def part_state(con, cut: int, root: str, ordinal: int) -> bytes | None:
     if not rows or {int(o) for o, _ in rows} != {int(ordinal)}:
         return None
     return b"".join(d for _, d in rows)
+
+
+def part_state_file(con, cut: int, root: str, ordinal: int, path: str) -> bool:
+    """Write the part ``root``'s saved state after period ``ordinal`` at ``cut`` to the file
+    ``path``, a stored part (row) at a time; False if none is saved (nothing written). A
+    subtree's state at a million meters is about 1.5 GB from the eighth day: read whole
+    (:func:`part_state`), its rows and their join would be held twice over."""
+    if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'split_state'").fetchone() is None:
+        return False  # an older store
+    ordinals = con.execute(
+        "SELECT DISTINCT ordinal FROM split_state WHERE cut = ? AND root = ?",
+        (int(cut), str(root)),
+    ).fetchall()
+    if [int(o) for (o,) in ordinals] != [int(ordinal)]:
+        return False
+    rows = con.execute(
+        "SELECT data FROM split_state WHERE cut = ? AND root = ? ORDER BY part",
+        (int(cut), str(root)),
+    )
+    with open(path, "wb") as f:
+        for (data,) in rows:
+            f.write(data)
+    return True
 
 
 def saved_roots(con, cut: int, ordinal: int) -> set[str]:

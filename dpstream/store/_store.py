@@ -711,9 +711,10 @@ class ReleaseStore:
     ):
         """Commit one released period with its plan and (k="auto") measurements: one
         transaction; a period already there is kept. ``state``: the whole planner's state
-        after the period; ``split_state``: an iterable of ``(cut, root, bytes)``, the split
-        planners' states (:mod:`dpstream.store._planner_state`), read inside the transaction
-        one at a time."""
+        after the period; ``split_state``: an iterable of ``(cut, root, data)``, the split
+        planners' states (:mod:`dpstream.store._planner_state`; ``data`` the bytes or an
+        iterable of their parts, :meth:`_put_split_state`), read inside the transaction one
+        at a time."""
         data = np.ascontiguousarray(values, dtype="<f8")
         self._write_pending()  # (charged already; a no-op unless a new store's first period)
         self._mark_running(True)  # in the main file before the period's commit (module notes)
@@ -772,15 +773,21 @@ class ReleaseStore:
         self.checkpoint()  # the main file holds the period (module notes)
 
     def _put_split_state(self, cut: int, root: str, ordinal: int, data) -> None:
-        """One part's saved planner state (inside :meth:`_put`'s transaction), in parts."""
-        sv, size = memoryview(data).cast("B"), MEASURED_PART_BYTES
-        for i in range(0, max(sv.nbytes, 1), size):
+        """One part's saved planner state (inside :meth:`_put`'s transaction), in parts:
+        ``data`` is its bytes, or an iterable of its consecutive parts of at most
+        ``MEASURED_PART_BYTES`` each (fetched one at a time from where the part runs, so
+        this process never holds a whole state)."""
+        if isinstance(data, bytes | bytearray | memoryview | np.ndarray):
+            sv, size = memoryview(data).cast("B"), MEASURED_PART_BYTES
+            data = (sv[i : i + size] for i in range(0, max(sv.nbytes, 1), size))
+        for part, chunk in enumerate(data):
+            chunk = memoryview(chunk).cast("B")
             cur = self._con.execute(
                 "INSERT INTO split_state VALUES (?, ?, ?, ?, zeroblob(?))",
-                (cut, root, i // size, ordinal, sv[i : i + size].nbytes),
+                (cut, root, part, ordinal, chunk.nbytes),
             )
             with self._con.blobopen("split_state", "data", cur.lastrowid) as blob:
-                blob.write(sv[i : i + size])
+                blob.write(chunk)
 
     def _measured(self, before: int, n: int) -> list[tuple[int, dict, bytes]]:
         """The last ``n`` stored periods before ordinal ``before`` that carry measurements:
