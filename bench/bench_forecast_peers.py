@@ -333,6 +333,61 @@ def coherent(seeds: int, n_origins: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def diagnose(name: str, seeds: int, n_origins: int) -> str:
+    """Which release term the truth's error needs (``forecasting/_truth_band.py``), one row.
+
+    Ours on each release seed and origin; the truth is read only to score. corr(d, v) of the
+    forecast's error against the release, d = ŷ − y, and the release's error v = y − x; the
+    realised over the stated variance of v; the 95 % coverage of the same forecasts' bands
+    with Minkowski's term and with the posterior term (Eq. 2), each with the stated R and with
+    R scaled per series to its realised mean square (an oracle: a check, not a method).
+    """
+    from forecasting._forecast import conformal_bounds
+    from forecasting._truth_band import truth_bounds
+
+    span, tree, leaves = load(name)
+    fitted = FITTED[name] or list(span.columns)
+    scored = [fitted.index(c) for c in (SETTINGS[name]["scored"] or fitted)]
+    truth = span[fitted].to_numpy(dtype=np.float64)
+    origins = np.arange(DAYS - n_origins, DAYS) * P
+    parts = []
+    with threadpool_limits(1, user_api="blas"):
+        for s in range(seeds):
+            rel, noise = release(span, tree, leaves, SETTINGS[name]["alpha"], seed=1000 + s)
+            rel, noise = rel[fitted], noise[fitted]
+            for o in origins:
+                fc = forecast(rel.iloc[:o], P, level=0.95, noise_variance=noise.iloc[:o])
+                y = rel.to_numpy()[o : o + P]
+                parts.append((fc, y, truth[o : o + P], noise.to_numpy()[o : o + P]))
+    v_all = np.concatenate([y - x for _, y, x, _ in parts])
+    ratio = (v_all**2).mean(axis=0) / np.concatenate([r for *_, r in parts]).mean(axis=0)
+    z = 1.959963984540054
+    cover = {}
+    for label, k in (("stated", np.ones_like(ratio)), ("realised", ratio)):
+        for band in ("minkowski", "posterior"):
+            hits = []
+            for fc, _, x, _ in parts:
+                m, sd = fc.mean.to_numpy().reshape(P, -1), fc.noise_sd * np.sqrt(k)
+                if band == "posterior":
+                    lo, hi = truth_bounds(fc.scores, fc.scale, sd, 0.95)
+                else:
+                    q_lo, q_hi = conformal_bounds(fc.scores, 0.95)
+                    lo, hi = fc.scale * q_lo - z * sd, fc.scale * q_hi + z * sd
+                hits.append(((m + lo <= x) & (x <= m + hi))[:, scored])
+            cover[band, label] = float(np.mean(np.concatenate(hits)))
+    d = np.concatenate([(fc.mean.to_numpy().reshape(P, -1) - y) for fc, y, _, _ in parts])
+    d = d[:, scored]
+    v = v_all[:, scored]
+    corr = float(np.mean(d * v) / np.sqrt(np.mean(d**2) * np.mean(v**2)))
+    stated = np.concatenate([r[:, scored] for *_, r in parts]).mean()
+    return (
+        f"| {name} {START or SETTINGS[name]['start']} | {corr:+.2f} | "
+        f"{float(np.mean(v**2) / stated):.2f} | {cover['minkowski', 'stated']:.3f} | "
+        f"{cover['posterior', 'stated']:.3f} | {cover['posterior', 'realised']:.3f} | "
+        f"{cover['minkowski', 'realised']:.3f} |"
+    )
+
+
 def report(table: pd.DataFrame, args) -> str:
     """Markdown: per data set, every method on the (seed, origin) pairs that all ran."""
     lines = [
@@ -459,6 +514,11 @@ def main() -> None:
         help="Run the peers on the first N release seeds only (ours on all; default all).",
     )  # fmt: skip
     parser.add_argument("--coherent", action="store_true", help="Only the coherent part.")
+    parser.add_argument(
+        "--diagnose", action="store_true",
+        help="Only the release-term check (corr(d, v), realised / stated R, coverage of the "
+        "Minkowski and posterior bands), one row per data set.",
+    )  # fmt: skip
     parser.add_argument("--from-csv", default=None, help="Only report this per-origin table.")
     parser.add_argument(
         "--releases", default=None,
@@ -478,6 +538,10 @@ def main() -> None:
     START = args.start
     RELEASES = None if args.releases is None else Path(args.releases)
     SOURCES = tuple(args.sources)
+    if args.diagnose:
+        for d in args.datasets:
+            print(diagnose(d, args.seeds, args.origins), flush=True)
+        return
     if args.coherent:
         text = coherent(args.seeds, args.origins)
         print(text)
