@@ -16,11 +16,11 @@ release pipeline, the store and the engine only call it::
 
 State (per node, for the N nodes it plans; issue 22.1). With ``prior_state`` (the release's
 default, :class:`postproc.PriorState`) only running sums: the variogram's sufficient statistics
-(:class:`planner.RoughnessStats`) in two blocks of at most :data:`LOOKBACK` periods (the
-window is the current block plus the previous one weighed by the share of the look-back the
-current block leaves: :meth:`StreamPlanner.roughness`), and the prior's (12 arrays of N x w), a
-look-back by forgetting (past :data:`PRIOR_DAYS` periods every sum is multiplied by (L − 1)/L
-before a period is added), the prior's weights of older periods frozen, and the
+(:class:`planner.RoughnessStats`) and the prior's (12 arrays of N x w), a look-back by
+forgetting (past :data:`LOOKBACK` periods, resp. :data:`PRIOR_DAYS`, every sum is multiplied by
+(L − 1)/L before a period is added; :data:`VARIOGRAM_WINDOW` = ``"blocks"``: the variogram's
+sums in two blocks instead, :meth:`StreamPlanner.roughness`), the prior's weights of older
+periods frozen, and the
 last 7 released periods held to weigh them exactly (see :class:`postproc.PriorState`):
 O(N w) bytes, the same at any look-back (1.4 GB at 100,000 feeders, w = 48, of which the 7
 held periods are 0.85 GB). Without it (exact, the reference of the golden tests): the last
@@ -86,6 +86,12 @@ LOOKBACK = 28
 #: ones, so a longer look-back only adds information; model assumption: the daily profile
 #: drifts little over two months).
 PRIOR_DAYS = 56
+#: The streaming variogram's look-back (:meth:`StreamPlanner.roughness`): ``"forgetting"``
+#: (session 7's rule, the default: every sum times (L − 1)/L before a period is added past
+#: L = :data:`LOOKBACK` periods) or ``"blocks"`` (two blocks of sums, the previous one leaving
+#: at its mean rate; public history read for its last L periods): closer to the exact window,
+#: measured in ``docs/results/optstream_defaults_findings.md`` (session 10), not yet the default.
+VARIOGRAM_WINDOW = "forgetting"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -434,9 +440,12 @@ class StreamPlanner:
         that leave the variogram's look-back before the next plan, :meth:`extend`) skips its
         variogram statistics."""
         if m.values.shape[1] == self.cfg.w:  # the tail (last, shorter period) plans nothing
-            if self.streaming:
+            if self.streaming and VARIOGRAM_WINDOW == "blocks":
                 if roughness and self._n_rough >= LOOKBACK:  # the block is full (roughness())
                     self._rough_prev, self._rough, self._n_rough = self._rough, None, 0
+            elif self._n_rough == LOOKBACK and self.streaming:  # forgetting (module notes)
+                self._rough = self._rough.scaled((LOOKBACK - 1.0) / LOOKBACK)
+                self._n_rough -= 1
             elif self._n_rough == LOOKBACK:  # the oldest period leaves the look-back
                 old = self._measured[-LOOKBACK]
                 self._rough = self._rough - period_roughness(old.values, old.noise, old.sampled)
@@ -487,11 +496,13 @@ class StreamPlanner:
             self.update(m, plan, roughness=i >= first)
 
     def add_history(self, measurements: list[Measurement]) -> None:
-        """Public history, full periods oldest first (noise-free measurements). A streaming
-        planner's variogram reads the last :data:`LOOKBACK` of them only: the older ones would
-        have left its look-back before the first plan (as they leave the periods state's)."""
+        """Public history, full periods oldest first (noise-free measurements). With
+        :data:`VARIOGRAM_WINDOW` = ``"blocks"`` a streaming planner's variogram reads the last
+        :data:`LOOKBACK` of them only: the older ones would have left its look-back before the
+        first plan (as they leave the periods state's)."""
         full = [i for i, m in enumerate(measurements) if m.values.shape[1] == self.cfg.w]
-        first = full[-LOOKBACK] if self.streaming and len(full) > LOOKBACK else 0
+        blocks = self.streaming and VARIOGRAM_WINDOW == "blocks"
+        first = full[-LOOKBACK] if blocks and len(full) > LOOKBACK else 0
         for i, m in enumerate(measurements):
             self.update(m, roughness=i >= first)
         self.from_history = self.n_measured
@@ -515,7 +526,8 @@ class StreamPlanner:
 
     def roughness(self) -> RoughnessStats | None:
         """The variogram's statistics over the look-back (:func:`planner.variogram` reads
-        them): the sums of the last :data:`LOOKBACK` full periods. A streaming planner holds
+        them): the sums of the last :data:`LOOKBACK` full periods; a streaming planner's by
+        forgetting (the default), or with :data:`VARIOGRAM_WINDOW` = ``"blocks"`` it holds
         two blocks of at most ``L = LOOKBACK`` periods, the current one (n periods) and the
         one before, and weighs the previous block by ``(L − n) / L``: the periods that would
         have left a window of L are taken out at the previous block's mean rate (a sliding

@@ -1,11 +1,13 @@
-"""The streaming planner's variogram look-back (issue 22): two blocks of sums, O(N w), against
-the exact window of the last LOOKBACK periods (the periods state)."""
+"""The streaming planner's variogram look-back (issue 22): ``VARIOGRAM_WINDOW = "blocks"``, two
+blocks of sums, O(N w), against the exact window of the last LOOKBACK periods (the periods
+state); the default, forgetting, kept as it was."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+import planner._stream_planner as sp
 from dpstream.pipelines import _autoplan as ap
 from mechanisms.optstream._sampling import sample_equal
 from planner._roughness import RoughnessStats, period_roughness
@@ -14,6 +16,12 @@ from postproc import Hierarchy
 from postproc._prior import PriorState
 
 W = 48
+
+
+@pytest.fixture(autouse=True)
+def blocks(request, monkeypatch):
+    if "forgetting" not in request.node.name:
+        monkeypatch.setattr(sp, "VARIOGRAM_WINDOW", "blocks")
 
 
 def _cfg():
@@ -122,3 +130,20 @@ def test_export_and_restore_keep_both_blocks():
     a.update(m)
     b.update(m)
     assert _close(b.roughness(), a.roughness(), rtol=0)
+
+
+def test_the_default_forgetting_is_unchanged():
+    # session 7's rule (the release's default): past LOOKBACK periods every sum times (L-1)/L
+    assert sp.VARIOGRAM_WINDOW == "forgetting"
+    rng = np.random.default_rng(5)
+    streaming = StreamPlanner(_cfg(), prior_state=PriorState)
+    history = [_period(rng, 1.0, k=None) for _ in range(LOOKBACK + 3)]
+    streaming.add_history(history)
+    stats = [period_roughness(m.values, m.noise, m.sampled) for m in history]
+    want = stats[0]
+    for s in stats[1:LOOKBACK]:
+        want = want + s
+    for s in stats[LOOKBACK:]:
+        want = want.scaled((LOOKBACK - 1.0) / LOOKBACK) + s
+    assert streaming._rough_prev is None
+    assert _close(streaming.roughness(), want, rtol=1e-12)
