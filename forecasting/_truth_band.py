@@ -15,13 +15,15 @@ Three cases (``noise=``):
   w-event Laplace baselines): d = e − v with e independent of v, Cov(d, v) = −R, and
   Var(e) = D − R: the backtest's variance already contains R, which does not belong to the
   truth's error.
-* ``"posterior"`` (the *Berkson* model, the default): the release is an estimate whose error
-  is orthogonal to what it is computed from. OptStream's release is Algorithm 4's generalised
-  least squares with the error variances as weights ([FV19] Alg. 4; the BLUE, a Kalman
-  smoother on the tree, ``dpstream.std_errors``): for a linear estimate from measurements and
-  a prior with those weights, the error v is uncorrelated with every linear function of the
-  data it used, which includes the released past the forecast is fitted on and the released
-  value y itself. Then Cov(d, v) = Cov(ŷ − y, v) = 0 and
+* ``"posterior"`` (the *Berkson* model, the default; [CRS06] §1.2): the release is an
+  estimate whose error is orthogonal to what it is computed from. OptStream's release is
+  Algorithm 4's generalised least squares with the error variances as weights ([FV19]
+  Alg. 4; a Kalman smoother on the tree, ``dpstream.std_errors``), with an empirical-Bayes
+  prior (the truth spread about the prior's mean with the prior's variance): that estimate is
+  the posterior mean, and its error v is uncorrelated with every linear function of the data
+  it used, which includes the released past the forecast is fitted on and the released value
+  y itself (exactly for a linear forecast, to first order for the log model and the choice).
+  Then Cov(d, v) = Cov(ŷ − y, v) = 0 and
 
       Var(e) = D + R,                                                         (2)
 
@@ -31,13 +33,15 @@ Three cases (``noise=``):
   sd(e) <= √D + √R, tight only when d and v are perfectly correlated (a release error that is
   the forecast's own error). Conservative otherwise: the previous default.
 
-Measured on the benchmark's OptStream releases (``bench/bench_forecast_peers.py``, 3 seeds ×
-28 next-day origins, the truth read only to score; ``docs/results/forecast_peers.md``):
-corr(d, v) = −0.19 on the five regional nodes and +0.03 on the household, close to the 0 of
-(2) and far from the +1 at which Minkowski's bound is tight. With the realised variance of v
-in place of R (an oracle, to check (2), not a method) the 95 % band of (2) covers 0.953 of the
-regional truth and 0.946 of the household's, Minkowski's 0.990 and 0.987: (2) is the
-combination, and the bands are then as good as R.
+Measured on the benchmark's OptStream releases (``bench/bench_forecast_peers.py
+--diagnose``: 3 seeds × 28 next-day origins, the truth read only to score;
+``docs/results/forecast_peers.md``): corr(d, v) = −0.19 on the five regional nodes and −0.19
+to +0.03 on three household slices, close to the 0 of (2) and far from the +1 at which
+Minkowski's bound is tight. With the realised variance of v in place of R (an oracle, to
+check (2), not a method) the 95 % band of (2) covers 0.953 of the regional truth and
+0.943–0.955 of the household's, Minkowski's 0.983–0.990: (2) is the combination, and the
+bands are then as good as R (the stated R of these releases is 2.9–5.3× short in variance:
+``dpstream.std_errors``, issue 30).
 
 The band. With (2) the truth's error is x − ŷ = s·q + v', q a backtest score (the residual
 actual − forecast over its step's RMS s, pooled over the steps ahead; their empirical law is
@@ -45,8 +49,8 @@ the split-conformal law of the model term, [AB23] §1) and v' ~ N(0, R) independ
 The band's ends are the quantiles of that sum: the root in t of
 mean_i Φ((t − s·q_i) / √R) = p (a convolution of the scores' law with the Gaussian), found
 by safeguarded Newton steps, at the finite-sample conformal probabilities of
-:func:`forecasting.conformal_bounds`. With R = 0 they are the conformal bounds; with Gaussian
-scores, ŷ ± z √(D + R).
+:func:`forecasting._forecast.conformal_bounds`. With R = 0 they are the conformal bounds;
+with Gaussian scores, ŷ ± z √(D + R).
 
 References
 ----------
