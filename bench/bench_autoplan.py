@@ -75,6 +75,7 @@ def one(n_feeders: int, days: int, k: str, store: bool) -> dict:
     make = _autoplan.new_planner
     _autoplan.new_planner = lambda cfg: planners.append(make(cfg)) or planners[-1]
     kw = dict(epsilon=1.0, alpha=5.0, hierarchy=children, k=kk, seed=1)
+    load0 = os.getloadavg()[0]
     cpu0, wall0 = time.process_time(), time.perf_counter()
     use0 = resource.getrusage(resource.RUSAGE_SELF)
     if store:
@@ -108,6 +109,9 @@ def one(n_feeders: int, days: int, k: str, store: bool) -> dict:
         "state_gb": planners[-1].nbytes / 1e9 if planners else None,
         "output_gb": None if store else output_gb(out),
         "ks": sorted({p["k"] for p in plans}) if plans else [kk],
+        # 1-minute load average when the release started and when it ended (other jobs)
+        "load": [round(load0, 1), round(os.getloadavg()[0], 1)],
+        "started": time.strftime("%H:%M:%S", time.gmtime(time.time() - wall)),
     }
 
 

@@ -59,6 +59,8 @@ import dpstream
 OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
 MONTHS = {"Feb": ("02", "01"), "Jun": ("06", "05"), "Oct": ("10", "09")}
 ALPHAS = (1.0, 10.0, 50.0, 100.0, 500.0)
+#: Methods of the main table to run (``--methods``; empty: all), each with its own seeds.
+METHODS: tuple[str, ...] = ()
 
 
 def _data(name: str) -> tuple[pd.DataFrame, dict, str, list[str], str]:
@@ -154,6 +156,8 @@ def main_table(
             for i, (method, (release, kwargs)) in enumerate(
                 _methods(alpha, hierarchy, history).items()
             ):
+                if METHODS and method not in METHODS:  # --methods: a part (the same seeds)
+                    continue
                 errs, pred, real, ks = [], [], [], []
                 for trial in range(first, first + trials):
                     # "auto" and "auto, no prior" share seeds: the same measurements, so the
@@ -301,7 +305,7 @@ def _markdown(table: pd.DataFrame, shares: pd.DataFrame | None, trials: int) -> 
 
 
 def main() -> None:
-    global MONTHS, ALPHAS  # --months/--alphas: a part of the table (parts run side by side)
+    global MONTHS, ALPHAS, METHODS  # --months/--alphas/--methods: a part of the table
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=30)
     parser.add_argument("--datasets", nargs="*", default=["regional", "household"])
@@ -311,6 +315,7 @@ def main() -> None:
     parser.add_argument("--first-trial", type=int, default=0, help="index of the first trial")
     parser.add_argument("--months", nargs="+", default=list(MONTHS), choices=list(MONTHS))
     parser.add_argument("--alphas", type=float, nargs="+", default=list(ALPHAS))
+    parser.add_argument("--methods", nargs="+", default=[], help="main-table methods to run")
     parser.add_argument(
         "--merge", nargs="*", default=None, help="average these stems' CSVs (equal trials)"
     )
@@ -318,6 +323,7 @@ def main() -> None:
     start = time.perf_counter()
     MONTHS = {m: MONTHS[m] for m in args.months}
     ALPHAS = tuple(args.alphas)
+    METHODS = tuple(args.methods)
     if args.merge:
         parts = [pd.read_csv(OUT / f"{stem}.csv") for stem in args.merge]
         keys = ["dataset", "month", "alpha/eps", "method"]
