@@ -167,6 +167,36 @@ def _full_law() -> tuple[np.ndarray, np.ndarray]:
     return mid, weight / weight.sum()
 
 
+def _cdf(noise: str, z: np.ndarray) -> np.ndarray:
+    if noise == "laplace":
+        return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0.0)), 1.0 - 0.5 * np.exp(-np.abs(z)))
+    from scipy import special
+
+    return special.ndtr(z)
+
+
+def _threshold_law(cal, rs: np.ndarray, bound: float, noise: str, guard: bool):
+    """(θ, weight), one row per r: the clipping bound Mechanism 1 uses over τ's whole law.
+
+    θ is constant outside r·τ ∈ (0, B): B above (the clip), and below B (``guard``) or B·2⁻³⁰.
+    Those two parts are point masses with their exact probabilities G(−τ'/S) and
+    1 − G((B/r − τ')/S); :func:`_full_law`'s nodes (geometrically refined at both ends) are put
+    on the part in between, where θ moves. A fixed grid over the whole law would give that part,
+    often narrow (S ≫ B: probability ~β_lt·B/S near u = β_lt), one bin or none.
+    """
+    mid, w = _full_law()
+    u0 = _cdf(noise, np.full(rs.shape, -cal.tau_prime / cal.scale))  # r·τ ≤ 0
+    u1 = _cdf(noise, (bound / rs - cal.tau_prime) / cal.scale)  # r·τ < B
+    span = np.maximum(u1 - u0, 0.0)
+    u = np.clip(u0 + span * mid[None, :], 1e-300, 1.0 - 2.0**-53)
+    inner = mechanism_threshold(rs * (cal.tau_prime + cal.scale * _quantile(noise, u)), bound,
+                                guard=guard)  # fmt: skip
+    low = bound if guard else bound * 2.0**-30
+    theta = np.concatenate((inner, np.full(rs.shape, low), np.full(rs.shape, bound)), axis=1)
+    weight = np.concatenate((span * w[None, :], u0, 1.0 - u1), axis=1)
+    return theta, weight
+
+
 def pak_mean_square_error(
     prefix: object,
     *,
@@ -218,15 +248,15 @@ def pak_mean_square_error(
     rs = np.atleast_1d(np.asarray(r, dtype=np.float64))[:, None]
     if condition:
         z = _noise_quantiles(noise, beta_lt)  # on Eq. 16's event: the threshold is ≥ x̂_λp
-        weight = np.full(z.size, 1.0 / z.size)
-    else:
-        u, weight = _full_law()
-        z = _quantile(noise, u)
-    tau = mechanism_threshold(rs * (cal.tau_prime + cal.scale * z)[None, :], bound, guard=guard)
+        weight = np.full((1, z.size), 1.0 / z.size)
+        tau = mechanism_threshold(rs * (cal.tau_prime + cal.scale * z)[None, :], bound,
+                                  guard=guard)  # fmt: skip
+    else:  # the whole law, nodes where θ moves (_threshold_law)
+        tau, weight = _threshold_law(cal, rs, bound, noise, guard)
     eps2 = (1.0 - eps1_share) * epsilon
     mean, var = loss(tau)
     lap = 2.0 * (tau / eps2) ** 2 if prefix_noise else 0.0  # c(σ, m)'s Laplace, at ε₂
-    return (lap + tau**2 * v + mean**2 + var) @ weight
+    return np.sum((lap + tau**2 * v + mean**2 + var) * weight, axis=1)
 
 
 def _model_loss(n: int, mean: float):

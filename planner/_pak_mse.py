@@ -68,7 +68,7 @@ from ._pak_defaults import (
     R_GRID,
     SHARE_GRID,
     _full_law,
-    _quantile,
+    _threshold_law,
     pak_mean_square_error,
 )
 from ._pak_plan import ANALYSIS_NOTE, PakPlan, plan_pak
@@ -358,7 +358,6 @@ def pak_rmse_quantile(
     from scipy.stats import chi2
 
     from mechanisms import pak_threshold_calibration
-    from mechanisms.pak import mechanism_threshold
 
     owner = "pak_rmse_quantile"
     if plan.range_length is not None:
@@ -387,9 +386,8 @@ def pak_rmse_quantile(
             values, bound=bound, epsilon=plan.eps1_share * eps, delta=plan.delta, lam=plan.lam,
             p=plan.p, beta_lt=plan.beta_lt, noise=plan.noise,
         )  # fmt: skip
-        u, w = _full_law()
-        z = _quantile(plan.noise, u)
-        tau = mechanism_threshold(plan.r * (cal.tau_prime + cal.scale * z), bound)  # guarded
+        theta, weight = _threshold_law(cal, np.array([[plan.r]]), bound, plan.noise, True)
+        tau, w = theta[0], weight[0]  # the guarded law of plan_pak_mse, θ = B at its two ends
         v = counter_end_variance(plan.counter, n - plan.time_lag, epsilon=eps, bound=1.0,
                                  delta=plan.delta)  # fmt: skip
         mean, lvar = empirical_loss(values, n, known=values.size)(tau)
@@ -399,7 +397,11 @@ def pak_rmse_quantile(
         e2 = mean**2 + var
         e4 = mean**4 + 6.0 * mean**2 * var + 6.0 * lap**2 + 6.0 * lap * gauss + 3.0 * gauss**2
         rmse = math.sqrt(float(e2 @ w))
-        rare = u < (1.0 - q) / (_RARE * releases)  # τ's lowest tail (u ascending: τ too)
+        # the lowest tail of the part where θ moves (its nodes come first, u ascending, θ too);
+        # the two point masses at θ = B (r·τ ≤ 0, guarded, and r·τ ≥ B) are never rare
+        u_mid, _ = _full_law()
+        inner = np.concatenate((u_mid * weight[0, :-2].sum(), [np.inf, np.inf]))
+        rare = inner < (1.0 - q) / (_RARE * releases)
         p_t = float(w[rare].sum())
         q_bulk = q / (1.0 - p_t) ** releases
         if q_bulk < 1.0:

@@ -41,6 +41,7 @@ from planner import pak_defaults, plan_pak_mse
 OUT = Path(__file__).resolve().parents[1] / "docs" / "results" / "pak_threshold_guard.md"
 TABLE_I = {"r": 1.5, "lam": 0.85, "eps1_share": 0.85, "p": 0.005, "beta_lt": 0.004}
 SEEDS = 60
+RANGES = "\n## The PAK rows of `std_errors_calibration.md`, guarded"
 
 
 def _laplace_cdf(z: float) -> float:
@@ -178,9 +179,11 @@ def main() -> None:
             f"{params['r']:g}, {params['eps1_share']:g}, {params['beta_lt']:.3g} |"
         )
     lines.append("")
+    old = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
     if args.ranges:
         lines += ranges_section()
-    old = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
+    elif RANGES in old:  # kept from the last --ranges run
+        lines += old[old.index(RANGES) + 1 : old.index("\n## Reading")].split("\n") + [""]
     notes = old[old.index("\n## Reading") :] if "\n## Reading" in old else ""  # hand-written
     OUT.write_text("\n".join(lines) + notes, encoding="utf-8")
     print("\n".join(lines))

@@ -72,6 +72,8 @@ def main() -> None:
         "releases (pak_forward(releases=...)) instead of its expectation",
     )
     parser.add_argument("--confidence", type=float, default=0.9)
+    parser.add_argument("--targets", nargs="*", type=float, default=None,
+                        help="PAK c(σ, n): run only these of the targets")  # fmt: skip
     parser.add_argument("--pak-total", action="store_true",
                         help="PAK: target the total c(σ, n) instead of range sums")  # fmt: skip
     args = parser.parse_args()
@@ -142,7 +144,8 @@ def main() -> None:
     if args.releases is not None:
         pak = functools.partial(pak, releases=args.releases, confidence=args.confidence)
     total = math.fsum(x)
-    for target in PAK_TARGETS if "pak" in args.methods else ():
+    pak_targets = PAK_TARGETS if args.targets is None else tuple(args.targets)
+    for target in pak_targets if "pak" in args.methods else ():
         plan = plan_epsilon(pak, target=target, epsilon_min=0.05, epsilon_max=50.0)
         mse_plan = plan_pak_mse(x[:M], n=x.size, bound=bound, epsilon=plan.epsilon, delta=DELTA)
         err = []

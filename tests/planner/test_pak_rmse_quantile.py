@@ -10,6 +10,7 @@ import pytest
 from scipy.stats import chi2
 
 from mechanisms import ParameterError, counter_end_variance, pak_threshold_calibration
+from mechanisms.pak import mechanism_threshold
 from planner import empirical_loss, pak_forward, pak_rmse_quantile, plan_pak_mse
 
 DELTA = 2.0**-20
@@ -67,8 +68,8 @@ def test_quantile_matches_a_simulation_of_the_model(light, plan, share):
     v = counter_end_variance(plan.counter, n - m, epsilon=eps, bound=1.0, delta=DELTA)
     rng = np.random.default_rng(5)
     runs, releases = 20_000, 30
-    tau = np.clip(plan.r * (cal.tau_prime + cal.scale * rng.laplace(size=(runs, releases))),
-                  1000.0 * 2.0**-30, 1000.0)  # fmt: skip
+    tau = mechanism_threshold(plan.r * (cal.tau_prime + cal.scale * rng.laplace(
+        size=(runs, releases))), 1000.0)  # pak_release's θ (guarded)  # fmt: skip
     mean, lvar = empirical_loss(prefix, n, known=m)(tau)
     err = (
         -mean
@@ -125,8 +126,8 @@ def test_rare_low_threshold_does_not_inflate_the_quantile():
     )  # fmt: skip
     v = counter_end_variance(plan.counter, n - prefix.size, epsilon=eps, bound=1.0, delta=DELTA)
     rng = np.random.default_rng(8)
-    tau = np.clip(plan.r * (cal.tau_prime + cal.scale * rng.laplace(size=(20_000, 30))),
-                  bound * 2.0**-30, bound)  # fmt: skip
+    tau = mechanism_threshold(plan.r * (cal.tau_prime + cal.scale * rng.laplace(
+        size=(20_000, 30))), bound)  # pak_release's θ (guarded)  # fmt: skip
     mean, lvar = empirical_loss(prefix, n, known=prefix.size)(tau)
     err = (
         -mean
