@@ -248,7 +248,7 @@ def pak_mean_square_error(
     rs = np.atleast_1d(np.asarray(r, dtype=np.float64))[:, None]
     if condition:
         z = _noise_quantiles(noise, beta_lt)  # on Eq. 16's event: the threshold is ≥ x̂_λp
-        weight = np.full((1, z.size), 1.0 / z.size)
+        weight = np.full(z.size, 1.0 / z.size)
         tau = mechanism_threshold(rs * (cal.tau_prime + cal.scale * z)[None, :], bound,
                                   guard=guard)  # fmt: skip
     else:  # the whole law, nodes where θ moves (_threshold_law)
@@ -256,7 +256,10 @@ def pak_mean_square_error(
     eps2 = (1.0 - eps1_share) * epsilon
     mean, var = loss(tau)
     lap = 2.0 * (tau / eps2) ** 2 if prefix_noise else 0.0  # c(σ, m)'s Laplace, at ε₂
-    return np.sum((lap + tau**2 * v + mean**2 + var) * weight, axis=1)
+    terms = lap + tau**2 * v + mean**2 + var
+    if condition:  # the same sum, in the same order, as before the whole-law nodes
+        return terms @ weight
+    return np.sum(terms * weight, axis=1)
 
 
 def _model_loss(n: int, mean: float):
