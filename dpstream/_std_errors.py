@@ -64,6 +64,18 @@ overstated; per half-month now 0.81-1.18 at ε = 1 and 0.1, 20 seeds, also over 
 Periods planned blind (the first, without history) get their interpolation error from the
 variogram of the other periods' measurements.
 
+By step of day (issue 30 follow-up): the planner's variogram is one roughness for the whole day,
+so its interpolation error between two samples is the same over the night's flat load as over
+the morning ramp. From 2016-01-04 (samples at 04:30 and 09:30 most days) the regional figures
+were understated 1.1-1.7x per node, about 15x in variance at 08:00. The interpolation error is
+now at least the Brownian bridge of a roughness by step of day
+(:func:`_local_roughness`, :func:`_bridge`): the squared increments of consecutive published
+samples, noise taken out, pooled over the periods and the nodes of a level, shrunk by
+empirical Bayes. Their mean slope is included (a ramp's curvature cannot be told from it
+between two samples), so the figure is an upper one there: regional, per node, 0.74-1.01 on
+both slices at ε = 1, 3 seeds each, against 0.88-1.74 before
+(``docs/results/std_errors_time_of_day.md``).
+
 What the figure includes: the noise, the interpolation error (as the planner predicts it), the
 prior's shrinkage (as its empirical-Bayes variance states it), the errors they share. What it
 cannot include: errors of the planner's own variance estimates (checked by the calibration in
@@ -761,6 +773,99 @@ def _residual_check(measured, plans, priors):
     return scale, bias, c
 
 
+def _depths(parent: np.ndarray) -> np.ndarray:
+    """(N,) depth of every node (root 0) from the breadth-first parent rows (-1: a root)."""
+    depth = np.zeros(len(parent), dtype=int)
+    for a, q in enumerate(parent):
+        if q >= 0:
+            depth[a] = depth[q] + 1
+    return depth
+
+
+def _segments(sampled_row: np.ndarray):
+    """Consecutive sampled steps ``(i, j)`` of one node's period (``j − i ≥ 2``: a step between)."""
+    cols = np.flatnonzero(sampled_row)
+    return [(int(i), int(j)) for i, j in zip(cols[:-1], cols[1:], strict=True) if j - i > 1]
+
+
+def _local_roughness(measured, parent) -> np.ndarray | None:
+    """(N, w) the load's roughness ``σ²_t`` (variance per step of a random walk) at every step
+    of the period (step of day), from the published samples.
+
+    The planner's variogram (:func:`planner.variogram`) pools the squared increments of every
+    pair of samples over the whole day: one roughness for the night's flat load and the
+    morning's ramp alike, and the interpolation error it predicts between two samples is the
+    same at 03:00 as at 08:00. The published measurements show where the load moves: per pair
+    of consecutive samples ``(i, j)`` of a period, ``z = ((x̃_j − x̃_i)² − n_i − n_j) / (j − i)``
+    (``n``: their noise variances, known) estimates the random walk's variance per step over
+    that stretch (its mean slope included: a ramp's miss is part of what interpolation
+    misses), attributed to the steps strictly between. Per step ``t`` and node, the mean of the
+    ``z`` covering it over the periods; relative to the node's mean over the steps, pooled over
+    the nodes of a level (depth: the same steps, different scales) and shrunk toward the
+    pooled level by its sampling variance (a Gaussian square: relative variance 2 per ``z``,
+    ``2·ḡ²/n_t``) against the spread between steps (empirical Bayes, method of moments). Steps
+    no pair covers keep the node's mean. None without a pair.
+    """
+    if not measured:
+        return None
+    n = measured[0].values.shape[0]
+    w = max(m.values.shape[1] for m in measured)
+    zsum, zcnt = np.zeros((n, w)), np.zeros((n, w))
+    for m in measured:
+        x = np.asarray(m.values, dtype=np.float64)
+        nz = np.asarray(m.noise, dtype=np.float64)
+        smp = np.asarray(m.sampled, dtype=bool)[:, : x.shape[1]]
+        if (obs := getattr(m, "observed", None)) is not None:  # an unmeasured reading: no sample
+            smp = smp & np.asarray(obs, dtype=bool)[:, : x.shape[1]]
+        for a in range(n):
+            for i, j in _segments(smp[a]):
+                z = ((x[a, j] - x[a, i]) ** 2 - nz[a, i] - nz[a, j]) / (j - i)
+                if np.isfinite(z):
+                    zsum[a, i + 1 : j] += z
+                    zcnt[a, i + 1 : j] += 1
+    if not zcnt.any():
+        return None
+    with np.errstate(invalid="ignore", divide="ignore"):
+        local = zsum / zcnt  # (N, w), NaN where no pair covers a step
+        mean = np.nansum(zsum, axis=1) / zcnt.sum(axis=1)  # each node's over all its pairs
+    out = np.repeat(np.maximum(np.nan_to_num(mean), 0.0)[:, None], w, axis=1)
+    depth = _depths(np.asarray(parent))
+    for lev in np.unique(depth):
+        rows = (depth == lev) & (mean > 0)
+        if not rows.any():
+            continue
+        has = (zcnt[rows] > 0).all(axis=0)
+        if has.sum() < 2:
+            continue
+        g = (local[rows][:, has] / mean[rows, None]).mean(axis=0)  # the level's ratio per step
+        nt = zcnt[rows][:, has].sum(axis=0)
+        gbar = float(g.mean())
+        sampling = 2.0 * gbar**2 / nt
+        spread = max(float(np.var(g)) - float(sampling.mean()), 0.0)
+        shrunk = np.maximum(gbar + spread / (spread + sampling) * (g - gbar), 0.0)
+        out[np.ix_(rows, np.flatnonzero(has))] = mean[rows, None] * shrunk[None, :]
+    return out
+
+
+def _bridge(sigma2: np.ndarray, sampled: np.ndarray) -> np.ndarray:
+    """(N, r) interpolation error variance of a random walk of roughness ``σ²_t`` (N, w)
+    between each node's samples: the Brownian bridge ``σ²_t·(t − i)(j − t)/(j − i)``; 0 at a
+    sample, ``σ²_t·|t − s|`` beyond the first or last sample ``s`` (held)."""
+    n, r = sampled.shape
+    out = np.zeros((n, r))
+    t = np.arange(r)
+    for a in range(n):
+        cols = np.flatnonzero(sampled[a])
+        if not cols.size:
+            continue
+        for i, j in _segments(sampled[a]):
+            k = t[i + 1 : j]
+            out[a, i + 1 : j] = sigma2[a, i + 1 : j] * (k - i) * (j - k) / (j - i)
+        out[a, : cols[0]] = sigma2[a, : cols[0]] * (cols[0] - t[: cols[0]])
+        out[a, cols[-1] + 1 :] = sigma2[a, cols[-1] + 1 : r] * (t[cols[-1] + 1 :] - cols[-1])
+    return out
+
+
 def _optstream_auto(
     released, tree, history, n_bootstrap, seed, interpolation="planned"
 ) -> tuple[np.ndarray, str]:
@@ -828,6 +933,7 @@ def _auto_errors(
         rho_prior = _prior_correlation(measured, priors, leaves, plans)
     check = _residual_check(measured, plans, priors)
     prior_fit, cross = (None, None) if check is None else (check[:2], check[2])
+    local = _local_roughness(measured, parent) if rough is None else None
     out = np.empty_like(x)
     rng = np.random.default_rng(seed)  # simulation only: publishes nothing private
     w = cfg.w
@@ -840,6 +946,9 @@ def _auto_errors(
             v = v + blind[i]
         noise = np.asarray(measured[i].noise[:, :r], dtype=np.float64)
         interp = None
+        if local is not None:  # the roughness by step of day: a ramp between two samples
+            smp = np.asarray(measured[i].sampled, dtype=bool)[:, :r]
+            interp = np.maximum(v - noise, _bridge(local[:, :r], smp))
         if rough is not None:  # the rough variogram's interpolation error (an upper figure)
             interp = np.maximum(v - noise, rough[i])
         pinned = _pin_unmeasured(measured[i], r)

@@ -463,3 +463,62 @@ def test_unmeasured_readings_and_priors_without_history_are_no_residuals():
     stated_holed = _true_prior(tau2, *_residual_check(*holed)[:2])
     assert np.allclose(stated_holed[1:], stated_clean[1:])  # node 0: one residual fewer
     assert abs(stated_holed[0, 0] / stated_clean[0, 0] - 1.0) < 0.1
+
+
+def _ramp_periods(periods: int, seed: int):
+    """Synthetic published periods: samples at the same six steps every day, a flat load with a
+    morning ramp between the samples at 9 and 19 whose timing moves from day to day."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(seed)  # a simulation: nothing is released
+    n, w, noise = 2, 48, 25.0
+    sampled = np.zeros((n, w), dtype=bool)
+    sampled[:, [0, 9, 19, 28, 38, 47]] = True
+    t = np.arange(w)
+    truths, measured = [], []
+    for _ in range(periods):
+        start = rng.uniform(11.0, 16.0)
+        x = 100.0 + np.minimum(np.maximum(t - start, 0.0), 3.0) * 100.0  # +300 in 3 steps
+        x = np.vstack([x, 0.5 * x]) + rng.normal(0, 2.0, (n, w))
+        truths.append(x)
+        m = x + rng.normal(0, np.sqrt(noise), (n, w))
+        measured.append(SimpleNamespace(values=m, noise=np.full((n, w), noise), sampled=sampled))
+    return truths, measured, sampled
+
+
+def test_local_roughness_sees_a_ramp_between_two_samples():
+    """Issue 30 follow-up: a ramp between two samples (08:00 on the regional loads) is
+    interpolated far worse than the flat night; one roughness pooled over the day (what the
+    planner's variogram predicts) understates it there, the roughness by step of day does not
+    (and states less than the pooled figure at night)."""
+    from dpstream._std_errors import _bridge, _local_roughness
+
+    truths, measured, sampled = _ramp_periods(60, seed=3)
+    parent = np.array([-1, -1])  # two independent streams, one level
+    local = _local_roughness(measured, parent)
+    bridge = _bridge(local, sampled)
+    # realised interpolation error (truth against the line between its samples)
+    cols = np.flatnonzero(sampled[0])
+    miss = np.array(
+        [[x[a] - np.interp(np.arange(48), cols, x[a, cols]) for a in range(2)] for x in truths]
+    )
+    realised = (miss**2).mean(axis=0)  # (2, 48)
+    # one roughness for the whole day: every pair of consecutive samples pooled
+    pooled = np.array(
+        [
+            np.mean(
+                [
+                    ((m.values[a, j] - m.values[a, i]) ** 2 - 50.0) / (j - i)
+                    for m in measured
+                    for i, j in zip(cols[:-1], cols[1:], strict=True)
+                ]
+            )
+            for a in range(2)
+        ]
+    )[:, None]
+    flat = _bridge(np.repeat(pooled, 48, axis=1), sampled)
+    ramp = np.arange(11, 18)
+    assert (flat[:, ramp].sum(axis=1) < 0.5 * realised[:, ramp].sum(axis=1)).all()  # old: short
+    assert (bridge[:, ramp].sum(axis=1) >= 0.9 * realised[:, ramp].sum(axis=1)).all()  # new
+    night = np.arange(29, 38)
+    assert (bridge[:, night] < flat[:, night]).all()
