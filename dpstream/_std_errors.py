@@ -788,9 +788,9 @@ def _segments(sampled_row: np.ndarray):
     return [(int(i), int(j)) for i, j in zip(cols[:-1], cols[1:], strict=True) if j - i > 1]
 
 
-def _local_roughness(measured, parent) -> np.ndarray | None:
-    """(N, w) the load's roughness ``σ²_t`` (variance per step of a random walk) at every step
-    of the period (step of day), from the published samples.
+def _local_roughness(measured, parent) -> list[np.ndarray] | None:
+    """Per period, (N, w) the load's roughness ``σ²_t`` (variance per step of a random walk) at
+    every step of the period (step of day), from the published samples up to that period.
 
     The planner's variogram (:func:`planner.variogram`) pools the squared increments of every
     pair of samples over the whole day: one roughness for the night's flat load and the
@@ -798,38 +798,49 @@ def _local_roughness(measured, parent) -> np.ndarray | None:
     same at 03:00 as at 08:00. The published measurements show where the load moves: per pair
     of consecutive samples ``(i, j)`` of a period, ``z = ((x̃_j − x̃_i)² − n_i − n_j) / (j − i)``
     (``n``: their noise variances, known) estimates the random walk's variance per step over
-    that stretch (its mean slope included: a ramp's miss is part of what interpolation
-    misses), attributed to the steps strictly between. Per step ``t`` and node, the mean of the
-    ``z`` covering it over the periods; relative to the node's mean over the steps, pooled over
-    the nodes of a level (depth: the same steps, different scales) and shrunk toward the
-    pooled level by its sampling variance (a Gaussian square: relative variance 2 per ``z``,
-    ``2·ḡ²/n_t``) against the spread between steps (empirical Bayes, method of moments). Steps
-    no pair covers keep the node's mean. None without a pair.
+    that stretch (its mean slope included: a ramp's curvature between two samples cannot be
+    told from its slope, so the figure is an upper one there), attributed to the steps strictly
+    between. Per step ``t`` and node, the mean of the ``z`` covering it over the periods so far
+    (as the planner reads only earlier periods: a period's figure does not change when later
+    periods are released); relative to the node's mean over the steps, pooled over the nodes of
+    a level (depth: the same steps, different scales) and shrunk toward the pooled level by its
+    sampling variance (a Gaussian square: relative variance 2 per ``z``, ``2·ḡ²/n_t``)
+    against the spread between steps (empirical Bayes, method of moments). Steps no pair
+    covers keep the node's mean. None without measurements.
     """
     if not measured:
         return None
     n = measured[0].values.shape[0]
     w = max(m.values.shape[1] for m in measured)
+    depth = _depths(np.asarray(parent))
     zsum, zcnt = np.zeros((n, w)), np.zeros((n, w))
+    result = []
     for m in measured:
         x = np.asarray(m.values, dtype=np.float64)
         nz = np.asarray(m.noise, dtype=np.float64)
         smp = np.asarray(m.sampled, dtype=bool)[:, : x.shape[1]]
         if (obs := getattr(m, "observed", None)) is not None:  # an unmeasured reading: no sample
             smp = smp & np.asarray(obs, dtype=bool)[:, : x.shape[1]]
-        for a in range(n):
-            for i, j in _segments(smp[a]):
-                z = ((x[a, j] - x[a, i]) ** 2 - nz[a, i] - nz[a, j]) / (j - i)
-                if np.isfinite(z):
-                    zsum[a, i + 1 : j] += z
-                    zcnt[a, i + 1 : j] += 1
-    if not zcnt.any():
-        return None
+        patterns, which = np.unique(smp, axis=0, return_inverse=True)
+        for p, row in enumerate(patterns):  # nodes sampled at the same steps together
+            nodes = np.flatnonzero(np.ravel(which) == p)
+            for i, j in _segments(row):
+                z = ((x[nodes, j] - x[nodes, i]) ** 2 - nz[nodes, i] - nz[nodes, j]) / (j - i)
+                ok = np.isfinite(z)
+                zsum[nodes[ok], i + 1 : j] += z[ok, None]
+                zcnt[nodes[ok], i + 1 : j] += 1
+        result.append(_shrunk_roughness(zsum, zcnt, depth))
+    return result
+
+
+def _shrunk_roughness(zsum: np.ndarray, zcnt: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """(N, w) :func:`_local_roughness` of the sums so far (see there)."""
+    n, w = zsum.shape
     with np.errstate(invalid="ignore", divide="ignore"):
-        local = zsum / zcnt  # (N, w), NaN where no pair covers a step
-        mean = np.nansum(zsum, axis=1) / zcnt.sum(axis=1)  # each node's over all its pairs
-    out = np.repeat(np.maximum(np.nan_to_num(mean), 0.0)[:, None], w, axis=1)
-    depth = _depths(np.asarray(parent))
+        local = zsum / zcnt  # NaN where no pair covers a step
+        mean = zsum.sum(axis=1) / zcnt.sum(axis=1)  # each node's over all its pairs
+    mean = np.maximum(np.nan_to_num(mean), 0.0)
+    out = np.repeat(mean[:, None], w, axis=1)
     for lev in np.unique(depth):
         rows = (depth == lev) & (mean > 0)
         if not rows.any():
@@ -948,7 +959,7 @@ def _auto_errors(
         interp = None
         if local is not None:  # the roughness by step of day: a ramp between two samples
             smp = np.asarray(measured[i].sampled, dtype=bool)[:, :r]
-            interp = np.maximum(v - noise, _bridge(local[:, :r], smp))
+            interp = np.maximum(v - noise, _bridge(local[i][:, :r], smp))
         if rough is not None:  # the rough variogram's interpolation error (an upper figure)
             interp = np.maximum(v - noise, rough[i])
         pinned = _pin_unmeasured(measured[i], r)
@@ -965,7 +976,10 @@ def _auto_errors(
             wc, wf = 1.0 / v, np.where(np.isfinite(pv), 1.0 / pv, 0.0)
             cov = np.where(np.isfinite(pv), cross[:, None], 0.0)
             scaled = wf**2 * np.where(np.isfinite(pv), _true_prior(pv, *prior_fit), 0.0)
-            se = np.sqrt((wc + scaled + 2.0 * wc * wf * cov) / (wc + wf) ** 2)
+            own = wc if interp is None else wc**2 * (noise + interp)  # the measurement's
+            se = np.sqrt((own + scaled + 2.0 * wc * wf * cov) / (wc + wf) ** 2)
+        elif tree is None and pv is None and interp is not None:  # the measurement alone
+            se = np.sqrt(noise + interp)
         else:
             combined = v if pv is None else 1.0 / (1.0 / v + 1.0 / pv)
             var = tree_posterior_variance(combined, parent)
