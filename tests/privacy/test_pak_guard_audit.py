@@ -16,11 +16,10 @@ and its excess lives just above 0, next to where the guard folds the lower tail 
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from _audit import audit_samples
+from test_threshold_audit import draws  # the threshold's own draws and its twin
 
 from mechanisms import bit_source, pak_release
 from mechanisms.pak import _threshold, mechanism_threshold
@@ -44,18 +43,10 @@ def prefixes() -> tuple[np.ndarray, np.ndarray]:
 
 
 def guarded_draws(prefix: np.ndarray, n: int, seed: int, *, divide_scale: float = 1.0):
-    """``n`` guarded thresholds θ from the mechanism's own draw code."""
+    """``n`` guarded thresholds θ from the mechanism's own draw code (``divide_scale``: the
+    under-noised twin, as in ``test_threshold_audit.py``)."""
     cal = pak_threshold_calibration(prefix, **PARAMS)
-    if divide_scale != 1.0:  # the under-noised twin: same lattice, scale ÷ divide_scale
-        g = cal.granularity
-        cal = dataclasses.replace(
-            cal,
-            smooth_bound=(cal.smooth_bound - g) / divide_scale + g,
-            scale=cal.scale / divide_scale,
-        )
-    bits = bit_source(seed)
-    released = [_threshold._release_threshold(cal, bits, clip=False).unclipped for _ in range(n)]
-    return mechanism_threshold(np.array(released), BOUND)
+    return mechanism_threshold(draws(cal, n, seed, divide_scale=divide_scale), BOUND)
 
 
 def test_setup_makes_the_guard_fire():
