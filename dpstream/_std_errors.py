@@ -59,7 +59,8 @@ of published values (:func:`_residual_check`). The prior's error variance is fit
 forecast's own bias against the true period (``b²``) does not. With one factor on τ² pooled
 over the month, the late periods at ε = 0.1 were understated (regional, 28 days, late half:
 national 1.40, semiurban 1.43, commercial 1.44; 60 days, rural 1.49), the early ones
-overstated; per half-month now 0.81-1.18 at ε = 1 and 0.1, 20 seeds, also over 60 days
+overstated; per half-month then 0.81-1.18 at ε = 1 and 0.1, 20 seeds, also over 60 days
+(0.79-1.12 with the step-of-day term below)
 (``docs/results/std_errors_calibration.md``).
 Periods planned blind (the first, without history) get their interpolation error from the
 variogram of the other periods' measurements.
