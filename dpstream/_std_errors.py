@@ -73,7 +73,7 @@ now at least the Brownian bridge of a roughness by step of day
 (:func:`_local_roughness`, :func:`_bridge`): the squared increments of consecutive published
 samples, noise taken out, pooled over the periods and the nodes of a level, shrunk by
 empirical Bayes. Their mean slope is included (a ramp's curvature cannot be told from it
-between two samples), so the figure is an upper one there: regional, per node, 0.74-1.01 on
+between two samples), so the figure is an upper one there: regional, per node, 0.75-1.01 on
 both slices at ε = 1, 3 seeds each, against 0.88-1.74 before
 (``docs/results/std_errors_time_of_day.md``).
 
