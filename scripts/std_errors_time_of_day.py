@@ -51,7 +51,12 @@ READING = [
     "moved the per-node ratios by less than 0.03 on these slices (the steps that the prior "
     "misses most are rarely sampled in a period that has a prior), so it is not in the code.",
     "",
-    "Issue 28's check (`python bench/bench_forecast_peers.py --diagnose --datasets regional household`, 3 seeds x 28 origins, after): realised / stated R (variance of the release's error) regional 2016-01-04 2.90 -> 0.69, household 2007-01-08 4.23 -> 2.75; the posterior band's 95 % coverage with the stated R 0.916 -> 0.967 (regional, 5 nodes) and 0.845 -> 0.865 (household). The household's sub-meters switch within a sample spacing (`std_errors_domain.md`, not re-run here): still understated.",
+    "Issue 28's check (`python bench/bench_forecast_peers.py --diagnose --datasets regional "
+    "household`, 3 seeds x 28 origins, after): realised / stated R (variance of the release's"
+    " error) regional 2016-01-04 2.90 -> 0.69, household 2007-01-08 4.23 -> 2.75; the "
+    "posterior band's 95 % coverage with the stated R 0.916 -> 0.967 (regional, 5 nodes) and "
+    "0.845 -> 0.865 (household). The household's sub-meters switch within a sample spacing "
+    "(`std_errors_domain.md`, not re-run here): still understated.",
     "",
 ]
 
