@@ -864,18 +864,21 @@ def _bridge(sigma2: np.ndarray, sampled: np.ndarray) -> np.ndarray:
     between each node's samples: the Brownian bridge ``σ²_t·(t − i)(j − t)/(j − i)``; 0 at a
     sample, ``σ²_t·|t − s|`` beyond the first or last sample ``s`` (held)."""
     n, r = sampled.shape
-    out = np.zeros((n, r))
+    shape = np.zeros((n, r))  # the bridge's (t − i)(j − t)/(j − i), per sampling pattern
     t = np.arange(r)
-    for a in range(n):
-        cols = np.flatnonzero(sampled[a])
+    patterns, which = np.unique(sampled, axis=0, return_inverse=True)
+    for p, row in enumerate(patterns):
+        cols = np.flatnonzero(row)
         if not cols.size:
             continue
-        for i, j in _segments(sampled[a]):
+        f = np.zeros(r)
+        for i, j in _segments(row):
             k = t[i + 1 : j]
-            out[a, i + 1 : j] = sigma2[a, i + 1 : j] * (k - i) * (j - k) / (j - i)
-        out[a, : cols[0]] = sigma2[a, : cols[0]] * (cols[0] - t[: cols[0]])
-        out[a, cols[-1] + 1 :] = sigma2[a, cols[-1] + 1 : r] * (t[cols[-1] + 1 :] - cols[-1])
-    return out
+            f[i + 1 : j] = (k - i) * (j - k) / (j - i)
+        f[: cols[0]] = cols[0] - t[: cols[0]]
+        f[cols[-1] + 1 :] = t[cols[-1] + 1 :] - cols[-1]
+        shape[np.ravel(which) == p] = f
+    return sigma2[:, :r] * shape
 
 
 def _optstream_auto(
