@@ -169,7 +169,9 @@ def test_every_counter_predicted_within_20_percent_and_not_worse_than_table_i(co
     x = np.minimum(np.random.default_rng(5).exponential(10.0, 30_000), 1000.0)
     plan = plan_pak_mse(x[:10_000], n=x.size, bound=1000.0, epsilon=1.0, delta=DELTA,
                         counter=counter)  # fmt: skip
-    real = _realised_rmse(x, plan, 300, seed=11)
+    # 900 runs a side: with PAK's guard Table I's wipe-outs are gone and the two RMSEs are
+    # within a few per cent, so 300 (~4 % sampling s.d. each) left too little room
+    real = _realised_rmse(x, plan, 900, seed=11)
     assert 0.8 <= real / plan.rmse <= 1.2, (real, plan.rmse)
     table_i = {"threshold": True, "r": 1.5, "lam": 0.85, "eps1_share": 0.85, "p": 0.005,
                "beta_lt": 0.004, "counter": counter}  # fmt: skip
@@ -178,11 +180,11 @@ def test_every_counter_predicted_within_20_percent_and_not_worse_than_table_i(co
     err = [
         float(pak_release(x, bound=1000.0, epsilon=1.0, delta=DELTA, time_lag=10_000,
                           seed=bits, **table_i).prefix_sums[-1]) - truth
-        for _ in range(300)
+        for _ in range(900)
     ]  # fmt: skip
     # under its own model the plan is never worse than Table I's setting (Table I's λ, p, β_lt
-    # and r = 1.5, ε₁/ε = 0.85 are on its grid); realised, within the two 300-run RMSEs'
-    # sampling error (~4 % each) and the model's accuracy
+    # and r = 1.5, ε₁/ε = 0.85 are on its grid); realised, within the two 900-run RMSEs'
+    # sampling error (~2.4 % each) and the model's accuracy
     from planner import empirical_loss, pak_mean_square_error
 
     predicted_table = pak_mean_square_error(
