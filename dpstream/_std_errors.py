@@ -1123,7 +1123,7 @@ def std_errors(
         as the regional hierarchy); ``"rough"``, the largest a stationary load with the
         measured sill can have (``γ(h) = sill`` from lag 1), an upper figure for loads that
         switch within a sample spacing, such as single households, where ``"planned"``
-        understates 1.9-2.7x (``docs/results/std_errors_domain.md``).
+        understates 1.4-2.3x (``docs/results/std_errors_domain.md``).
 
     Returns
     -------
@@ -1146,10 +1146,11 @@ def std_errors(
     non-negativity (O3) binds. *Privacy*: post-processing of the release ([FV19] Theorem 3):
     only ``attrs`` and the released values are read.
 
-    *Domain*: the stated figure is calibrated (empirical / stated RMSE per node within
-    0.8-1.25) for aggregated loads such as the regional hierarchy, with either sampler, at
-    ε = 1 and 0.1. It understates loads that switch within a sample spacing (a single
-    household's sub-meters, 1.9-2.7x): the published samples never show a lag that short. It
+    *Domain*: the stated figure is calibrated (empirical / stated RMSE per node 0.79-1.03 with
+    ``k="auto"``, mostly conservative since the roughness by step of day; within 0.8-1.25 with
+    an int k) for aggregated loads such as the regional hierarchy, at ε = 1 and 0.1. It
+    understates loads that switch within a sample spacing (a single household's sub-meters,
+    1.4-2.3x): the published samples never show a lag that short. It
     does not include biases the released values cannot show. See "What the stated figure
     includes, and where it does not hold" in ``docs/results/std_errors_*.md``.
 

@@ -34,12 +34,14 @@ SCOPE = [
     "Where it does not hold:",
     "",
     "- **Loads that switch within a sample spacing** (single households, sub-meters): "
-    "understated 1.9-2.7x (`std_errors_domain.md`). The samples sit at the same steps every "
+    "understated 1.4-2.3x (`std_errors_domain.md`). The samples sit at the same steps every "
     "day, so no published value shows a lag below the spacing, and the variogram there is an "
     "extrapolation; the figures are calibrated for aggregated loads (regional hierarchy "
-    "within 0.8-1.25 per node, also per half-month of the releases, "
-    '`std_errors_calibration.md`). `interpolation="rough"` narrows the households\' gap '
-    "(1.07-1.70) and overstates aggregated loads about 3x.",
+    "0.79-1.03 per node at ε = 1 and 0.1, also per half-month of the releases, "
+    "`std_errors_calibration.md`: since the roughness by step of day, an upper figure on "
+    "ramps, so mostly conservative; 0.73-0.93 on issue 28's slice, `std_errors_domain.md`). "
+    '`interpolation="rough"` narrows the households\' gap '
+    "(0.98-1.62) and overstates aggregated loads about 3x.",
     "- **Biases the released values cannot show**: the clipping of ToPS and PAK at the "
     "released threshold (`dpstream query` states the noise only; ToPS ratios 1.28-1.36, "
     "about 1.0-1.2 once the bias is removed, `std_errors_calibration.md`).",
@@ -47,7 +49,7 @@ SCOPE = [
     "bootstrap clips around 0 and states less than the realised error (rare on the regional "
     "hierarchy: 3 of 28 periods at ε = 0.1).",
     '- **Trees above 64 leaves** (`k="auto"`): one correlation between all leaves; the '
-    "national's figure is conservative there (ratio 0.74 at ε = 1, `std_errors_large_tree.md`).",
+    "national's figure is conservative there (ratio 0.64 at ε = 1, `std_errors_large_tree.md`).",
     "- **Not computed** (a typed error): int k above 64 leaves, int k with unmeasured "
     'readings or `weights="paper"`, OptStream releases that did not publish their '
     "measurements, other mechanisms' streams (their range queries: `dpstream query`).",
