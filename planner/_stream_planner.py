@@ -86,12 +86,13 @@ LOOKBACK = 28
 #: ones, so a longer look-back only adds information; model assumption: the daily profile
 #: drifts little over two months).
 PRIOR_DAYS = 56
-#: The streaming variogram's look-back (:meth:`StreamPlanner.roughness`): ``"forgetting"``
-#: (session 7's rule, the default: every sum times (L − 1)/L before a period is added past
-#: L = :data:`LOOKBACK` periods) or ``"blocks"`` (two blocks of sums, the previous one leaving
-#: at its mean rate; public history read for its last L periods): closer to the exact window,
-#: measured in ``docs/results/optstream_defaults_findings.md`` (session 10), not yet the default.
-VARIOGRAM_WINDOW = "forgetting"
+#: The streaming variogram's look-back (:meth:`StreamPlanner.roughness`): ``"blocks"`` (the
+#: default since session 11: two blocks of sums, the previous one leaving at its mean rate;
+#: public history read for its last L = :data:`LOOKBACK` periods; the exact window at each full
+#: block) or ``"forgetting"`` (session 7's rule: every sum times (L − 1)/L before a period is
+#: added past L periods, which kept last month's history in the look-back and moved the
+#: level-share cells by up to +5.9 %; ``docs/results/optstream_defaults_findings.md``).
+VARIOGRAM_WINDOW = "blocks"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

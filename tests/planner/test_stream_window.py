@@ -1,6 +1,6 @@
 """The streaming planner's variogram look-back (issue 22): ``VARIOGRAM_WINDOW = "blocks"``, two
 blocks of sums, O(N w), against the exact window of the last LOOKBACK periods (the periods
-state); the default, forgetting, kept as it was."""
+state), the default; forgetting kept reachable as it was."""
 
 from __future__ import annotations
 
@@ -132,9 +132,14 @@ def test_export_and_restore_keep_both_blocks():
     assert _close(b.roughness(), a.roughness(), rtol=0)
 
 
-def test_the_default_forgetting_is_unchanged():
-    # session 7's rule (the release's default): past LOOKBACK periods every sum times (L-1)/L
-    assert sp.VARIOGRAM_WINDOW == "forgetting"
+def test_the_default_is_the_two_blocks():
+    # fails if the default goes back to forgetting (+4.6 to +5.9 % on the level-share regions)
+    assert sp.VARIOGRAM_WINDOW == "blocks"
+
+
+def test_the_forgetting_rule_is_unchanged(monkeypatch):
+    # session 7's rule, kept reachable: past LOOKBACK periods every sum times (L-1)/L
+    monkeypatch.setattr(sp, "VARIOGRAM_WINDOW", "forgetting")
     rng = np.random.default_rng(5)
     streaming = StreamPlanner(_cfg(), prior_state=PriorState)
     history = [_period(rng, 1.0, k=None) for _ in range(LOOKBACK + 3)]
