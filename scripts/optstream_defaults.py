@@ -139,7 +139,13 @@ def _errors(out: pd.DataFrame, truth: pd.DataFrame, leaves: list[str], root: str
 
 
 def main_table(
-    name: str, trials: int, rows: list[dict], start: float, first: int = 0, on_row=None
+    name: str,
+    trials: int,
+    rows: list[dict],
+    start: float,
+    first: int = 0,
+    on_row=None,
+    per_trial: list[dict] | None = None,
 ) -> None:
     frame, hierarchy, root, leaves, year = _data(name)
     for month, (cur, prev) in MONTHS.items():
@@ -165,6 +171,13 @@ def main_table(
                     seed = 100_000 * (0 if method == "auto, no prior" else i) + 100 * trial
                     out = release(truth[leaves], seed=seed + int(alpha), **kwargs)
                     errs.append(_errors(out, truth, leaves, root))
+                    if per_trial is not None and "plan" in out.attrs:  # --per-trial: pairs
+                        per_trial.append(
+                            {"dataset": name, "month": month, "alpha/eps": alpha,
+                             "method": method, "trial": trial, "seed": seed + int(alpha),
+                             "leaves": errs[-1][0], "root": errs[-1][1], "all": errs[-1][2],
+                             "mean_k": float(np.mean([p["k"] for p in out.attrs["plan"]]))}
+                        )  # fmt: skip
                     if "plan" in out.attrs:
                         plans = out.attrs["plan"]
                         p_r = _predicted_and_realised(out, truth, plans, kwargs.get("prior", True))
@@ -205,7 +218,13 @@ def main_table(
             print(f"{name} {month} α/ε={alpha:g} ({time.perf_counter() - start:.0f} s)", flush=True)
 
 
-def share_table(trials: int, rows: list[dict], start: float, csv: Path | None = None) -> None:
+def share_table(
+    trials: int,
+    rows: list[dict],
+    start: float,
+    csv: Path | None = None,
+    per_trial: list[dict] | None = None,
+) -> None:
     frame, hierarchy, root, leaves, year = _data("regional")
     variants = {
         "equal (ε/h)": {"level_shares": "equal"},
@@ -228,6 +247,14 @@ def share_table(trials: int, rows: list[dict], start: float, csv: Path | None = 
                     )  # fmt: skip
                     errs.append(_errors(out, truth, leaves, root))
                     plans = out.attrs["plan"]
+                    if per_trial is not None:  # --per-trial: pairs
+                        per_trial.append(
+                            {"month": month, "alpha/eps": alpha, "variant": variant,
+                             "trial": trial, "seed": 7_000 * i + 100 * trial + int(alpha),
+                             "regional": errs[-1][0], "national": errs[-1][1],
+                             "all": errs[-1][2],
+                             "mean_k": float(np.mean([p["k"] for p in plans]))}
+                        )  # fmt: skip
                     pred.append(float(np.mean([p["predicted"] for p in plans])))
                     shares.append(float(np.mean([p["shares"][0] for p in plans])))
                 e = np.array(errs)
@@ -317,10 +344,28 @@ def main() -> None:
     parser.add_argument("--alphas", type=float, nargs="+", default=list(ALPHAS))
     parser.add_argument("--methods", nargs="+", default=[], help="main-table methods to run")
     parser.add_argument(
+        "--state",
+        choices=["default", "exact", "forgetting"],
+        default="default",
+        help="the planner's state: the default, the exact periods state "
+        "(STREAMING_STATE = False, the issue's reference) or session 7's forgetting "
+        "variogram (VARIOGRAM_WINDOW = 'forgetting')",
+    )
+    parser.add_argument(
+        "--per-trial",
+        action="store_true",
+        help="also write each planned release's errors to <stem>_trials.csv and "
+        "<share-stem>_trials.csv (paired comparisons across code versions)",
+    )
+    parser.add_argument(
         "--merge", nargs="*", default=None, help="average these stems' CSVs (equal trials)"
     )
     args = parser.parse_args()
     start = time.perf_counter()
+    if args.state == "exact":
+        import_module("dpstream.pipelines._autoplan").STREAMING_STATE = False
+    elif args.state == "forgetting":
+        import_module("planner._stream_planner").VARIOGRAM_WINDOW = "forgetting"
     MONTHS = {m: MONTHS[m] for m in args.months}
     ALPHAS = tuple(args.alphas)
     METHODS = tuple(args.methods)
@@ -335,22 +380,36 @@ def main() -> None:
         print(text)
         return
     rows: list[dict] = []
+    trial_rows: list[dict] | None = [] if args.per_trial else None
     OUT.mkdir(parents=True, exist_ok=True)
 
     def flush() -> None:  # results as they finish (a long run can be stopped at any time)
         part = pd.DataFrame(rows)
         part.to_csv(OUT / f"{args.stem}.csv", index=False, float_format="%.6g")
         (OUT / f"{args.stem}.md").write_text(_markdown(part, None, args.trials) + "\n")
+        if trial_rows:
+            pd.DataFrame(trial_rows).to_csv(
+                OUT / f"{args.stem}_trials.csv", index=False, float_format="%.9g"
+            )
 
     for name in args.datasets:
-        main_table(name, args.trials, rows, start, args.first_trial, on_row=flush)
+        main_table(
+            name, args.trials, rows, start, args.first_trial, on_row=flush, per_trial=trial_rows
+        )
     table = pd.DataFrame(rows, columns=["dataset", "method"] if not rows else None)
     if rows:
         table.to_csv(OUT / f"{args.stem}.csv", index=False, float_format="%.6g")
     shares = None
     if not args.no_shares:
         srows: list[dict] = []
-        share_table(args.trials, srows, start, csv=OUT / f"{args.share_stem}.csv")
+        share_rows: list[dict] | None = [] if args.per_trial else None
+        share_table(
+            args.trials, srows, start, csv=OUT / f"{args.share_stem}.csv", per_trial=share_rows
+        )
+        if share_rows:
+            pd.DataFrame(share_rows).to_csv(
+                OUT / f"{args.share_stem}_trials.csv", index=False, float_format="%.9g"
+            )
         shares = pd.DataFrame(srows)
         shares.to_csv(OUT / f"{args.share_stem}.csv", index=False, float_format="%.6g")
     text = _markdown(table, shares, args.trials)
