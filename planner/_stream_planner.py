@@ -16,16 +16,17 @@ release pipeline, the store and the engine only call it::
 
 State (per node, for the N nodes it plans; issue 22.1). With ``prior_state`` (the release's
 default, :class:`postproc.PriorState`) only running sums: the variogram's sufficient statistics
-(:class:`planner.RoughnessStats`) and the prior's (12 arrays of N x w), a look-back by
-forgetting (past :data:`LOOKBACK` periods, resp. :data:`PRIOR_DAYS`, every sum is multiplied by
-(L − 1)/L before a period is added; :data:`VARIOGRAM_WINDOW` = ``"blocks"``: the variogram's
-sums in two blocks instead, :meth:`StreamPlanner.roughness`), the prior's weights of older
-periods frozen, and the
-last 7 released periods held to weigh them exactly (see :class:`postproc.PriorState`):
-O(N w) bytes, the same at any look-back (1.4 GB at 100,000 feeders, w = 48, of which the 7
-held periods are 0.85 GB). Without it (exact, the reference of the golden tests): the last
-:data:`PRIOR_DAYS` periods' measurements, read by ``prior_model`` (O(N w · PRIOR_DAYS), 6.4 GB
-at 100,000 feeders) and a period leaving the variogram's look-back subtracted exactly.
+(:class:`planner.RoughnessStats`) and the prior's (12 arrays of N x w); the variogram's
+look-back of :data:`LOOKBACK` periods as two blocks of sums (:data:`VARIOGRAM_WINDOW` =
+``"blocks"``, the default: :meth:`StreamPlanner.roughness`; ``"forgetting"``, session 7's rule,
+multiplies every sum by (L − 1)/L before a period is added past L), the prior's look-back of
+:data:`PRIOR_DAYS` by forgetting (that factor with L = :data:`PRIOR_DAYS`), the prior's weights
+of older periods frozen, and the last 7 released periods held to weigh them exactly (see
+:class:`postproc.PriorState`): O(N w) bytes, the same at any look-back (1.4 GB at 100,000
+feeders, w = 48, of which the 7 held periods are 0.85 GB). Without it (exact, the reference of
+the golden tests): the last :data:`PRIOR_DAYS` periods' measurements, read by ``prior_model``
+(O(N w · PRIOR_DAYS), 6.4 GB at 100,000 feeders) and a period leaving the variogram's look-back
+subtracted exactly.
 
 Subtrees (issue 22.2, the per-subtree engine)
 ---------------------------------------------
@@ -527,16 +528,19 @@ class StreamPlanner:
 
     def roughness(self) -> RoughnessStats | None:
         """The variogram's statistics over the look-back (:func:`planner.variogram` reads
-        them): the sums of the last :data:`LOOKBACK` full periods; a streaming planner's by
-        forgetting (the default), or with :data:`VARIOGRAM_WINDOW` = ``"blocks"`` it holds
-        two blocks of at most ``L = LOOKBACK`` periods, the current one (n periods) and the
-        one before, and weighs the previous block by ``(L − n) / L``: the periods that would
-        have left a window of L are taken out at the previous block's mean rate (a sliding
-        window from two sums; exact when the current block is full, or when the periods of the
-        previous block are alike). Of public history only the last L periods are read
-        (:meth:`add_history`): a history of L periods or more fills one block, the exact
-        window at the first plan. Total weight L, as the exact window's; the periods state
-        subtracts the oldest period itself. State: two (N, w) sums, whatever L."""
+        them): the sums of the last :data:`LOOKBACK` full periods; a streaming planner's, with
+        :data:`VARIOGRAM_WINDOW` = ``"blocks"`` (the default), from two blocks of at most
+        ``L = LOOKBACK`` periods, the current one (n periods) and the one before, weighing
+        the previous block by ``(L − n) / L``: the periods that would have left a window of L
+        are taken out at the previous block's mean rate (a sliding window from two sums; exact
+        when the current block is full, or when the periods of the previous block are alike).
+        Of public history only the last L periods are read (:meth:`add_history`): a history of
+        L periods or more fills one block, the exact window at the first plan. Total weight L,
+        as the exact window's; the periods state subtracts the oldest period itself. State: two
+        (N, w) sums, whatever L. With ``"forgetting"`` one sum, every term times (L − 1)/L
+        before a period is added past L (it kept a month of public history in the look-back
+        long after the exact window had dropped it:
+        ``docs/results/optstream_defaults_findings.md``)."""
         prev = self._rough_prev
         if prev is None or self._n_rough >= LOOKBACK:
             return self._rough
