@@ -224,6 +224,7 @@ def share_table(
     start: float,
     csv: Path | None = None,
     per_trial: list[dict] | None = None,
+    trials_csv: Path | None = None,
 ) -> None:
     frame, hierarchy, root, leaves, year = _data("regional")
     variants = {
@@ -266,6 +267,8 @@ def share_table(
                 )  # fmt: skip
             if csv is not None:
                 pd.DataFrame(rows).to_csv(csv, index=False, float_format="%.6g")
+            if trials_csv is not None and per_trial:
+                pd.DataFrame(per_trial).to_csv(trials_csv, index=False, float_format="%.9g")
         print(f"shares {month} ({time.perf_counter() - start:.0f} s)", flush=True)
 
 
@@ -404,12 +407,13 @@ def main() -> None:
         srows: list[dict] = []
         share_rows: list[dict] | None = [] if args.per_trial else None
         share_table(
-            args.trials, srows, start, csv=OUT / f"{args.share_stem}.csv", per_trial=share_rows
+            args.trials,
+            srows,
+            start,
+            csv=OUT / f"{args.share_stem}.csv",
+            per_trial=share_rows,
+            trials_csv=OUT / f"{args.share_stem}_trials.csv",
         )
-        if share_rows:
-            pd.DataFrame(share_rows).to_csv(
-                OUT / f"{args.share_stem}_trials.csv", index=False, float_format="%.9g"
-            )
         shares = pd.DataFrame(srows)
         shares.to_csv(OUT / f"{args.share_stem}.csv", index=False, float_format="%.6g")
     text = _markdown(table, shares, args.trials)
