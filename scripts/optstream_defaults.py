@@ -61,6 +61,8 @@ MONTHS = {"Feb": ("02", "01"), "Jun": ("06", "05"), "Oct": ("10", "09")}
 ALPHAS = (1.0, 10.0, 50.0, 100.0, 500.0)
 #: Methods of the main table to run (``--methods``; empty: all), each with its own seeds.
 METHODS: tuple[str, ...] = ()
+#: Level-share variants to run (``--variants``; empty: all), each with its own seeds.
+VARIANTS: tuple[str, ...] = ()
 
 
 def _data(name: str) -> tuple[pd.DataFrame, dict, str, list[str], str]:
@@ -239,6 +241,8 @@ def share_table(
         history = frame.loc[f"{year}-{prev}"][leaves]
         for alpha in ALPHAS:
             for i, (variant, extra) in enumerate(variants.items()):
+                if VARIANTS and variant not in VARIANTS:  # --variants: a part (the same seeds)
+                    continue
                 errs, pred, shares = [], [], []
                 for trial in range(trials):
                     out = dpstream.release_optstream(
@@ -335,7 +339,7 @@ def _markdown(table: pd.DataFrame, shares: pd.DataFrame | None, trials: int) -> 
 
 
 def main() -> None:
-    global MONTHS, ALPHAS, METHODS  # --months/--alphas/--methods: a part of the table
+    global MONTHS, ALPHAS, METHODS, VARIANTS  # --months/--alphas/--methods/--variants: a part
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=30)
     parser.add_argument("--datasets", nargs="*", default=["regional", "household"])
@@ -346,6 +350,7 @@ def main() -> None:
     parser.add_argument("--months", nargs="+", default=list(MONTHS), choices=list(MONTHS))
     parser.add_argument("--alphas", type=float, nargs="+", default=list(ALPHAS))
     parser.add_argument("--methods", nargs="+", default=[], help="main-table methods to run")
+    parser.add_argument("--variants", nargs="+", default=[], help="level-share variants to run")
     parser.add_argument(
         "--state",
         choices=["default", "exact", "forgetting"],
@@ -372,6 +377,7 @@ def main() -> None:
     MONTHS = {m: MONTHS[m] for m in args.months}
     ALPHAS = tuple(args.alphas)
     METHODS = tuple(args.methods)
+    VARIANTS = tuple(args.variants)
     if args.merge:
         parts = [pd.read_csv(OUT / f"{stem}.csv") for stem in args.merge]
         keys = ["dataset", "month", "alpha/eps", "method"]
