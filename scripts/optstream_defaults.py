@@ -338,6 +338,45 @@ def _markdown(table: pd.DataFrame, shares: pd.DataFrame | None, trials: int) -> 
     return "\n".join(lines)
 
 
+def _share_markdown(shares: pd.DataFrame, command: str) -> str:
+    """``optstream_level_shares_30.md``: months averaged, the predicted error of each variant's
+    target against the realised one over the same nodes (all nodes for the fixed shares)."""
+    trials = int(shares["trials"].max())
+    target = {"planned, target=leaves": "regional", "planned, target=root": "national"}
+    realised = [row[target.get(row["variant"], "all")] for _, row in shares.iterrows()]
+    piv = (
+        shares.assign(realised_target=realised)
+        .groupby(["alpha/eps", "variant"], sort=False)[
+            ["regional", "national", "root_share", "predicted_target", "realised_target"]
+        ]
+        .mean()
+    )
+    lines = [
+        f"# Level shares (issue 13, item 3): national and regional errors against ε/h, {trials} "
+        "trials",
+        "",
+        f"`{command}` (the share table only). Regional hierarchy (national -> 4 SimBench "
+        "regions, kW), February, June and October 2016 (months averaged), last month as public "
+        "`history=`, no prior (so the shares alone differ), ε = 1, w = 48, "
+        f"{trials} seeded trials per cell. Mean L1 error per value of the 4 regions "
+        "(`regional`) and of the national node; `root_share` = mean share of the period's "
+        "budget on the national level; `predicted_target` = the planner's predicted mean "
+        "absolute error over the nodes of the variant's target (all nodes for the fixed "
+        "shares), `realised_target` the realised one over the same nodes.",
+        "",
+        "| α/ε | variant | regional | national | root share | predicted (target) "
+        "| realised (target) | realised/predicted |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (alpha, variant), r in piv.iterrows():
+        lines.append(
+            f"| {alpha:g} | {variant} | {r.regional:,.0f} | {r.national:,.0f} | "
+            f"{r.root_share:.2f} | {r.predicted_target:,.0f} | {r.realised_target:,.0f} | "
+            f"{r.realised_target / r.predicted_target:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     global MONTHS, ALPHAS, METHODS, VARIANTS  # --months/--alphas/--methods/--variants: a part
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -366,6 +405,13 @@ def main() -> None:
         "<share-stem>_trials.csv (paired comparisons across code versions)",
     )
     parser.add_argument(
+        "--concat",
+        nargs="*",
+        default=None,
+        help="concatenate these stems' CSVs (parts of one table: other months or data sets) "
+        "into --stem (and their _trials.csv); with --share-stem, share parts into it",
+    )
+    parser.add_argument(
         "--merge", nargs="*", default=None, help="average these stems' CSVs (equal trials)"
     )
     args = parser.parse_args()
@@ -378,6 +424,25 @@ def main() -> None:
     ALPHAS = tuple(args.alphas)
     METHODS = tuple(args.methods)
     VARIANTS = tuple(args.variants)
+    if args.concat:
+        parts = [pd.read_csv(OUT / f"{stem}.csv") for stem in args.concat]
+        table = pd.concat(parts, ignore_index=True)
+        trials = [OUT / f"{stem}_trials.csv" for stem in args.concat]
+        if all(t.exists() for t in trials):
+            per = pd.concat([pd.read_csv(t) for t in trials], ignore_index=True)
+            per.to_csv(OUT / f"{args.stem}_trials.csv", index=False, float_format="%.9g")
+        table.to_csv(OUT / f"{args.stem}.csv", index=False, float_format="%.6g")
+        if "variant" in table:  # share parts
+            command = (
+                f"python scripts/optstream_defaults.py --trials {int(table['trials'].max())} "
+                "--datasets --months M --share-stem S --per-trial"
+            )
+            text = _share_markdown(table, command)
+        else:
+            text = _markdown(table, None, int(table["trials"].max()))
+        (OUT / f"{args.stem}.md").write_text(text + "\n")
+        print(text)
+        return
     if args.merge:
         parts = [pd.read_csv(OUT / f"{stem}.csv") for stem in args.merge]
         keys = ["dataset", "month", "alpha/eps", "method"]
