@@ -394,10 +394,12 @@ class StreamPlanner:
                 scalars[key] = sc
         return arrays, scalars
 
-    def restore(self, arrays: dict, scalars: dict, held: list) -> None:
+    def restore(self, arrays: dict, scalars: dict, held, *, copy: bool = True) -> None:
         """Inverse of :meth:`export` on a new streaming planner of the same configuration:
         ``held`` gives the prior's held periods (its last released full periods, at most
-        ``recent``) as ``(Measurement, PeriodPlan)``, oldest first."""
+        ``recent``) as ``(Measurement, PeriodPlan)``, oldest first (an iterable, read once:
+        each plan can be dropped once its error variance is formed). ``copy=False``: the
+        prior's sums are ``arrays``' own (:meth:`postproc.PriorState.restore`)."""
         self._n_rough = int(scalars["n_rough"])
         self.noise = scalars["noise"]
         self.n_measured = int(scalars["n_measured"])
@@ -422,6 +424,7 @@ class StreamPlanner:
             own = _measured_nodes(m.values.shape[0], plan, self.cfg)
             error, own = _unmeasured(m, _error_variance(m, plan, self.cfg), own)
             items.append((m, error, own))
+            del m, plan  # (a held iterator's plan goes now)
         a = self._agg
         for key, attr in (("prior", "_state"), ("agg", "_agg_state")):
             if key not in scalars:
@@ -432,7 +435,8 @@ class StreamPlanner:
             if key == "agg":
                 rows = [(m.values[a], m.noise[a], np.asarray(m.sampled)[a], e[a],
                          np.ones(a.size, dtype=bool)) for m, e, _ in items]  # fmt: skip
-            setattr(self, attr, type(getattr(self, attr)).restore(sub, scalars[key], rows))
+            setattr(self, attr, type(getattr(self, attr)).restore(sub, scalars[key], rows,
+                                                                  copy=copy))  # fmt: skip
 
     def update(
         self, m: Measurement, plan: PeriodPlan | None = None, *, roughness: bool = True

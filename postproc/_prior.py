@@ -657,14 +657,16 @@ class PriorState:
         return arrays, scalars
 
     @classmethod
-    def restore(cls, arrays: dict, scalars: dict, held: list) -> PriorState:
+    def restore(cls, arrays: dict, scalars: dict, held: list, *, copy: bool = True) -> PriorState:
         """Inverse of :meth:`export`: ``held`` gives the held periods oldest first, each
         ``(values, noise, sampled, error, own)`` as :meth:`add` took them (bitwise the state
-        that was exported)."""
+        that was exported). ``copy=False``: the sums are ``arrays``' own float64 arrays, not
+        copies (arrays read back from a file for this state alone: no second copy held)."""
         st = cls(scalars["n_nodes"], scalars["w"], days=scalars["days"],
                  recent=scalars["recent"], shrink=scalars["shrink"])  # fmt: skip
         for name in (*cls._ARRAYS, "count", "hn", "sigma2"):
-            setattr(st, name, np.array(arrays[name], dtype=np.float64))
+            a = arrays[name]
+            setattr(st, name, np.array(a, dtype=np.float64) if copy else np.asarray(a, np.float64))
         st.n_periods = int(scalars["n_periods"])
         st._noise, st._obs, st._level, st._size = (float(v) for v in scalars["floor"])
         weights = scalars["held_weights"]
@@ -730,19 +732,25 @@ class PriorState:
         self.sigma2 = self._sigma2(self.w)
 
     def _fold(self, held: list, sigma2: np.ndarray) -> None:
-        """Add a held period's weighted terms to the sums, at ``sigma2``."""
+        """Add a held period's weighted terms to the sums, at ``sigma2``: a block of
+        ``_SHRINK_ROWS`` nodes at a time (every term is per node: bitwise the same; the
+        temporaries, a dozen (N, w) arrays whole, stay small)."""
         y, rv, s, e, own, f = held
-        parts = self._excess(held, self.w, self._common(self.w))
-        g = self._weight(parts, sigma2, equal=False)  # f included; the sampled columns only
-        c = parts[4]
-        yc, rvc = y[:, c], rv[:, c]
-        self.g[:, c] += g
-        self.gy[:, c] += g * yc
-        self.gyy[:, c] += g * yc * yc
-        self.grv[:, c] += g * rvc
-        terms = self._weights(held, sigma2, self.w)
-        for name, term in zip(("wt", "wy", "w2", "w2e"), terms, strict=True):
-            getattr(self, name)[...] += f * term
+        c = np.flatnonzero(s[:, : self.w].any(axis=0))  # the steps some node sampled
+        for i in range(0, self.n_nodes, _SHRINK_ROWS):
+            rows = slice(i, i + _SHRINK_ROWS)
+            parts = self._excess(held, self.w, self._common(self.w, rows), c, rows)
+            g = self._weight(parts, sigma2[rows], equal=False)  # f included; columns c only
+            yc, rvc = y[rows][:, c], rv[rows][:, c]
+            self.g[rows, c] += g
+            self.gy[rows, c] += g * yc
+            self.gyy[rows, c] += g * yc * yc
+            self.grv[rows, c] += g * rvc
+            del parts, g, yc, rvc
+            terms = self._weights(held, sigma2[rows], self.w, rows)
+            for name, term in zip(("wt", "wy", "w2", "w2e"), terms, strict=True):
+                getattr(self, name)[rows] += f * term
+            del terms
 
     def _common(self, r: int, rows: slice = slice(None)):
         count = np.maximum(self.count[rows], 2.0)[:, None]

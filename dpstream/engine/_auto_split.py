@@ -498,9 +498,8 @@ class SubtreeAuto(SolverCalls):
             if not ps.part_state_file(con, cut, self.tree.nodes[0], ordinal, state):
                 return False
 
-            def read(ordinals):
-                got = [ps.record_rows(con, o, self.rows) for o in ordinals]
-                return None if any(g is None for g in got) else got
+            def read(ordinals):  # one held period at a time (its plan dropped once used)
+                return (ps.record_rows(con, o, self.rows) for o in ordinals)
 
             got = ps.load_part(state, self.planner, read, digest=_nodes_digest(self.tree))
             return got is not None
@@ -644,36 +643,57 @@ class SubtreeAuto(SolverCalls):
             self.measurement = self.plan_ = None
         return int(self.solver.c.shape[0])
 
-    def _period(self) -> None:
-        """The period's measurement and plan back in memory (after the elimination)."""
+    def _period(self, keep: bool = False) -> None:
+        """The period's measurement and plan back in memory (after the elimination);
+        ``keep``: their file is kept (read again by a later call)."""
         if self.measurement is None and self._spill.has("period"):
             self.measurement, self.plan_ = self._spill.get("period")
-            self._spill.drop("period")
+            if not keep:
+                self._spill.drop("period")
 
     def export(self, key: str) -> np.ndarray:
         """One array of the subtree's measurement and plan for the store's record
-        (:func:`dpstream.store._auto.pack_parts`)."""
+        (:func:`dpstream.store._auto.pack_parts`). A period waiting in its file is read for
+        the call and not kept: between the calls (the record is gathered a key at a time,
+        every subtree's in turn) a worker holds none of its subtrees' periods."""
         if key == "noise_node":
             return self.noise_node
-        self._period()
-        return _export(self.measurement, self.plan_, key)
+        filed = self.measurement is None and self._spill.has("period")
+        self._period(keep=True)
+        try:
+            return _export(self.measurement, self.plan_, key)
+        finally:
+            if filed:
+                self.measurement = self.plan_ = None
 
     def solved(self) -> None:
         """Drop the elimination's arrays (the released values have been read)."""
         self.solver = None
 
-    def finish(self, update: bool) -> None:
+    def finish(self, update: bool, keep: bool = False) -> None:
         """Record the period in the planner (``update``; the last period of a call that keeps
-        no planner skips it) and drop the period's arrays."""
-        self._period()
+        no planner skips it) and drop the period's arrays; ``keep``: the period stays
+        readable by :meth:`export` (in its file, if it waited in one; else here) until
+        :meth:`drop_period`, so that the update, a worker's largest call, runs before the
+        store's record is gathered on the client rather than while the client holds it."""
+        self._period(keep=keep)
+        m, plan = self.measurement, self.plan_
+        self.solver = self.measurement = self.prior = self.plan_ = None
         if update:
-            m, r = self.measurement, self.measurement.values.shape[1]
-            noise = self.noise_node[:, None] * _noise_steps(self.plan_, r)
-            self.solver = self.measurement = self.prior = None
-            self.planner.update(replace(m, noise=noise), self.plan_)
-            del m, noise
+            r = m.values.shape[1]
+            noise = self.noise_node[:, None] * _noise_steps(plan, r)
+            self.planner.update(replace(m, noise=noise), plan)
+            del noise
             self._rest(True)
-        self.solver = self.measurement = self.prior = self.plan_ = self.noise_node = None
+        if keep and not self._spill.has("period"):
+            self.measurement, self.plan_ = m, plan  # (small: not in a file)
+        if not keep:
+            self.noise_node = None
+
+    def drop_period(self) -> None:
+        """Drop the period kept by :meth:`finish` (``keep``) once the record is gathered."""
+        self._spill.drop("period")
+        self.measurement = self.plan_ = self.noise_node = None
 
 
 #: Bytes of a pickled source above which shipping it to every subtree is refused (Dask's own
@@ -1061,8 +1081,13 @@ class AutoSplit:
             out[r] = self.call("node_values", [()] * self.n, only=s)
         out[self.top_rows] = self.structure.sums(out[self.structure.cut_rows])
         self.each("solved")  # the elimination's arrays dropped before the record is streamed
-        record = self._pack(top_m, top_plan) if pack else None
-        self.each("finish", update)
+        if pack:  # the planners' update first (the workers' largest call), the record after
+            self.each("finish", update, True)
+            record = self._pack(top_m, top_plan)
+            self.each("drop_period")
+        else:
+            record = None
+            self.each("finish", update)
         if update:
             fixed = self._top_plan(top_plan, top_m, leaf_var)
             self.top_planner.update(top_m, fixed)

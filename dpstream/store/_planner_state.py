@@ -57,7 +57,7 @@ def loads(blob: bytes, planner, read) -> list[int] | None:
     periods = read(held) if held else []
     if periods is None:  # a held period's measurements are missing
         return None
-    planner.restore(arrays, meta["scalars"], periods)
+    planner.restore(arrays, meta["scalars"], periods, copy=False)  # (read for it alone)
     return held
 
 
@@ -160,12 +160,42 @@ def dumps_part(
     return buf.getbuffer()
 
 
+class _Unreadable(Exception):
+    """A held period's record could not be read (the caller replays)."""
+
+
+def _handed_over(periods):
+    """The held periods ``(Measurement, PeriodPlan)``, each given once and no longer kept
+    here (a list is emptied as it is read; an item None: :class:`_Unreadable`)."""
+    if isinstance(periods, list):
+        periods.reverse()
+        while periods:
+            item = periods.pop()
+            if item is None:
+                raise _Unreadable
+            yield item
+            del item
+        return
+    for item in periods:
+        if item is None:
+            raise _Unreadable
+        yield item
+        del item
+
+
 def load_part(blob, planner, read, *, digest: str):
     """Restore a part's state (:func:`dumps_part`: its bytes, or the path of a file holding
     them, :func:`part_state_file`) into the new ``planner``; ``read(ordinals)``
     gives the held periods' ``(Measurement, PeriodPlan)`` of the part's rows (None: not
-    readable). Returns ``(held ordinals, held pack'd arrays)`` or None (another format or
-    node set, or a held period not readable: the caller replays)."""
+    readable), as a list or an iterable read one period at a time (an item None: that
+    period not readable). Returns ``(held ordinals, held pack'd arrays)`` or None (another
+    format or node set, or a held period not readable: the caller replays, with a new
+    planner).
+
+    Memory: the running sums read back are the planner's own (no copy), and each held
+    period's plan is dropped once its error variance is formed (a subtree's state at a
+    million meters is ~38 arrays of 39 MB from the eighth day; the copies and the seven
+    plans were ~19 more)."""
     from ._auto import unpack
 
     with np.load(blob if isinstance(blob, str) else io.BytesIO(blob), allow_pickle=False) as z:
@@ -183,7 +213,10 @@ def load_part(blob, planner, read, *, digest: str):
         periods = read(held) if held else []
     if periods is None:
         return None
-    planner.restore(arrays, meta["scalars"], periods)
+    try:  # the arrays were read for this planner alone: restored without a copy
+        planner.restore(arrays, meta["scalars"], _handed_over(periods), copy=False)
+    except _Unreadable:
+        return None
     del arrays, periods
     for key, st in (("prior_", planner._state), ("agg_", planner._agg_state)):
         for name, shape in zeros.items():  # zeros not yet written: no resident memory
