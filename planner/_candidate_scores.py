@@ -39,6 +39,7 @@ __all__ = ["CandidateScores", "score_candidates"]
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
 _CHUNK_NUMBERS = 2**23  # candidate x node x step numbers scored at once (64 MB)
 _CACHE_NUMBERS = 2**16  # ... of which computed in one reused buffer (512 kB: in cache)
+_OWN_ROWS = 4096  # nodes per block of the errors without the combination (per node: bitwise)
 _MAX_BLUE_LEAVES = 64  # larger hierarchies: the prediction skips the cross-level combination
 
 
@@ -87,8 +88,15 @@ def _prior_errors(
     w̄)² ι``, w̄ the mean weight of its leaves) and only ``(1 − w)²`` of the noise is combined
     (:func:`_node_errors`).
     """
+    combined = _uses_combination(matrix) if combine is None else combine
+    if not combined:  # each node's own: a block of nodes at a time (no (C, N, r) temporaries)
+        out = np.empty(v.shape[:2])
+        for i in range(0, v.shape[1], _OWN_ROWS):
+            rows = slice(i, i + _OWN_ROWS)
+            out[:, rows] = _node_errors(_merged(v[:, rows], tau2[:, rows]), matrix, combine=False)
+        return out
     merged = _merged(v, tau2)
-    if coherent is None or not (_uses_combination(matrix) if combine is None else combine):
+    if coherent is None:
         # without the combination each node's error is its own merged variance's: the shared
         # parts below would only be thrown away (at 100,000 feeders, 38x the 10,000 cost)
         return _node_errors(merged, matrix, combine=combine)
@@ -152,8 +160,12 @@ def _node_errors(
     c, n, r = v.shape
     n_leaves = matrix.shape[1]
     if not (_uses_combination(matrix) if combine is None else combine):
-        var = np.where(np.isfinite(v), v, np.nan)
-        return _SQRT_2_PI * np.sqrt(var).mean(axis=2)
+        out = np.empty((c, n))  # each node's own: a block of nodes at a time (bitwise)
+        for i in range(0, n, _OWN_ROWS):
+            block = v[:, i : i + _OWN_ROWS]
+            var = np.where(np.isfinite(block), block, np.nan)
+            out[:, i : i + _OWN_ROWS] = _SQRT_2_PI * np.sqrt(var).mean(axis=2)
+        return out
     if not isinstance(matrix, np.ndarray):  # scipy.sparse (large trees arrive sparse)
         matrix = matrix.toarray()
     prec = np.where(np.isfinite(v), 1.0 / np.maximum(v, 1e-300), 0.0)  # (C, N, r)

@@ -172,3 +172,39 @@ def test_the_record_is_gathered_after_the_update_and_no_period_waits_in_memory(m
         records[spill] = got
     for (va, ra), (vb, rb) in zip(records[0], records[1 << 62], strict=True):
         assert np.array_equal(va, vb) and ra == rb
+
+
+def test_the_plans_own_errors_run_a_block_of_nodes_at_a_time(monkeypatch):
+    from scipy import sparse
+
+    import planner._candidate_scores as cs
+
+    rng = np.random.default_rng(2)
+    n = 20_000
+    a = n * W * 8
+    v = rng.random((1, n, W)) + 0.1
+    v[0, :5] = np.inf  # a share-0 level: no estimate
+    tau2 = rng.random((1, n, W)) + 0.5
+    tau2[0, 5:9] = np.inf  # no prior
+    matrix = sparse.identity(n, format="csr")
+    bias = rng.random((n, W))
+
+    def run():
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            out = cs._prior_errors(v, tau2, matrix, bias, tau2[0], combine=False)
+            own = cs._node_errors(v, matrix, bias, combine=False)
+            return out, own, tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+
+    blocked = run()
+    monkeypatch.setattr(cs, "_OWN_ROWS", n)  # one block: whole (C, N, r) temporaries
+    whole = run()
+    monkeypatch.setattr(cs, "_OWN_ROWS", 7)  # blocks that do not divide n
+    small = run()
+    for x in (whole, small):
+        assert np.array_equal(blocked[0], x[0], equal_nan=True)
+        assert np.array_equal(blocked[1], x[1], equal_nan=True)
+    assert whole[2] > 2 * a and blocked[2] < a  # (the check can fail)
