@@ -80,6 +80,9 @@ OBJECTIVES = ("mse", "eq16")
 R_GRID = np.round(np.arange(1.0, 3.0 + 1e-9, 0.02), 2)
 SHARE_GRID = np.round(np.arange(0.30, 0.99 + 1e-9, 0.01), 2)
 _QUADRATURE = 400
+#: The threshold's verdict is taken only where the model's θ is B at least this often (module
+#: notes, "When the threshold does not pay").
+AT_BOUND = 0.99
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,9 +115,22 @@ class PakDefaults:
     follow the model; NaN for ``"eq16"``)."""
     private: bool = True
     """Always True: no data were read."""
+    threshold: bool = True
+    """False: the threshold does not pay on public grounds (module notes, "When the threshold
+    does not pay"): the release is the plain counter with bound B (ε₁ = 0), and
+    ``release_parameters()`` says so. r, λ, p, ε₁/ε, β_lt stay the best threshold setting
+    (``threshold_parameters()``)."""
+    at_bound: float = float("nan")
+    """Pr[θ = B] under the model (τ's whole guarded law at the chosen setting)."""
+    threshold_rmse: float = float("nan")
+    """√E[error²] of the chosen threshold setting under the model over τ's *whole* guarded law
+    (``model_rmse`` conditions on Eq. 16's event)."""
+    plain_rmse: float = float("nan")
+    """√ of the plain counter's exact variance at step n with bound B (no model)."""
 
-    def release_parameters(self) -> dict:
-        """Keyword arguments of :func:`mechanisms.pak_release` (with ``threshold=True``)."""
+    def threshold_parameters(self) -> dict:
+        """Keyword arguments of :func:`mechanisms.pak_release` for the threshold setting (with
+        ``threshold=True``), whether or not it pays."""
         return {
             "eps1_share": self.eps1_share,
             "lam": self.lam,
@@ -124,6 +140,13 @@ class PakDefaults:
             "noise": self.noise,
             "counter": self.counter,
         }
+
+    def release_parameters(self) -> dict:
+        """Keyword arguments of :func:`mechanisms.pak_release`: the threshold setting, or
+        ``threshold=False`` (the plain counter) where it does not pay (``threshold``)."""
+        if not self.threshold:
+            return {"threshold": False, "noise": self.noise, "counter": self.counter}
+        return self.threshold_parameters()
 
 
 def model_prefix(m: int, *, bound: float, mean: float) -> np.ndarray:
@@ -350,6 +373,7 @@ def pak_defaults(
     }
     counter_name = plan.counter or "binary_tree"
     rmse = math.nan
+    verdict: dict = {}
     if objective == "mse":
         prefix, loss = model_prefix(m, bound=bound, mean=mean), _model_loss(n, mean)
         best = (math.inf, chosen["r"], chosen["eps1_share"])
@@ -367,6 +391,8 @@ def pak_defaults(
                 best = (float(mse[i]), float(R_GRID[i]), float(share))
         if math.isfinite(best[0]):
             rmse, chosen["r"], chosen["eps1_share"] = math.sqrt(best[0]), best[1], best[2]
+            verdict = _threshold_verdict(prefix, loss, n, bound, epsilon, delta, chosen,
+                                         counter_name, noise)  # fmt: skip
     return PakDefaults(
         **chosen,
         counter=counter_name,
@@ -375,4 +401,32 @@ def pak_defaults(
         noise=noise,
         objective=objective,
         model_rmse=rmse,
+        **verdict,
     )
+
+
+def _threshold_verdict(prefix, loss, n, bound, epsilon, delta, chosen, counter, noise) -> dict:
+    """Whether the threshold pays, on public grounds (module notes): its mean square over τ's
+    whole guarded law under the model against the plain counter's exact one, decided only
+    where the model's threshold is B with probability ≥ ``AT_BOUND`` (then the comparison
+    hardly depends on the model's scale: θ = B whatever the data's quantile)."""
+    rs = np.array([[chosen["r"]]])
+    cal = pak_threshold_calibration(
+        prefix, bound=bound, epsilon=chosen["eps1_share"] * epsilon, delta=delta,
+        lam=chosen["lam"], p=chosen["p"], beta_lt=chosen["beta_lt"], noise=noise,
+    )  # fmt: skip
+    theta, weight = _threshold_law(cal, rs, bound, noise, True)
+    at_bound = float(weight[0][theta[0] >= bound].sum())
+    whole = pak_mean_square_error(
+        prefix, n=n, bound=bound, epsilon=epsilon, delta=delta, r=rs[0], counter=counter,
+        loss=loss, noise=noise, condition=False,
+        **{k: chosen[k] for k in ("eps1_share", "lam", "p", "beta_lt")},
+    )  # fmt: skip
+    plain = counter_end_variance(counter, n, epsilon=epsilon, bound=bound, delta=delta)
+    pays = not (at_bound >= AT_BOUND and float(whole[0]) >= plain)
+    return {
+        "threshold": pays,
+        "at_bound": at_bound,
+        "threshold_rmse": math.sqrt(float(whole[0])),
+        "plain_rmse": math.sqrt(plain),
+    }

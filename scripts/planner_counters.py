@@ -48,6 +48,7 @@ from mechanisms import COUNTERS, counter_end_variance, pak_release, pak_threshol
 from mechanisms.core import bit_source
 from mechanisms.pak import mechanism_threshold
 from planner import empirical_loss, plan_pak_mse
+from planner._pak_defaults import _threshold_law
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
 EPS, DELTA = 1.0, 2.0**-20
@@ -117,6 +118,23 @@ def expected_rmse(x, bound, m, params, *, epsilon: float = EPS) -> float:
     return math.sqrt(float(mse @ w))
 
 
+def loss_terms(x, bound, m, params, *, epsilon: float = EPS) -> tuple[float, float]:
+    """The clipping-loss term of the mean square at ``params`` (the one term the plan models
+    from the prefix), (predicted, on the stream): E_τ[mean² + var] of ``empirical_loss`` on
+    the prefix (the plan's model) and E_τ[L(τ)²] of the whole stream, over the same guarded
+    law of τ (``planner._pak_defaults._threshold_law``). (0, 0) without the threshold."""
+    if not params["threshold"]:
+        return 0.0, 0.0
+    cal = pak_threshold_calibration(
+        x[:m], bound=bound, epsilon=params["eps1_share"] * epsilon, delta=DELTA,
+        lam=params["lam"], p=params["p"], beta_lt=params["beta_lt"],
+    )  # fmt: skip
+    theta, weight = _threshold_law(cal, np.array([[params["r"]]]), bound, "laplace", True)
+    mean, var = empirical_loss(x[:m], x.size, known=m)(theta[0])
+    stream = empirical_loss(x, x.size)(theta[0])[0]
+    return float((mean**2 + var) @ weight[0]), float(stream**2 @ weight[0])
+
+
 def _ratio_interval(a: np.ndarray, b: np.ndarray, seed: int) -> tuple[float, float]:
     """95 % bootstrap interval of RMSE(a)/RMSE(b), a and b resampled independently."""
     rng = np.random.default_rng(seed)
@@ -165,6 +183,7 @@ def main() -> None:
             expected = expected_rmse(x, bound, m, params)
             table_expected = expected_rmse(x, bound, m, table_params)
             lo, hi = _ratio_interval(err, table_err, seed)
+            loss, table_loss = (loss_terms(x, bound, m, q) for q in (params, table_params))
             rows.append({
                 "stream": name, "n": x.size, "m": m, "B": bound, "counter": counter,
                 "threshold": plan.use_threshold, "r": plan.r, "eps1_share": plan.eps1_share,
@@ -176,6 +195,9 @@ def main() -> None:
                 "plan_over_table_i": real / table, "plan_over_table_i_lo": lo,
                 "plan_over_table_i_hi": hi,
                 "expected_plan_over_table_i": expected / table_expected, "runs": args.runs,
+                "departs": plan.departs, "table_i_predicted_rmse": plan.table_i_rmse,
+                "loss_predicted": loss[0], "loss_stream": loss[1],
+                "table_i_loss_predicted": table_loss[0], "table_i_loss_stream": table_loss[1],
             })  # fmt: skip
             print(rows[-1], f"{time.perf_counter() - start:.0f}s", flush=True)
             frame = pd.DataFrame(rows)
@@ -214,10 +236,15 @@ def _markdown(frame: pd.DataFrame, runs: int, seconds: float) -> str:
         ),
         "",
         "| stream | counter | threshold | r | ε₁/ε | β_lt | predicted | expected | realised "
-        "| expected/predicted | realised/predicted | Table I expected | Table I realised "
-        "| plan/Table I expected | plan/Table I realised [95 % CI] |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| expected/predicted | realised/predicted | Table I predicted | Table I expected "
+        "| Table I realised | plan/Table I expected | plan/Table I realised [95 % CI] "
+        "| departs | loss term predicted/stream: plan; Table I |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+
+    def q(a: float, b: float) -> str:
+        return "–" if a == 0.0 and b == 0.0 else f"{a / b:.2f}" if b > 0 else "∞"
+
     for row in frame.itertuples():
         thr = row.threshold in (True, "True")
         lines.append(
@@ -225,9 +252,13 @@ def _markdown(frame: pd.DataFrame, runs: int, seconds: float) -> str:
             f"{row.r:.2f} | {row.eps1_share:.2f} | {row.beta_lt:.2g} | "
             f"{row.predicted_rmse:,.4g} | {row.expected_rmse:,.4g} | {row.realised_rmse:,.4g} | "
             f"{row.expected_over_predicted:.2f} | {row.realised_over_predicted:.2f} | "
+            f"{row.table_i_predicted_rmse:,.4g} | "
             f"{row.table_i_expected_rmse:,.4g} | {row.table_i_realised_rmse:,.4g} | "
             f"{row.expected_plan_over_table_i:.2f} | {row.plan_over_table_i:.2f} "
-            f"[{row.plan_over_table_i_lo:.2f}, {row.plan_over_table_i_hi:.2f}] |"
+            f"[{row.plan_over_table_i_lo:.2f}, {row.plan_over_table_i_hi:.2f}] | "
+            f"{'yes' if row.departs in (True, 'True') else 'no'} | "
+            f"{q(row.loss_predicted, row.loss_stream)}; "
+            f"{q(row.table_i_loss_predicted, row.table_i_loss_stream)} |"
         )
     ratio = frame["realised_over_predicted"]
     expected = frame["expected_over_predicted"]

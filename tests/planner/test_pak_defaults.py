@@ -72,7 +72,7 @@ def test_release_parameters_run_mechanism_1(defaults):
     x = np.random.default_rng(4).exponential(2.0, 30_000).clip(0, 36.0)
     rel = pak_release(
         x, bound=36.0, epsilon=1.0, delta=2.0**-20, time_lag=20_000, seed=1,
-        **defaults.release_parameters(),
+        **defaults.threshold_parameters(),
     )  # fmt: skip
     assert rel.parameters.r == defaults.r and rel.parameters.lam == defaults.lam
     assert rel.privacy.parameters["counter"] == defaults.counter
@@ -156,3 +156,34 @@ def test_mean_square_error_matches_simulation_on_zero_loss():
 def test_bad_objective_is_refused():
     with pytest.raises(ParameterError, match="objective"):
         pak_defaults(**PUBLIC, objective="rmse")
+
+
+def test_threshold_does_not_pay_where_it_is_at_b_and_costs_more(defaults):
+    # PUBLIC's prefix of 20,000 at ε₁ ≈ 0.3: the smooth sensitivity is the padding at B's, the
+    # model's θ is B in > 99 % of releases, and in the rest a positive θ below the quantile
+    # clips the model's values: the whole law's mean square is above the plain counter's, so
+    # the default keeps ε₁ (the plain counter) and says so; the setting stays reachable
+    d = defaults
+    assert d.at_bound >= 0.99 and d.threshold_rmse > d.plain_rmse and not d.threshold
+    assert d.release_parameters() == {"threshold": False, "noise": "laplace",
+                                      "counter": d.counter}  # fmt: skip
+    assert d.threshold_parameters()["r"] == d.r and "threshold" not in d.threshold_parameters()
+    # the whole law at the chosen setting, integrated independently (a fine grid of u)
+    y = model_prefix(20_000, bound=36.0, mean=d.model_mean)
+    from mechanisms import pak_threshold_calibration
+
+    cal = pak_threshold_calibration(y, bound=36.0, epsilon=d.eps1_share, delta=2.0**-20,
+                                    lam=d.lam, p=d.p, beta_lt=d.beta_lt)  # fmt: skip
+    u = (np.arange(2_000_000) + 0.5) / 2_000_000
+    z = np.where(u < 0.5, np.log(2 * u), -np.log(2 * (1 - u)))
+    theta = np.clip(d.r * (cal.tau_prime + cal.scale * z), 0.0, 36.0)
+    theta[theta <= 0.0] = 36.0  # the guard
+    assert float(np.mean(theta >= 36.0)) == pytest.approx(d.at_bound, abs=2e-4)
+
+
+def test_threshold_pays_with_a_long_prefix():
+    # the docstring's example: a long prefix, the model's θ well below B: the verdict is not
+    # taken (the model's scale would decide it) and the threshold stays
+    d = pak_defaults(n=500_000, bound=36.0, epsilon=1.0, delta=2.0**-20, time_lag=82_423)
+    assert d.threshold and d.at_bound < 0.01 and d.threshold_rmse < d.plain_rmse
+    assert d.release_parameters() == d.threshold_parameters()

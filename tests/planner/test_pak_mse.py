@@ -196,6 +196,45 @@ def test_every_counter_predicted_within_20_percent_and_not_worse_than_table_i(co
     assert real <= 1.15 * float(np.sqrt(np.mean(np.square(err))))
 
 
+def test_robust_choice_against_table_i():
+    # (exact, loss) parts of the predicted mean square; the loss term is trusted to a factor F
+    from planner._pak_mse import _robust_choice
+
+    assert _robust_choice((90.0, 1.0), (100.0, 0.0), 200.0, 5.0) == "chosen"  # 95 < 100
+    assert _robust_choice((90.0, 3.0), (100.0, 0.0), 200.0, 5.0) == "table"  # 105 ≥ 100
+    assert _robust_choice((90.0, 3.0), (100.0, 0.0), 99.0, 5.0) == "plain"  # exact, below
+    # Table I's own loss term counts ÷ F: its floor is 100 + 50/5 = 110
+    assert _robust_choice((100.0, 1.9), (100.0, 50.0), 1e9, 5.0) == "chosen"  # 109.5
+    assert _robust_choice((100.0, 2.1), (100.0, 50.0), 1e9, 5.0) == "table"  # 110.5
+    # a gain in the exact terms alone is kept however small, whatever F
+    assert _robust_choice((99.999, 0.0), (100.0, 0.0), 1e9, 1e12) == "chosen"
+
+
+def test_plan_departs_from_table_i_only_on_a_gain_beyond_the_loss_error(monkeypatch):
+    import planner._pak_mse as pak_mse
+    from planner import pak_mean_square_error
+
+    x = np.minimum(np.random.default_rng(3).exponential(2.0, 12_000), 1000.0)
+    m, n, kw = 3000, x.size, dict(bound=1000.0, epsilon=4.0, delta=1e-3, counter="kary_tree")
+    plan = plan_pak_mse(x[:m], n=n, **kw)
+    # Table I's setting scored by the plan's own terms
+    table = pak_mean_square_error(
+        x[:m], n=n, r=1.5, eps1_share=0.85, lam=0.85, p=0.005, beta_lt=0.004,
+        loss=empirical_loss(x[:m], n, known=m), condition=False, **kw,
+    )  # fmt: skip
+    assert plan.table_i_rmse == pytest.approx(math.sqrt(float(table[0])), rel=1e-12)
+    # here the threshold's gain (2.6k against Table I's 5.3k) survives F = 5
+    assert plan.departs and plan.use_threshold and plan.rmse == plan.threshold_rmse
+    assert plan.rmse * 1.5 < plan.table_i_rmse
+    # a loss term not trusted at all: only an exact gain departs, here the plain counter's
+    # (below Table I's exact part); nothing else of the plan moves
+    monkeypatch.setattr(pak_mse, "LOSS_MODEL_FACTOR", 1e12)
+    sure = plan_pak_mse(x[:m], n=n, **kw)
+    assert sure.departs and not sure.use_threshold
+    assert sure.rmse == sure.plain_rmse < sure.table_i_rmse == plan.table_i_rmse
+    assert sure.threshold_rmse == plan.threshold_rmse
+
+
 def test_pak_forward_is_the_mse_plan_and_inverse_ready():
     x = np.minimum(np.random.default_rng(2).exponential(10.0, 3000), 1000.0)
     fwd = pak_forward(x, epsilon=1.0, range_length=20_000, bound=1000.0, delta=DELTA)
