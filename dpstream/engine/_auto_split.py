@@ -246,6 +246,10 @@ def _part_structure(task: AutoSubtreeTask, hierarchy: Hierarchy | dict):
 #: 22: a worker holds one subtree's planner at a time, not all of them; a million meters on
 #: two workers hold five subtrees each). Tests set it to 0 to spill every planner.
 SPILL_BYTES = 32 << 20
+#: Bytes of a subtree's saved planner state fetched (and stored as one row) at a time: held
+#: by the worker and the client at once while the client also holds the day's values and
+#: record (the store's rows may be smaller than its ``MEASURED_PART_BYTES``; read back joined).
+STATE_FETCH_BYTES = 64 << 20
 
 
 class _Zeros:
@@ -945,9 +949,10 @@ class AutoSplit:
         store's parts, fetched one at a time from where it runs; its file removed after."""
         from ..store._store import MEASURED_PART_BYTES
 
+        step = min(MEASURED_PART_BYTES, STATE_FETCH_BYTES)
         try:
-            for start in range(0, max(size, 1), MEASURED_PART_BYTES):
-                yield self.call("state_part", [(start, MEASURED_PART_BYTES)] * self.n, only=s)
+            for start in range(0, max(size, 1), step):
+                yield self.call("state_part", [(start, step)] * self.n, only=s)
         finally:
             self.call("state_done", [()] * self.n, only=s)
 

@@ -208,3 +208,27 @@ def test_the_plans_own_errors_run_a_block_of_nodes_at_a_time(monkeypatch):
         assert np.array_equal(blocked[0], x[0], equal_nan=True)
         assert np.array_equal(blocked[1], x[1], equal_nan=True)
     assert whole[2] > 2 * a and blocked[2] < a  # (the check can fail)
+
+
+def test_a_subtrees_saved_state_is_fetched_in_small_parts(monkeypatch):
+    cfg, loads = _cfg(), daily_loads(len(H.leaves), W, 3, 8)
+    split = AutoSplit(cfg, H, cut=1)
+    for d in range(3):
+        split.release(DayTable(loads, d, H.leaves, W), ordinal=d, seed=5)
+
+    def states():
+        out = {}
+        for _, root, data in split.saved_states([0, 1, 2]):
+            out[root] = [bytes(np.asarray(p)) for p in data] if root else [bytes(data)]
+        return out
+
+    monkeypatch.setattr(_auto_split, "STATE_FETCH_BYTES", 1 << 40)
+    whole = states()
+    monkeypatch.setattr(_auto_split, "STATE_FETCH_BYTES", 5000)
+    parts = states()
+    assert whole.keys() == parts.keys() and len(whole) == 1 + split.n
+    for root in whole:
+        assert b"".join(parts[root]) == b"".join(whole[root])
+        if root:
+            assert len(whole[root]) == 1 and len(parts[root]) > 1
+            assert all(len(p) <= 5000 for p in parts[root])
