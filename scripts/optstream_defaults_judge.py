@@ -13,10 +13,12 @@ References (same seeds, 30 trials each, ``scripts/optstream_defaults.py``):
   ``optstream_level_shares_30.csv``), the two-block variogram window.
 
 Paired differences (now − reference, relative to the reference, mean ± standard error over the
-trials) where per-trial errors of both sides are in ``optstream_defaults_30_trials.csv`` and
-``optstream_level_shares_30_trials.csv`` (``--per-trial``, and ``--state exact`` for the
-reference); against forgetting on the main tables' ``auto + history`` cells the pairs of
-``optstream_variogram_window.csv`` (session 10, the same seeds). A cell is *equal* when the
+trials) where per-trial errors of both sides exist: ``<table>_trials.csv`` (``--per-trial``)
+and ``<table>_exact_trials.csv`` (``--per-trial --state exact``, the same seeds; for the main
+tables ``optstream_defaults_{regional,household}_30_stream_exact_trials.csv``, for the shares
+``optstream_level_shares_30_exact_trials.csv``); against forgetting on the main tables'
+``auto + history`` cells the pairs of ``optstream_variogram_window.csv`` (session 10, the same
+seeds). A cell is *equal* when the
 table's means agree to the CSV's six digits, *worse* / *better* when the paired difference is
 beyond two standard errors, else *unchanged* (within noise); without pairs, ``unpaired``.
 
@@ -73,15 +75,22 @@ def _verdict(now: float, ref: float, diff: float, se: float) -> str:
     return "unchanged"
 
 
-def _trials(path: Path) -> pd.DataFrame | None:
-    return pd.read_csv(path) if path.exists() else None
+def _trials(stem: str) -> pd.DataFrame | None:
+    """Per-trial errors of the table ``stem`` (``state`` "now") and of the exact planner on
+    the same seeds (``state`` "exact"), where they exist."""
+    parts = [
+        pd.read_csv(OUT / f"{stem}{suffix}").assign(state=state)
+        for suffix, state in (("_trials.csv", "now"), ("_exact_trials.csv", "exact"))
+        if (OUT / f"{stem}{suffix}").exists()
+    ]
+    return pd.concat(parts, ignore_index=True) if parts else None
 
 
 def main_cells() -> list[dict]:
-    trials = _trials(OUT / "optstream_defaults_30_trials.csv")
     window = pd.read_csv(OUT / "optstream_variogram_window.csv")
     rows = []
     for ds in ("regional", "household"):
+        trials = _trials(f"optstream_defaults_{ds}_30_stream")
         now = pd.read_csv(OUT / f"optstream_defaults_{ds}_30_stream.csv")
         refs = {
             "exact": _git_csv(EXACT_MAIN, f"docs/results/optstream_defaults_{ds}_30.csv"),
@@ -129,7 +138,7 @@ def main_cells() -> list[dict]:
 
 
 def share_cells() -> list[dict]:
-    trials = _trials(OUT / "optstream_level_shares_30_trials.csv")
+    trials = _trials("optstream_level_shares_30")
     now = pd.read_csv(OUT / "optstream_level_shares_30.csv")
     refs = {
         "exact": _git_csv(EXACT_SHARES, "docs/results/optstream_level_shares_30.csv"),
