@@ -1,0 +1,117 @@
+"""Issue 22 diagnostic: how much of a cell's gap to the exact planner is the two-block variogram
+window's fade of the public-history block.
+
+The streaming planner's variogram (``VARIOGRAM_WINDOW = "blocks"``) reads the last L = 28
+periods of public history as one block and, as the month's periods come in, weighs it by
+(L − n)/L: the history leaves at its mean rate. The exact window (the periods state,
+``STREAMING_STATE = False``) drops the oldest history days first. This script releases one
+``auto + history`` cell of ``scripts/optstream_defaults.py`` (or one level-share variant) under
+
+* ``exact``: the periods state (the issue's reference);
+* ``now``: the default (blocks);
+* ``fix``: blocks, but while the previous block is the public history its periods leave oldest
+  first, re-read from the history (a prototype, monkeypatched here: it holds the history's L
+  periods of variogram sums, so its state grows with L; not the release's code);
+
+and prints the paired differences against ``exact`` (same seeds as the table's).
+
+Run: ``python scripts/optstream_history_fade.py regional Feb 100 --trials 6`` (main table,
+``auto + history``) or ``... regional Jun 100 --variant equal`` (the share table's
+``equal (ε/h)``; ``--variant root``: ``planned, target=root``). Seeded runs: an experiment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import dpstream
+import planner._stream_planner as sp
+from dpstream.pipelines import _autoplan
+from planner._roughness import period_roughness
+
+_SPEC = importlib.util.spec_from_file_location(
+    "optstream_defaults", Path(__file__).with_name("optstream_defaults.py")
+)
+od = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(od)
+
+L = sp.LOOKBACK
+_ORIG = (sp.StreamPlanner.add_history, sp.StreamPlanner.update, sp.StreamPlanner.roughness)
+
+
+def _add_history(self, ms):
+    full = [m for m in ms if m.values.shape[1] == self.cfg.w][-L:]
+    self._hist_rough = [period_roughness(m.values, m.noise, m.sampled) for m in full]
+    self._hist_state = "filled"
+    return _ORIG[0](self, ms)
+
+
+def _update(self, m, plan=None, *, roughness=True):
+    rotating = m.values.shape[1] == self.cfg.w and roughness and self._n_rough >= L
+    if rotating:  # the block in progress becomes the previous one
+        filled = getattr(self, "_hist_state", None) == "filled" and len(self._hist_rough) == L
+        self._hist_state = "prev" if filled else None
+    return _ORIG[1](self, m, plan, roughness=roughness)
+
+
+def _roughness(self):
+    if getattr(self, "_hist_state", None) == "prev" and self._n_rough < L:
+        out = self._rough
+        for r in self._hist_rough[self._n_rough :]:  # the history's last L - n periods
+            out = r if out is None else out + r
+        return out
+    return _ORIG[2](self)
+
+
+def _state(name: str) -> None:
+    _autoplan.STREAMING_STATE = name != "exact"
+    patched = (_add_history, _update, _roughness) if name == "fix" else _ORIG
+    sp.StreamPlanner.add_history, sp.StreamPlanner.update, sp.StreamPlanner.roughness = patched
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset", choices=["regional", "household"])
+    parser.add_argument("month", choices=list(od.MONTHS))
+    parser.add_argument("alpha", type=float)
+    parser.add_argument("--trials", type=int, default=6)
+    parser.add_argument("--variant", choices=["equal", "root"], default=None)
+    args = parser.parse_args()
+    frame, hierarchy, root, leaves, year = od._data(args.dataset)
+    cur, prev = od.MONTHS[args.month]
+    truth = frame.loc[f"{year}-{cur}"][[root, *leaves]]
+    history = frame.loc[f"{year}-{prev}"][leaves]
+    rows = []
+    for trial in range(args.trials):
+        kw = {"epsilon": 1.0, "alpha": args.alpha, "hierarchy": hierarchy, "history": history}
+        kw.update(od._NO_LEDGER)
+        if args.variant is None:  # the main table's auto + history (method index 2)
+            seed = 100_000 * 2 + 100 * trial + int(args.alpha)
+        else:  # the share table's variant (index 0 or 3), without the prior
+            i, extra = {"equal": (0, {"level_shares": "equal"}), "root": (3, {"target": "root"})}[
+                args.variant
+            ]
+            kw.update(extra, prior=False)
+            seed = 7_000 * i + 100 * trial + int(args.alpha)
+        for name in ("exact", "now", "fix"):
+            _state(name)
+            out = dpstream.release_optstream(truth[leaves], seed=seed, **kw)
+            leaf, top, _ = od._errors(out, truth, leaves, root)
+            rows.append({"trial": trial, "state": name, "leaves": leaf, "root": top})
+    _state("now")
+    d = pd.DataFrame(rows)
+    for level in ("leaves", "root"):
+        p = d.pivot_table(index="trial", columns="state", values=level)
+        for name in ("now", "fix"):
+            diff = (p[name] - p["exact"]) / p["exact"].mean() * 100
+            se = diff.std(ddof=1) / np.sqrt(len(diff))
+            print(f"{level:6s} {name} - exact: {diff.mean():+.3f} ± {se:.3f} % ({len(diff)} pairs)")
+
+
+if __name__ == "__main__":
+    main()
