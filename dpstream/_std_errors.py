@@ -114,14 +114,15 @@ the interpolation error is as planned, not widened where a sample was dropped. T
 checks below (the prior's scale, the measurement-prior covariance, the leaves' forecast
 correlation) skip unmeasured readings and priors of ~0 weight (an unmeasured history).
 Regional hierarchy, 28 days, 5 % of the leaf readings missing and one 6-hour outage, 6 seeds
-(``docs/results/std_errors_unmeasured.md``): empirical / stated 0.97-1.04 at ε = 1 and
-0.95-1.06 at ε = 0.1, against 0.94-1.04 and 0.93-1.04 without gaps.
+(``docs/results/std_errors_unmeasured.md``): empirical / stated 0.91-0.97 at ε = 1 and
+0.88-0.96 at ε = 0.1, against 0.90-0.97 and 0.82-0.95 without gaps (session 11's code).
 
 Where the figures hold: the interpolation error between samples is the planner's prediction,
 from a variogram the published samples only see at multiples of the sample spacing (the same
-steps every day). Aggregated loads (the regional hierarchy) are calibrated; a household's
-sub-meters switch within a spacing and are understated 1.5-2.7x (issue 28's 2-4x;
-``docs/results/std_errors_domain.md``); ``interpolation="rough"`` narrows but does not close it.
+steps every day), at least the bridge or the nugget above. Aggregated loads (the regional
+hierarchy) are calibrated; a household's sub-meters switch within a spacing: 0.89-1.50 per
+node with the nugget, 1.39-2.29 without (issue 28's slice, ``docs/results/std_errors_domain.md``),
+the spikiest (laundry, kitchen) still understated.
 
 OptStream, ``k`` an int
 -----------------------
@@ -1307,11 +1308,11 @@ def std_errors(
         errors reproducible).
     interpolation : {"planned", "rough"}, default "planned"
         The interpolation error between samples: ``"planned"``, the planner's own prediction
-        (a random-walk variogram below the sample spacing; calibrated for aggregated loads such
-        as the regional hierarchy); ``"rough"``, the largest a stationary load with the
-        measured sill can have (``γ(h) = sill`` from lag 1), an upper figure for loads that
-        switch within a sample spacing, such as single households, where ``"planned"``
-        understates 1.4-2.3x (``docs/results/std_errors_domain.md``).
+        and at least the larger of the Brownian bridge of the roughness by step of day and the
+        white noise of a nugget (see the module notes; calibrated for aggregated loads such as
+        the regional hierarchy, single households 0.89-1.50 per node); ``"rough"``, the
+        largest a stationary load with the measured sill can have (``γ(h) = sill`` from lag
+        1): it overstates aggregated loads about 3x (``docs/results/std_errors_domain.md``).
 
     Returns
     -------
@@ -1334,13 +1335,13 @@ def std_errors(
     non-negativity (O3) binds. *Privacy*: post-processing of the release ([FV19] Theorem 3):
     only ``attrs`` and the released values are read.
 
-    *Domain*: the stated figure is calibrated (empirical / stated RMSE per node 0.79-1.03 with
+    *Domain*: the stated figure is calibrated (empirical / stated RMSE per node 0.76-1.03 with
     ``k="auto"``, mostly conservative since the roughness by step of day; within 0.8-1.25 with
-    an int k) for aggregated loads such as the regional hierarchy, at ε = 1 and 0.1. It
-    understates loads that switch within a sample spacing (a single household's sub-meters,
-    1.4-2.3x): the published samples never show a lag that short. It
-    does not include biases the released values cannot show. See "What the stated figure
-    includes, and where it does not hold" in ``docs/results/std_errors_*.md``.
+    an int k) for aggregated loads such as the regional hierarchy, at ε = 1 and 0.1. On single
+    households (sub-meters that switch within a sample spacing) it is 0.89-1.50 per node since
+    the nugget (1.4-2.3x short before): the spikiest sub-meters (laundry, kitchen) are still
+    understated. It does not include biases the released values cannot show. See "What the
+    stated figure includes, and where it does not hold" in ``docs/results/std_errors_*.md``.
 
     Examples
     --------
