@@ -342,6 +342,9 @@ def _share_markdown(shares: pd.DataFrame, command: str) -> str:
     """``optstream_level_shares_30.md``: months averaged, the predicted error of each variant's
     target against the realised one over the same nodes (all nodes for the fixed shares)."""
     trials = int(shares["trials"].max())
+    names = {"Feb": "February", "Jun": "June", "Oct": "October"}
+    months = [names.get(m, m) for m in dict.fromkeys(shares["month"])]
+    months_text = ", ".join(months[:-1]) + " and " + months[-1] if len(months) > 1 else months[0]
     target = {"planned, target=leaves": "regional", "planned, target=root": "national"}
     realised = [row[target.get(row["variant"], "all")] for _, row in shares.iterrows()]
     piv = (
@@ -356,7 +359,7 @@ def _share_markdown(shares: pd.DataFrame, command: str) -> str:
         "trials",
         "",
         f"`{command}` (the share table only). Regional hierarchy (national -> 4 SimBench "
-        "regions, kW), February, June and October 2016 (months averaged), last month as public "
+        f"regions, kW), {months_text} 2016 (months averaged), last month as public "
         "`history=`, no prior (so the shares alone differ), ε = 1, w = 48, "
         f"{trials} seeded trials per cell. Mean L1 error per value of the 4 regions "
         "(`regional`) and of the national node; `root_share` = mean share of the period's "
