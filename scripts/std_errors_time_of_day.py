@@ -39,18 +39,19 @@ READING = [
     "estimated from the published samples (consecutive pairs' squared increments, noise taken "
     "out; up to each period, as the planner reads only earlier ones). It includes the samples' "
     "mean slope (a ramp's curvature between two samples cannot be told apart from its slope by "
-    "the published values), so it is an upper figure on a ramp: per node now 0.78-1.02 on every "
+    "the published values), so it is an upper figure on a ramp: per node now 0.84-1.07 on every "
     "slice (before 0.88-1.74); per step of day the largest shortfall left on the four slices is "
-    "2.1x in variance (from 2016-01-01, seeds 0-2, 13:30; 2.0x from 2016-01-04, seeds "
-    "1000-1002, 15:00; before 10.7x at 08:30), and the night and the ramp's first hour are "
-    "overstated (variance 0.18-0.63: "
+    "2.5x in variance (from 2016-01-04, seeds 1000-1002, 15:00; 2.2x from 2016-01-01, seeds "
+    "0-2, 13:30; before 10.7x at 08:30), and the night and the ramp's first hour are "
+    "overstated (variance 0.19-0.66: "
     "the prior's error `s·τ² + b²` is one figure per node for the whole day, and the "
     "ramps' residuals raise it; before, 0.19-1.0 at those steps).",
     "",
     "Session 11 (issue 30 follow-up for single households): *after* also holds the nugget "
     "(white noise between samples, the larger of it and the bridge step by step; the regional "
-    "nodes' share is small) and the roughness pooled over a level as a ratio of sums; this "
-    "table was re-run on that code (per node 0.75-1.01 before it).",
+    "nodes' share is small), the roughness pooled over a level as a ratio of sums and each "
+    "node's level shrunk by its sampling variance; this table was re-run on that code (per "
+    "node 0.75-1.01 before it).",
     "",
     "Not done: a prior's error by step of day. A step-of-day factor on `s·τ² + b²` fitted from "
     "the sampled steps' residuals (pooled per level, shrunk by empirical Bayes) was tried and "
