@@ -83,6 +83,16 @@ _QUADRATURE = 400
 #: The threshold's verdict is taken only where the model's θ is B at least this often (module
 #: notes, "When the threshold does not pay").
 AT_BOUND = 0.99
+#: (under, over): the clipping-loss term of a mean square predicted from the prefix (the one
+#: term modelled) is taken to be between predicted/over and predicted·under where a plan
+#: departs from Table I's setting (:func:`planner.plan_pak_mse`'s notes, "Robust against
+#: Table I"). Measured: predicted/actual 0.93–4.7 over the 5 streams × 8 counters of
+#: docs/results/planner_counters.md, plan and Table I settings (under-predicted by ≤ 1.075,
+#: over-predicted by ≤ 4.7), rounded out.
+LOSS_MODEL_FACTOR = (1.25, 5.0)
+#: The public model's clipping loss (its scale is a guess, not the data's) is trusted to a
+#: factor 5 when the verdict drops the threshold (module notes).
+PUBLIC_LOSS_FACTOR = 5.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -285,6 +295,11 @@ def pak_mean_square_error(
     return np.sum(terms * weight, axis=1)
 
 
+def _zero_loss(tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    zero = np.zeros(np.shape(tau))
+    return zero, zero
+
+
 def _model_loss(n: int, mean: float):
     def loss(tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         e = np.exp(-tau / mean)
@@ -417,16 +432,18 @@ def _threshold_verdict(prefix, loss, n, bound, epsilon, delta, chosen, counter, 
     )  # fmt: skip
     theta, weight = _threshold_law(cal, rs, bound, noise, True)
     at_bound = float(weight[0][theta[0] >= bound].sum())
-    whole = pak_mean_square_error(
-        prefix, n=n, bound=bound, epsilon=epsilon, delta=delta, r=rs[0], counter=counter,
-        loss=loss, noise=noise, condition=False,
-        **{k: chosen[k] for k in ("eps1_share", "lam", "p", "beta_lt")},
-    )  # fmt: skip
+    common = dict(n=n, bound=bound, epsilon=epsilon, delta=delta, r=rs[0], counter=counter,
+                  noise=noise, condition=False,
+                  **{k: chosen[k] for k in ("eps1_share", "lam", "p", "beta_lt")})  # fmt: skip
+    whole = float(pak_mean_square_error(prefix, loss=loss, **common)[0])
+    exact = float(pak_mean_square_error(prefix, loss=_zero_loss, **common)[0])
     plain = counter_end_variance(counter, n, epsilon=epsilon, bound=bound, delta=delta)
-    pays = not (at_bound >= AT_BOUND and float(whole[0]) >= plain)
+    # the model's clipping loss (where θ < B) trusted to a factor PUBLIC_LOSS_FACTOR
+    robust = exact + PUBLIC_LOSS_FACTOR * max(whole - exact, 0.0)
+    pays = not (at_bound >= AT_BOUND and robust >= plain)
     return {
         "threshold": pays,
         "at_bound": at_bound,
-        "threshold_rmse": math.sqrt(float(whole[0])),
+        "threshold_rmse": math.sqrt(whole),
         "plain_rmse": math.sqrt(plain),
     }

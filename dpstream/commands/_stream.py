@@ -232,14 +232,16 @@ def _release_one(
             {k: getattr(rel.parameters, k) for k in ("r", "lam", "p", "eps1_share", "beta_lt")}
         )
         parameters["parameters"] = options.get("pak_parameters", "planned")
-        m = rel.time_lag
-        cumulative = rel.prefix_sums[m:] - rel.prefix_sums[m - 1]
+        parameters["threshold"] = bool(rel.parameters.threshold)  # False: the plain counter
+        m = rel.time_lag  # 0 where the planned default is the plain counter (pak_defaults)
+        before = float(rel.prefix_sums[m - 1]) if m > 0 else 0.0
+        cumulative = rel.prefix_sums[m:] - before
         values = np.diff(cumulative, prepend=0.0)
         parameters["counter"] = meta["counter"] = rel.counter.counter
         meta["pak"] = {
             "epsilon1": rel.epsilon1,
             "epsilon2": rel.epsilon2,
-            "prefix_sum_at_lag": float(rel.prefix_sums[m - 1]),
+            "prefix_sum_at_lag": before,
         }
     else:
         # charged under this command's name: validate the stream, then charge, then draw.

@@ -104,7 +104,9 @@ def release_pak(
             )
         except ParameterError as err:  # the same rule, in this function's terms
             raise ParameterError(str(err).replace("pak_defaults", owner)) from None
-        chosen = plan.release_parameters()
+        chosen = plan.release_parameters()  # the plain counter where the threshold won't pay
+        if set(local) - {"noise"}:  # a threshold parameter given: the planned threshold setting
+            chosen = plan.threshold_parameters()
     chosen.update(local)
     from mechanisms import BudgetLedger
 

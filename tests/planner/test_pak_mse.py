@@ -200,14 +200,15 @@ def test_robust_choice_against_table_i():
     # (exact, loss) parts of the predicted mean square; the loss term is trusted to a factor F
     from planner._pak_mse import _robust_choice
 
-    assert _robust_choice((90.0, 1.0), (100.0, 0.0), 200.0, 5.0) == "chosen"  # 95 < 100
-    assert _robust_choice((90.0, 3.0), (100.0, 0.0), 200.0, 5.0) == "table"  # 105 ≥ 100
-    assert _robust_choice((90.0, 3.0), (100.0, 0.0), 99.0, 5.0) == "plain"  # exact, below
-    # Table I's own loss term counts ÷ F: its floor is 100 + 50/5 = 110
-    assert _robust_choice((100.0, 1.9), (100.0, 50.0), 1e9, 5.0) == "chosen"  # 109.5
-    assert _robust_choice((100.0, 2.1), (100.0, 50.0), 1e9, 5.0) == "table"  # 110.5
-    # a gain in the exact terms alone is kept however small, whatever F
-    assert _robust_choice((99.999, 0.0), (100.0, 0.0), 1e9, 1e12) == "chosen"
+    f = (2.0, 5.0)  # the loss term under-predicted by up to 2, over-predicted by up to 5
+    assert _robust_choice((90.0, 4.9), (100.0, 0.0), 200.0, f) == "chosen"  # 99.8 < 100
+    assert _robust_choice((90.0, 5.1), (100.0, 0.0), 200.0, f) == "table"  # 100.2 ≥ 100
+    assert _robust_choice((90.0, 5.1), (100.0, 0.0), 99.0, f) == "plain"  # exact, below
+    # Table I's own loss term counts ÷ 5: its floor is 100 + 50/5 = 110
+    assert _robust_choice((100.0, 4.9), (100.0, 50.0), 1e9, f) == "chosen"  # 109.8
+    assert _robust_choice((100.0, 5.1), (100.0, 50.0), 1e9, f) == "table"  # 110.2
+    # a gain in the exact terms alone is kept however small, whatever the factors
+    assert _robust_choice((99.999, 0.0), (100.0, 0.0), 1e9, (1e12, 1e12)) == "chosen"
 
 
 def test_plan_departs_from_table_i_only_on_a_gain_beyond_the_loss_error(monkeypatch):
@@ -223,12 +224,12 @@ def test_plan_departs_from_table_i_only_on_a_gain_beyond_the_loss_error(monkeypa
         loss=empirical_loss(x[:m], n, known=m), condition=False, **kw,
     )  # fmt: skip
     assert plan.table_i_rmse == pytest.approx(math.sqrt(float(table[0])), rel=1e-12)
-    # here the threshold's gain (2.6k against Table I's 5.3k) survives F = 5
+    # here the threshold's gain (2.6k against Table I's 5.3k) survives the measured factors
     assert plan.departs and plan.use_threshold and plan.rmse == plan.threshold_rmse
     assert plan.rmse * 1.5 < plan.table_i_rmse
     # a loss term not trusted at all: only an exact gain departs, here the plain counter's
     # (below Table I's exact part); nothing else of the plan moves
-    monkeypatch.setattr(pak_mse, "LOSS_MODEL_FACTOR", 1e12)
+    monkeypatch.setattr(pak_mse, "LOSS_MODEL_FACTOR", (1e12, 1e12))
     sure = plan_pak_mse(x[:m], n=n, **kw)
     assert sure.departs and not sure.use_threshold
     assert sure.rmse == sure.plain_rmse < sure.table_i_rmse == plan.table_i_rmse
