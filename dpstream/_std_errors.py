@@ -114,8 +114,8 @@ the interpolation error is as planned, not widened where a sample was dropped. T
 checks below (the prior's scale, the measurement-prior covariance, the leaves' forecast
 correlation) skip unmeasured readings and priors of ~0 weight (an unmeasured history).
 Regional hierarchy, 28 days, 5 % of the leaf readings missing and one 6-hour outage, 6 seeds
-(``docs/results/std_errors_unmeasured.md``): empirical / stated 0.91-0.97 at ε = 1 and
-0.88-0.96 at ε = 0.1, against 0.90-0.97 and 0.82-0.95 without gaps (session 11's code).
+(``docs/results/std_errors_unmeasured.md``): empirical / stated 0.95-1.01 at ε = 1 and
+0.91-0.98 at ε = 0.1, against 0.92-1.01 and 0.90-0.99 without gaps (session 11's code).
 
 Where the figures hold: the interpolation error between samples is the planner's prediction,
 from a variogram the published samples only see at multiples of the sample spacing (the same
