@@ -120,7 +120,7 @@ Regional hierarchy, 28 days, 5 % of the leaf readings missing and one 6-hour out
 Where the figures hold: the interpolation error between samples is the planner's prediction,
 from a variogram the published samples only see at multiples of the sample spacing (the same
 steps every day), at least the bridge or the nugget above. Aggregated loads (the regional
-hierarchy) are calibrated; a household's sub-meters switch within a spacing: 0.89-1.50 per
+hierarchy) are calibrated; a household's sub-meters switch within a spacing: 0.92-1.68 per
 node with the nugget, 1.39-2.29 without (issue 28's slice, ``docs/results/std_errors_domain.md``),
 the spikiest (laundry, kitchen) still understated.
 
@@ -1318,7 +1318,7 @@ def std_errors(
         The interpolation error between samples: ``"planned"``, the planner's own prediction
         and at least the larger of the Brownian bridge of the roughness by step of day and the
         white noise of a nugget (see the module notes; calibrated for aggregated loads such as
-        the regional hierarchy, single households 0.89-1.50 per node); ``"rough"``, the
+        the regional hierarchy, single households 0.92-1.68 per node); ``"rough"``, the
         largest a stationary load with the measured sill can have (``γ(h) = sill`` from lag
         1): it overstates aggregated loads about 3x (``docs/results/std_errors_domain.md``).
 
@@ -1343,10 +1343,10 @@ def std_errors(
     non-negativity (O3) binds. *Privacy*: post-processing of the release ([FV19] Theorem 3):
     only ``attrs`` and the released values are read.
 
-    *Domain*: the stated figure is calibrated (empirical / stated RMSE per node 0.76-1.03 with
+    *Domain*: the stated figure is calibrated (empirical / stated RMSE per node 0.81-1.05 with
     ``k="auto"``, mostly conservative since the roughness by step of day; within 0.8-1.25 with
     an int k) for aggregated loads such as the regional hierarchy, at ε = 1 and 0.1. On single
-    households (sub-meters that switch within a sample spacing) it is 0.89-1.50 per node since
+    households (sub-meters that switch within a sample spacing) it is 0.92-1.68 per node since
     the nugget (1.4-2.3x short before): the spikiest sub-meters (laundry, kitchen) are still
     understated. It does not include biases the released values cannot show. See "What the
     stated figure includes, and where it does not hold" in ``docs/results/std_errors_*.md``.

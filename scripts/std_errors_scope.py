@@ -38,14 +38,13 @@ SCOPE = [
     "",
     "Where it does not hold:",
     "",
-    "- **Single households** (sub-meters, `std_errors_domain.md`): 0.89-1.50 per node since "
-    "the nugget (1.39-2.29 before); the spikiest sub-meters are still understated (laundry "
-    "1.50, kitchen 1.23), the total and heating are conservative (0.97, 0.89). Aggregated "
-    "loads (`std_errors_calibration.md`): regional hierarchy 0.87-0.92 per node at ε = 1, "
-    "0.76-0.97 at ε = 0.1 over 28 days and 0.82-1.03 over 60; rural at ε = 0.1 over 28 days "
-    "is 0.76 (0.79 before), outside 0.8-1.25 on the conservative side: the roughness by step "
-    "of day is noisy in the first periods at that ε, and the nugget adds a little (0.78 "
-    "without it). On issue 28's slice 0.75-0.95 (`std_errors_domain.md`). "
+    "- **Single households** (sub-meters, `std_errors_domain.md`): 0.92-1.68 per node "
+    "since the nugget (1.39-2.29 before); the spikiest sub-meters are still understated "
+    "(laundry 1.68, kitchen 1.38, other 1.14), the total and heating hold (1.02, 0.92). "
+    "Aggregated loads "
+    "(`std_errors_calibration.md`): regional hierarchy 0.90-0.97 per node at ε = 1, "
+    "0.81-0.99 at ε = 0.1 over 28 days (rural 0.808 the lowest; 0.794 before session 11) "
+    "and 0.87-1.05 over 60; 0.79-0.99 on issue 28's slice (`std_errors_domain.md`). "
     '`interpolation="rough"` overstates aggregated loads about 3x.',
     "- **Biases the released values cannot show**: the clipping of ToPS and PAK at the "
     "released threshold (`dpstream query` states the noise only; ToPS ratios 1.28-1.36, "
@@ -54,7 +53,7 @@ SCOPE = [
     "bootstrap clips around 0, and its factor may lower the figure more than the error falls "
     "(rare on the regional hierarchy: 3 of 28 periods at ε = 0.1).",
     '- **Trees above 64 leaves** (`k="auto"`): one correlation between all leaves; the '
-    "national's figure is conservative there (ratio 0.64 at ε = 1, `std_errors_large_tree.md`).",
+    "national's figure is conservative there (ratio 0.74 at ε = 1, `std_errors_large_tree.md`).",
     "- **Not computed** (a typed error): int k above 64 leaves, int k with unmeasured "
     'readings or `weights="paper"`, OptStream releases that did not publish their '
     "measurements, other mechanisms' streams (their range queries: `dpstream query`).",
