@@ -86,6 +86,13 @@ def _trials(stem: str) -> pd.DataFrame | None:
     return pd.concat(parts, ignore_index=True) if parts else None
 
 
+def _rows_of(frame: pd.DataFrame, cell: dict, keys: list[str]) -> pd.DataFrame:
+    """The rows of ``frame`` of one table cell (equal on every key)."""
+    for k in keys:
+        frame = frame[frame[k] == cell[k]]
+    return frame
+
+
 def main_cells() -> list[dict]:
     window = pd.read_csv(OUT / "optstream_variogram_window.csv")
     rows = []
@@ -102,18 +109,14 @@ def main_cells() -> list[dict]:
         for _, r in now.iterrows():
             cell = dict(zip(keys, r[keys], strict=True))
             for name, ref in refs.items():
-                m = ref
-                for k in keys:
-                    m = m[m[k] == cell[k]]
+                m = _rows_of(ref, cell, keys)
                 if m.empty:
                     continue
                 for level in ("leaves", "root"):
                     a, b = float(r[level]), float(m[level].iloc[0])
                     diff, se, n = np.nan, np.nan, 0
                     if name == "exact" and trials is not None and cell["method"] in PLANNED:
-                        t = trials
-                        for k in keys:
-                            t = t[t[k] == cell[k]]
+                        t = _rows_of(trials, cell, keys)
                         if not t.empty:
                             piv = t.pivot_table(index="trial", columns="state", values=level)
                             if {"now", "exact"} <= set(piv.columns):
@@ -149,18 +152,14 @@ def share_cells() -> list[dict]:
     for _, r in now.iterrows():
         cell = dict(zip(keys, r[keys], strict=True))
         for name, ref in refs.items():
-            m = ref
-            for k in keys:
-                m = m[m[k] == cell[k]]
+            m = _rows_of(ref, cell, keys)
             if m.empty:
                 continue
             for level in ("regional", "national"):
                 a, b = float(r[level]), float(m[level].iloc[0])
                 diff, se, n = np.nan, np.nan, 0
                 if trials is not None:
-                    t = trials
-                    for k in keys:
-                        t = t[t[k] == cell[k]]
+                    t = _rows_of(trials, cell, keys)
                     piv = t.pivot_table(index="trial", columns="state", values=level)
                     if {"now", name} <= set(piv.columns):
                         diff, se, n = _paired(piv["now"], piv[name])
