@@ -86,6 +86,17 @@ def _trials(stem: str) -> pd.DataFrame | None:
     return pd.concat(parts, ignore_index=True) if parts else None
 
 
+def _cells(now: pd.DataFrame, refs: dict, keys: list[str]):
+    """``(row, cell, reference name, the reference's rows of the cell)`` for every row of the
+    re-run table and every reference that has the cell."""
+    for _, r in now.iterrows():
+        cell = dict(zip(keys, r[keys], strict=True))
+        for name, ref in refs.items():
+            m = _rows_of(ref, cell, keys)
+            if not m.empty:
+                yield r, cell, name, m
+
+
 def _rows_of(frame: pd.DataFrame, cell: dict, keys: list[str]) -> pd.DataFrame:
     """The rows of ``frame`` of one table cell (equal on every key)."""
     for k in keys:
@@ -106,37 +117,32 @@ def main_cells() -> list[dict]:
             ),
         }
         keys = ["dataset", "month", "alpha/eps", "method"]
-        for _, r in now.iterrows():
-            cell = dict(zip(keys, r[keys], strict=True))
-            for name, ref in refs.items():
-                m = _rows_of(ref, cell, keys)
-                if m.empty:
-                    continue
-                for level in ("leaves", "root"):
-                    a, b = float(r[level]), float(m[level].iloc[0])
-                    diff, se, n = np.nan, np.nan, 0
-                    if name == "exact" and trials is not None and cell["method"] in PLANNED:
-                        t = _rows_of(trials, cell, keys)
-                        if not t.empty:
-                            piv = t.pivot_table(index="trial", columns="state", values=level)
-                            if {"now", "exact"} <= set(piv.columns):
-                                diff, se, n = _paired(piv["now"], piv["exact"])
-                    if name == "forgetting" and cell["method"] == "auto + history":
-                        w = window[
-                            (window.dataset == ds)
-                            & (window.month == cell["month"])
-                            & (window["alpha/eps"] == cell["alpha/eps"])
-                        ]
-                        if not w.empty:
-                            w0 = w.iloc[0]
-                            diff = float(w0[f"{level}_blocks_vs_forgetting_pct"])
-                            se, n = float(w0[f"{level}_se_pct"]), int(w0["n"])
-                    rows.append(
-                        {**cell, "table": "main", "level": level, "against": name,
-                         "now": a, "reference": b, "table_diff_pct": (a / b - 1) * 100,
-                         "paired_diff_pct": diff, "paired_se_pct": se, "pairs": n,
-                         "verdict": _verdict(a, b, diff, se)}
-                    )  # fmt: skip
+        for r, cell, name, m in _cells(now, refs, keys):
+            for level in ("leaves", "root"):
+                a, b = float(r[level]), float(m[level].iloc[0])
+                diff, se, n = np.nan, np.nan, 0
+                if name == "exact" and trials is not None and cell["method"] in PLANNED:
+                    t = _rows_of(trials, cell, keys)
+                    if not t.empty:
+                        piv = t.pivot_table(index="trial", columns="state", values=level)
+                        if {"now", "exact"} <= set(piv.columns):
+                            diff, se, n = _paired(piv["now"], piv["exact"])
+                if name == "forgetting" and cell["method"] == "auto + history":
+                    w = window[
+                        (window.dataset == ds)
+                        & (window.month == cell["month"])
+                        & (window["alpha/eps"] == cell["alpha/eps"])
+                    ]
+                    if not w.empty:
+                        w0 = w.iloc[0]
+                        diff = float(w0[f"{level}_blocks_vs_forgetting_pct"])
+                        se, n = float(w0[f"{level}_se_pct"]), int(w0["n"])
+                rows.append(
+                    {**cell, "table": "main", "level": level, "against": name,
+                     "now": a, "reference": b, "table_diff_pct": (a / b - 1) * 100,
+                     "paired_diff_pct": diff, "paired_se_pct": se, "pairs": n,
+                     "verdict": _verdict(a, b, diff, se)}
+                )  # fmt: skip
     return rows
 
 
@@ -149,27 +155,22 @@ def share_cells() -> list[dict]:
     }
     keys = ["month", "alpha/eps", "variant"]
     rows = []
-    for _, r in now.iterrows():
-        cell = dict(zip(keys, r[keys], strict=True))
-        for name, ref in refs.items():
-            m = _rows_of(ref, cell, keys)
-            if m.empty:
-                continue
-            for level in ("regional", "national"):
-                a, b = float(r[level]), float(m[level].iloc[0])
-                diff, se, n = np.nan, np.nan, 0
-                if trials is not None:
-                    t = _rows_of(trials, cell, keys)
-                    piv = t.pivot_table(index="trial", columns="state", values=level)
-                    if {"now", name} <= set(piv.columns):
-                        diff, se, n = _paired(piv["now"], piv[name])
-                rows.append(
-                    {"dataset": "shares", "month": cell["month"], "alpha/eps": cell["alpha/eps"],
-                     "method": cell["variant"], "table": "shares", "level": level,
-                     "against": name, "now": a, "reference": b,
-                     "table_diff_pct": (a / b - 1) * 100, "paired_diff_pct": diff,
-                     "paired_se_pct": se, "pairs": n, "verdict": _verdict(a, b, diff, se)}
-                )  # fmt: skip
+    for r, cell, name, m in _cells(now, refs, keys):
+        for level in ("regional", "national"):
+            a, b = float(r[level]), float(m[level].iloc[0])
+            diff, se, n = np.nan, np.nan, 0
+            if trials is not None:
+                t = _rows_of(trials, cell, keys)
+                piv = t.pivot_table(index="trial", columns="state", values=level)
+                if {"now", name} <= set(piv.columns):
+                    diff, se, n = _paired(piv["now"], piv[name])
+            rows.append(
+                {"dataset": "shares", "month": cell["month"], "alpha/eps": cell["alpha/eps"],
+                 "method": cell["variant"], "table": "shares", "level": level,
+                 "against": name, "now": a, "reference": b,
+                 "table_diff_pct": (a / b - 1) * 100, "paired_diff_pct": diff,
+                 "paired_se_pct": se, "pairs": n, "verdict": _verdict(a, b, diff, se)}
+            )  # fmt: skip
     return rows
 
 
