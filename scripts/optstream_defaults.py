@@ -380,6 +380,31 @@ def _share_markdown(shares: pd.DataFrame, command: str) -> str:
     return "\n".join(lines)
 
 
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Parts of one table (``--concat``) as one, a later part's rows replacing an earlier
+    part's rows of the same cell (and trial): e.g. a table's ``auto + history`` cells re-run
+    on newer code, or the ``reference`` rows every part of a month repeats. Sorted by month,
+    α/ε and the table's order of methods (variants)."""
+    table = pd.concat(parts, ignore_index=True)
+    cell = "method" if "method" in table else "variant"
+    keys = [k for k in ("dataset", "month", "alpha/eps", cell, "trial") if k in table]
+    table = table.drop_duplicates(subset=keys, keep="last")
+    order = {
+        "method": ["auto", "auto, no prior", "auto + history", "paper (k=10, l1)", "Laplace",
+                   "DFT", "PeGaSus", "reference", "released days so far (no current data)",
+                   "true days so far (oracle)"],
+        "variant": ["equal (ε/h)", "bottom-up", "planned, target=leaves",
+                    "planned, target=root", "planned, target=all"],
+    }[cell]  # fmt: skip
+    rank = {
+        "month": {m: i for i, m in enumerate(("Feb", "Jun", "Oct"))},
+        cell: {m: i for i, m in enumerate(order)},
+    }
+    return table.sort_values(
+        keys, key=lambda c: c.map(rank[c.name]) if c.name in rank else c, kind="stable"
+    ).reset_index(drop=True)
+
+
 def main() -> None:
     global MONTHS, ALPHAS, METHODS, VARIANTS  # --months/--alphas/--methods/--variants: a part
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -411,8 +436,9 @@ def main() -> None:
         "--concat",
         nargs="*",
         default=None,
-        help="concatenate these stems' CSVs (parts of one table: other months or data sets) "
-        "into --stem (and their _trials.csv); with --share-stem, share parts into it",
+        help="concatenate these stems' CSVs (parts of one table: other months, data sets or "
+        "methods) into --stem (and their _trials.csv), a later part's rows replacing an "
+        "earlier part's of the same cell",
     )
     parser.add_argument(
         "--merge", nargs="*", default=None, help="average these stems' CSVs (equal trials)"
@@ -429,10 +455,10 @@ def main() -> None:
     VARIANTS = tuple(args.variants)
     if args.concat:
         parts = [pd.read_csv(OUT / f"{stem}.csv") for stem in args.concat]
-        table = pd.concat(parts, ignore_index=True)
+        table = _concat(parts)
         trials = [OUT / f"{stem}_trials.csv" for stem in args.concat]
         if all(t.exists() for t in trials):
-            per = pd.concat([pd.read_csv(t) for t in trials], ignore_index=True)
+            per = _concat([pd.read_csv(t) for t in trials])
             per.to_csv(OUT / f"{args.stem}_trials.csv", index=False, float_format="%.9g")
         table.to_csv(OUT / f"{args.stem}.csv", index=False, float_format="%.6g")
         if "variant" in table:  # share parts
