@@ -16,9 +16,11 @@ Paired differences (now − reference, relative to the reference, mean ± standa
 trials) where per-trial errors of both sides exist: ``<table>_trials.csv`` (``--per-trial``)
 and ``<table>_exact_trials.csv`` (``--per-trial --state exact``, the same seeds; for the main
 tables ``optstream_defaults_{regional,household}_30_stream_exact_trials.csv``, for the shares
-``optstream_level_shares_30_exact_trials.csv``); against forgetting on the main tables'
+``optstream_level_shares_30_exact_trials.csv``); against forgetting,
+``<table>_forgetting_trials.csv`` (``--per-trial --state forgetting``) where it exists, else on
+the main tables'
 ``auto + history`` cells the pairs of ``optstream_variogram_window.csv`` (session 10, the same
-seeds). A cell is *equal* when the
+seeds) while a cell's mean is still that session's two-block mean. A cell is *equal* when the
 table's means agree to the CSV's six digits, *worse* / *better* when the paired difference is
 beyond two standard errors, else *unchanged* (within noise); without pairs, ``unpaired``.
 
@@ -76,11 +78,14 @@ def _verdict(now: float, ref: float, diff: float, se: float) -> str:
 
 
 def _trials(stem: str) -> pd.DataFrame | None:
-    """Per-trial errors of the table ``stem`` (``state`` "now") and of the exact planner on
-    the same seeds (``state`` "exact"), where they exist."""
+    """Per-trial errors of the table ``stem`` (``state`` "now"), of the exact planner on the
+    same seeds (``state`` "exact") and of forgetting (``state`` "forgetting",
+    ``--state forgetting``), where they exist."""
+    files = {"now": "_trials.csv", "exact": "_exact_trials.csv"}
+    files["forgetting"] = "_forgetting_trials.csv"
     parts = [
         pd.read_csv(OUT / f"{stem}{suffix}").assign(state=state)
-        for suffix, state in (("_trials.csv", "now"), ("_exact_trials.csv", "exact"))
+        for state, suffix in files.items()
         if (OUT / f"{stem}{suffix}").exists()
     ]
     return pd.concat(parts, ignore_index=True) if parts else None
@@ -121,19 +126,21 @@ def main_cells() -> list[dict]:
             for level in ("leaves", "root"):
                 a, b = float(r[level]), float(m[level].iloc[0])
                 diff, se, n = np.nan, np.nan, 0
-                if name == "exact" and trials is not None and cell["method"] in PLANNED:
+                if trials is not None and cell["method"] in PLANNED:
                     t = _rows_of(trials, cell, keys)
                     if not t.empty:
                         piv = t.pivot_table(index="trial", columns="state", values=level)
-                        if {"now", "exact"} <= set(piv.columns):
-                            diff, se, n = _paired(piv["now"], piv["exact"])
-                if name == "forgetting" and cell["method"] == "auto + history":
+                        if {"now", name} <= set(piv.columns):
+                            diff, se, n = _paired(piv["now"], piv[name])
+                if name == "forgetting" and cell["method"] == "auto + history" and n == 0:
                     w = window[
                         (window.dataset == ds)
                         & (window.month == cell["month"])
                         & (window["alpha/eps"] == cell["alpha/eps"])
                     ]
-                    if not w.empty:
+                    # session 10's pairs are of the two-block rule: only while the cell is
+                    # still that rule's (its mean equal to six digits)
+                    if not w.empty and f"{a:.6g}" == f"{float(w.iloc[0][f'{level}_blocks']):.6g}":
                         w0 = w.iloc[0]
                         diff = float(w0[f"{level}_blocks_vs_forgetting_pct"])
                         se, n = float(w0[f"{level}_se_pct"]), int(w0["n"])
