@@ -311,8 +311,15 @@ def _release_one(
     write_privacy(out_path, meta["privacy"])
     show_guarantee(record)  # after the release succeeded, never before an error
     label = " (seeded: NOT private)" if seed is not None else ""
+    how = f"after a time lag of {m}"
+    clip = f"threshold {meta['threshold']:.6g}"
+    if method == "pak" and not parameters["threshold"]:  # the plain counter: nothing withheld
+        how = (
+            f"every step: the planned default is the plain counter, no threshold, so the "
+            f"--time-lag of {lag} withholds nothing"
+        )
+        clip = f"clipped at the --bound {bound:g}"
     click.echo(
-        f"Released {x.size - m} steps (after a time lag of {m}) with {method}, "
-        f"{rel.guarantee.budget}, threshold {meta['threshold']:.6g}, to {out_path} and "
-        f"{side.name}{label}."
+        f"Released {x.size - m} steps ({how}) with {method}, {rel.guarantee.budget}, {clip}, "
+        f"to {out_path} and {side.name}{label}."
     )

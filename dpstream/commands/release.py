@@ -328,7 +328,8 @@ def release(
 
     tops, topl, pak and bt release ONE stream (a single value column, or --column; values in
     [0, --bound]) at event level (topl: local DP). tops, topl and pak read the first
-    --time-lag values for their threshold and release the later steps; bt releases all. The
+    --time-lag values for their threshold and release the later steps; bt releases all, and
+    so does pak where its planned default is the plain counter (no threshold). The
     output has one row per input step, indexed like INPUT (the withheld rows empty), columns
     'value' and 'cumulative', and a sidecar OUT.json; answer range sums over input steps with
     'dpstream query OUT --range I J'.
