@@ -26,7 +26,10 @@ of older periods frozen, and the last 7 released periods held to weigh them exac
 feeders, w = 48, of which the 7 held periods are 0.85 GB). Without it (exact, the reference of
 the golden tests): the last :data:`PRIOR_DAYS` periods' measurements, read by ``prior_model``
 (O(N w · PRIOR_DAYS), 6.4 GB at 100,000 feeders) and a period leaving the variogram's look-back
-subtracted exactly.
+subtracted exactly. While a block of public history is in the variogram's look-back (its
+first L − 1 released periods) the streaming state also holds each history period's share of
+each node's roughness (:data:`HISTORY_FADE` = ``"periods"``): an (L, N) array, L·8 = 224 bytes
+per node (22.4 MB per 100,000 nodes), none without history.
 
 Subtrees (issue 22.2, the per-subtree engine)
 ---------------------------------------------
@@ -94,6 +97,18 @@ PRIOR_DAYS = 56
 #: added past L periods, which kept last month's history in the look-back and moved the
 #: level-share cells by up to +5.9 %; ``docs/results/optstream_defaults_findings.md``).
 VARIOGRAM_WINDOW = "blocks"
+#: How the two-block window's previous block leaves when it is public history (a block of the
+#: last L = :data:`LOOKBACK` periods read by :meth:`StreamPlanner.add_history`), oldest period
+#: first as the exact window (:meth:`StreamPlanner.roughness`): ``"periods"`` (the default since
+#: session 12: each history period's share of each node's roughness is kept, (L, N) numbers,
+#: and the block's (N, w) sums are scaled per node by the share of its periods still in the
+#: window), ``"trend"`` or ``"weekly"`` (each period's sums fitted in its position over a line,
+#: or a line and a 7-period cycle, from one or seven more (N, w) moments: O(N w), but measured
+#: further from the exact planner) -- or ``"mean"`` (session 11's rule: at the block's mean
+#: rate, as a released block; regional Jun α/ε = 10 national +1.19 % against the exact planner,
+#: ``"periods"`` −0.10 %: ``scripts/optstream_history_fade.py``). A released previous block
+#: always leaves at its mean rate (releases without history are unchanged, bit for bit).
+HISTORY_FADE = "periods"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -284,6 +299,87 @@ def carried_previous(
     return np.concatenate(pos), np.concatenate(cost), noise
 
 
+#: Period of the cycle of :data:`HISTORY_FADE` = ``"weekly"`` (days of a week).
+_CYCLE = 7
+
+
+def _basis(name: str, length: int) -> np.ndarray:
+    """(length, J + 1) basis functions φ_j(i) of a history block's fade at its positions
+    i = 0 .. length − 1: the constant first, then the centred line, then (``"weekly"``) the
+    cosines and sines of the harmonics 1 .. 3 of :data:`_CYCLE` periods."""
+    i = np.arange(length, dtype=np.float64)
+    cols = [np.ones(length), i - (length - 1) / 2.0]
+    if name == "weekly":
+        for q in range(1, _CYCLE // 2 + 1):
+            cols += [np.cos(2 * np.pi * q * i / _CYCLE), np.sin(2 * np.pi * q * i / _CYCLE)]
+    return np.stack(cols, axis=1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _HistoryMoments:
+    """What a block of public history keeps for its oldest-first fade (:data:`HISTORY_FADE`,
+    :meth:`StreamPlanner.roughness`): ``"periods"``, each period's roughness per node (summed
+    over the lags); ``"trend"``/``"weekly"``, the moments Σᵢ φ_j(i)·rᵢ over its periods i
+    (j ≥ 1: the constant's is the block's own sums). Its noise part is not kept (history is
+    noise-free)."""
+
+    basis: str
+    """The :data:`HISTORY_FADE` it was kept for."""
+    squares: np.ndarray = field(hash=False)
+    """``"periods"``: (L, N); else (J, N, w)."""
+    counts: np.ndarray = field(hash=False)
+    """``"periods"``: (0, w); else (J, w), or (J, N, w) with per-node counts."""
+
+    @classmethod
+    def empty(cls, basis: str, n: int, w: int) -> _HistoryMoments:
+        if basis == "periods":
+            return cls(basis=basis, squares=np.zeros((LOOKBACK, n)), counts=np.zeros((0, w)))
+        j = _basis(basis, 1).shape[1] - 1
+        return cls(basis=basis, squares=np.zeros((j, n, w)), counts=np.zeros((j, w)))
+
+    def add(self, r: RoughnessStats, i: int) -> _HistoryMoments:
+        """With the block's period at position ``i``."""
+        if self.basis == "periods":  # each period's share of each node's roughness
+            squares = self.squares.copy()
+            squares[i] = r.squares.sum(axis=1)
+            return _HistoryMoments(basis=self.basis, squares=squares, counts=self.counts)
+        phi = _basis(self.basis, LOOKBACK)[i, 1:]
+        counts = np.asarray(r.counts, dtype=np.float64)
+        return _HistoryMoments(
+            basis=self.basis,
+            squares=self.squares + phi[:, None, None] * r.squares[None],
+            counts=self.counts + phi.reshape((-1,) + (1,) * counts.ndim) * counts[None],
+        )
+
+    def part(self, s0: RoughnessStats, n: int) -> RoughnessStats:
+        """The block's sums ``s0`` still in the look-back after ``n`` newer periods: its
+        periods i ≥ n, fitted (:meth:`StreamPlanner.roughness`), kept within [0, ``s0``]."""
+        if self.basis == "periods":
+            total = self.squares.sum(axis=0)
+            frac = np.divide(self.squares[n:].sum(axis=0), total,
+                             out=np.full(total.shape, (LOOKBACK - n) / LOOKBACK),
+                             where=total > 0)  # fmt: skip
+            return RoughnessStats(squares=s0.squares * frac[:, None],
+                                  noise=s0.noise * ((LOOKBACK - n) / LOOKBACK),
+                                  counts=s0.counts * ((LOOKBACK - n) / LOOKBACK))  # fmt: skip
+        phi = _basis(self.basis, LOOKBACK)
+        # fitted r_i = φ(i) β with β = pinv(ΦᵀΦ) M (M_0 = s0): the tail's weights of M
+        c = np.linalg.pinv(phi.T @ phi) @ phi[n:].sum(axis=0)
+
+        def tail(total, moments):
+            total = np.asarray(total, dtype=np.float64)
+            out = c[0] * total + np.tensordot(c[1:], moments, axes=1)
+            return np.clip(out, 0.0, np.maximum(total, 0.0))
+
+        return RoughnessStats(squares=tail(s0.squares, self.squares),
+                              noise=s0.noise * ((LOOKBACK - n) / LOOKBACK),
+                              counts=tail(s0.counts, self.counts))  # fmt: skip
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.squares.nbytes + self.counts.nbytes)
+
+
 class StreamPlanner:
     """The in-stream planner: its state, :meth:`plan` (the next period), :meth:`update`.
 
@@ -332,6 +428,11 @@ class StreamPlanner:
         self._n_rough = 0
         self._rough_prev: RoughnessStats | None = None
         """Streaming: the previous block of :data:`LOOKBACK` periods' variogram sums."""
+        self._moment: _HistoryMoments | None = None
+        """Streaming, :data:`HISTORY_FADE` not ``"mean"``, while the current block is public
+        history: what its fade keeps of its periods; None otherwise."""
+        self._moment_prev: _HistoryMoments | None = None
+        """The same for the previous block, while it is read (:meth:`roughness`)."""
         self.previous: tuple[np.ndarray, object, str] | None = None
         """(sampled steps, cost per sample, noise) of the samples before the next period."""
         self.noise: str | None = None
@@ -354,6 +455,8 @@ class StreamPlanner:
         """Bytes of the arrays of the planner's state (held periods, running sums)."""
         total = sum(a.nbytes for m in self._measured for a in (m.values, m.noise, m.sampled))
         total += sum(a.nbytes for a in (*self._errors, *self._independent))
+        for mo in (self._moment, self._moment_prev):
+            total += 0 if mo is None else mo.nbytes
         for r in (self._rough, self._rough_prev):
             if r is not None:
                 total += sum(a.nbytes for a in (r.squares, r.noise, np.asarray(r.counts)))
@@ -383,6 +486,10 @@ class StreamPlanner:
             arrays.update(rough_prev_squares=self._rough_prev.squares,
                           rough_prev_noise=self._rough_prev.noise,
                           rough_prev_counts=np.asarray(self._rough_prev.counts))  # fmt: skip
+        for key, mo in (("moment", self._moment), ("moment_prev", self._moment_prev)):
+            if mo is not None:  # only while a block of public history is in the look-back
+                arrays.update({f"{key}_squares": mo.squares, f"{key}_counts": mo.counts})
+                scalars[f"{key}_basis"] = mo.basis
         if self.previous is not None:
             pos, cost, noise = self.previous
             arrays.update(previous_pos=np.asarray(pos), previous_cost=np.asarray(cost))
@@ -414,6 +521,15 @@ class StreamPlanner:
             self._rough_prev = RoughnessStats(squares=arrays["rough_prev_squares"],
                                               noise=arrays["rough_prev_noise"],
                                               counts=arrays["rough_prev_counts"])  # fmt: skip
+        # a state saved before the history's moments has none: its history block leaves at
+        # the mean rate
+        for key in ("moment", "moment_prev"):
+            mo = None
+            if f"{key}_squares" in arrays:
+                mo = _HistoryMoments(basis=scalars[f"{key}_basis"],
+                                     squares=arrays[f"{key}_squares"],
+                                     counts=arrays[f"{key}_counts"])  # fmt: skip
+            setattr(self, f"_{key}", mo)
         self.previous = None
         if "previous_pos" in arrays:
             cost = arrays["previous_cost"]
@@ -449,6 +565,7 @@ class StreamPlanner:
             if self.streaming and VARIOGRAM_WINDOW == "blocks":
                 if roughness and self._n_rough >= LOOKBACK:  # the block is full (roughness())
                     self._rough_prev, self._rough, self._n_rough = self._rough, None, 0
+                    self._moment_prev, self._moment = self._moment, None
             elif self._n_rough == LOOKBACK and self.streaming:  # forgetting (module notes)
                 self._rough = self._rough.scaled((LOOKBACK - 1.0) / LOOKBACK)
                 self._n_rough -= 1
@@ -458,8 +575,12 @@ class StreamPlanner:
                 self._n_rough -= 1
             if roughness:
                 new = period_roughness(m.values, m.noise, m.sampled)
+                if self._moment is not None:  # a history block being read (add_history)
+                    self._moment = self._moment.add(new, self._n_rough)
                 self._rough = new if self._rough is None else self._rough + new
                 self._n_rough += 1
+                if self._n_rough >= LOOKBACK:  # the previous block no longer read
+                    self._moment_prev = None
             self._measured.append(m)
             error, own = _unmeasured(
                 m,
@@ -509,7 +630,14 @@ class StreamPlanner:
         full = [i for i, m in enumerate(measurements) if m.values.shape[1] == self.cfg.w]
         blocks = self.streaming and VARIOGRAM_WINDOW == "blocks"
         first = full[-LOOKBACK] if blocks and len(full) > LOOKBACK else 0
+        # a whole block of history, read into an empty look-back: what its fade needs is kept
+        # for the oldest-first fade (HISTORY_FADE, roughness())
+        fade = (blocks and HISTORY_FADE != "mean" and len(full) >= LOOKBACK
+                and self._rough is None and self._rough_prev is None)  # fmt: skip
         for i, m in enumerate(measurements):
+            if fade and i == first:
+                n = self.cfg.matrix.shape[0]
+                self._moment = _HistoryMoments.empty(HISTORY_FADE, n, self.cfg.w)
             self.update(m, roughness=i >= first)
         self.from_history = self.n_measured
 
@@ -544,11 +672,30 @@ class StreamPlanner:
         (N, w) sums, whatever L. With ``"forgetting"`` one sum, every term times (L − 1)/L
         before a period is added past L (it kept a month of public history in the look-back
         long after the exact window had dropped it:
-        ``docs/results/optstream_defaults_findings.md``)."""
+        ``docs/results/optstream_defaults_findings.md``).
+
+        A previous block of public history (:data:`HISTORY_FADE` not ``"mean"``) leaves
+        oldest period first instead, as the exact window. ``"periods"`` (the default) keeps
+        beside the block's sums S₀ = Σᵢ rᵢ (periods i = 0 .. L − 1) each period's share of
+        each node's roughness, pᵢ = Σ_h rᵢ(h) / Σ_h S₀(h) over the lags h ((L, N) numbers,
+        kept while the block is read), and takes the part still in the window after n
+        released periods as S₀ · Σ_{i≥n} pᵢ per node (counts and noise at the mean rate:
+        those of public history do not vary): exact when each node's periods differ in level
+        only, not in the shape of their variogram (weekends smoother than weekdays are a
+        level). ``"trend"`` / ``"weekly"`` keep instead moments M_j = Σᵢ φ_j(i)·rᵢ of a few
+        basis functions (a line, and the harmonics of a 7-period cycle), take each period's
+        sums as their least-squares fit rᵢ ≈ φ(i)ᵀβ, β = (ΦᵀΦ)⁺ M, and the part as
+        Σ_{i≥n} φ(i)ᵀβ within [0, S₀]: O(N w) (one or seven more sums), exact when each (node,
+        lag)'s roughness is in the basis' span.
+        """
         prev = self._rough_prev
         if prev is None or self._n_rough >= LOOKBACK:
             return self._rough
-        part = prev.scaled((LOOKBACK - self._n_rough) / LOOKBACK)
+        n = self._n_rough
+        if self._moment_prev is not None and HISTORY_FADE != "mean":
+            part = self._moment_prev.part(prev, n)
+        else:
+            part = prev.scaled((LOOKBACK - n) / LOOKBACK)
         return part if self._rough is None else self._rough + part
 
     def _gamma(self) -> np.ndarray | None:

@@ -8,7 +8,13 @@ periods of public history as one block and, as the month's periods come in, weig
 ``auto + history`` cell of ``scripts/optstream_defaults.py`` (or one level-share variant) under
 
 * ``exact``: the periods state (the issue's reference);
-* ``now``: the default (blocks);
+* ``now``: blocks, the history block leaving at its mean rate (``HISTORY_FADE = "mean"``,
+  session 11's default);
+* ``trend``: blocks, the history block leaving oldest first with its sums taken as linear in
+  the period's position (``HISTORY_FADE = "trend"``: O(N w));
+* ``weekly``: as ``trend`` with a weekly cycle in the fit (``HISTORY_FADE = "weekly"``);
+* ``periods``: each history period's share of each node's roughness (summed over lags) kept,
+  (L, N) numbers (``HISTORY_FADE = "periods"``, the release's default since session 12);
 * ``fix``: blocks, but while the previous block is the public history its periods leave oldest
   first, re-read from the history (a prototype, monkeypatched here: it holds the history's L
   periods of variogram sums, so its state grows with L; not the release's code);
@@ -68,8 +74,12 @@ def _roughness(self):
     return _ORIG[2](self)
 
 
+STATES = ("exact", "now", "trend", "weekly", "periods", "fix")
+
+
 def _state(name: str) -> None:
     _autoplan.STREAMING_STATE = name != "exact"
+    sp.HISTORY_FADE = name if name in ("trend", "weekly", "periods") else "mean"
     patched = (_add_history, _update, _roughness) if name == "fix" else _ORIG
     sp.StreamPlanner.add_history, sp.StreamPlanner.update, sp.StreamPlanner.roughness = patched
 
@@ -81,6 +91,8 @@ def main() -> None:
     parser.add_argument("alpha", type=float)
     parser.add_argument("--trials", type=int, default=6)
     parser.add_argument("--variant", choices=["equal", "root"], default=None)
+    parser.add_argument("--states", nargs="+", choices=STATES, default=list(STATES))
+    parser.add_argument("--csv", default=None, help="write the per-trial errors here")
     args = parser.parse_args()
     frame, hierarchy, root, leaves, year = od._data(args.dataset)
     cur, prev = od.MONTHS[args.month]
@@ -98,16 +110,20 @@ def main() -> None:
             ]
             kw.update(extra, prior=False)
             seed = 7_000 * i + 100 * trial + int(args.alpha)
-        for name in ("exact", "now", "fix"):
+        for name in args.states:
             _state(name)
             out = dpstream.release_optstream(truth[leaves], seed=seed, **kw)
             leaf, top, _ = od._errors(out, truth, leaves, root)
             rows.append({"trial": trial, "state": name, "leaves": leaf, "root": top})
-    _state("now")
+    _state("periods")  # the default
     d = pd.DataFrame(rows)
+    if args.csv:
+        d.to_csv(args.csv, index=False)
+    if "exact" not in args.states:
+        return
     for level in ("leaves", "root"):
         p = d.pivot_table(index="trial", columns="state", values=level)
-        for name in ("now", "fix"):
+        for name in [s for s in args.states if s != "exact"]:
             diff = (p[name] - p["exact"]) / p["exact"].mean() * 100
             se = diff.std(ddof=1) / np.sqrt(len(diff))
             print(f"{level:6s} {name} - exact: {diff.mean():+.3f} ± {se:.3f} % ({len(diff)} pairs)")

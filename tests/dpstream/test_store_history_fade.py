@@ -1,0 +1,85 @@
+"""The store's k="auto" planner with public history (issue 22): the history block of the
+variogram's look-back leaves oldest first (``HISTORY_FADE``) across daily runs, each loading
+the state the previous run saved, as in memory."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from _tree_helpers import plan_in_memory
+
+import planner._stream_planner as sp
+from dpstream import ReleaseStore
+from dpstream.pipelines import _autoplan
+
+H = {"total": ["a", "b", "c"]}
+KW = {"epsilon": 1.0, "alpha": 5.0, "hierarchy": H, "k": "auto", "seed": 11}
+L = 4  # the variogram's look-back here: the history block fades over 3 daily runs
+DAYS = 6
+
+
+@pytest.fixture(autouse=True)
+def short_look_backs(monkeypatch):
+    for mod in (sp, _autoplan):
+        monkeypatch.setattr(mod, "LOOKBACK", L)
+        monkeypatch.setattr(mod, "PRIOR_DAYS", L)
+
+
+def loads(days: int) -> pd.DataFrame:
+    """Smooth days, then rough ones: the history block's oldest days are the roughest."""
+    idx = pd.date_range("2016-03-01", periods=48 * days, freq="30min")
+    t = np.arange(idx.size)
+    rng = np.random.default_rng(3)
+    rough = np.where(t // 48 < 2, 30.0, 2.0)  # the first two (history) days: rough
+    base = 500 + 80 * np.sin(2 * np.pi * t / 48)
+    return pd.DataFrame(
+        {name: base * f + rough * rng.standard_normal(t.size) for name, f in
+         (("a", 1.0), ("b", 0.6), ("c", 0.3))},
+        index=idx,
+    )  # fmt: skip
+
+
+def in_memory(frame, history) -> np.ndarray:
+    from dpstream.pipelines._period_steps import post_process_periods
+
+    _, sf, measured, plans, priors = plan_in_memory(frame, H, KW["seed"], history)
+    out = [post_process_periods([m], [p], [q], sf.hierarchy)[0]
+           for m, p, q in zip(measured, plans, priors, strict=True)]  # fmt: skip
+    return np.maximum(np.concatenate([r.T for r in out]), 0.0)
+
+
+def _saved_keys(store) -> set[str]:
+    ordinal, blob = store._planner_state()
+    with np.load(io.BytesIO(bytes(blob)), allow_pickle=False) as z:
+        return {k[2:] for k in z.files if k.startswith("a_")} | set(
+            json.loads(str(z["meta"]))["scalars"]
+        )
+
+
+@pytest.mark.parametrize("every_day", [True, False], ids=["history-daily", "history-once"])
+def test_the_history_fade_across_daily_runs_equals_in_memory(tmp_path, every_day):
+    frame = loads(L + DAYS)
+    history, days = frame.iloc[: 48 * L], frame.iloc[48 * L :]
+    want = in_memory(days, history)
+    got, keys = [], []
+    for d in range(DAYS):
+        with ReleaseStore(tmp_path / "s.db") as store:  # one run (one opening) per day
+            kw = {"history": history} if every_day or d == 0 else {}
+            got.append(store.release_optstream(days.iloc[48 * d : 48 * (d + 1)], **KW, **kw))
+            keys.append(_saved_keys(store))
+    np.testing.assert_allclose(pd.concat(got).to_numpy(), want, rtol=0, atol=1e-9)
+    # the history's shares were saved while it was in the look-back, and only then
+    assert ["moment_prev_squares" in k for k in keys] == [d < L - 1 for d in range(DAYS)]
+
+
+def test_the_history_fade_changes_this_release(monkeypatch):
+    # the test above can fail: the saved shares matter here (the mean rate plans otherwise)
+    frame = loads(L + DAYS)
+    history, days = frame.iloc[: 48 * L], frame.iloc[48 * L :]
+    fade = in_memory(days, history)
+    monkeypatch.setattr(sp, "HISTORY_FADE", "mean")
+    assert np.abs(in_memory(days, history) - fade).max() > 1e-6
