@@ -83,3 +83,53 @@ def test_the_history_fade_changes_this_release(monkeypatch):
     fade = in_memory(days, history)
     monkeypatch.setattr(sp, "HISTORY_FADE", "mean")
     assert np.abs(in_memory(days, history) - fade).max() > 1e-6
+
+
+def test_a_split_store_fades_the_history_as_the_whole_planner(tmp_path):
+    # the split engine (cut 2, this process): each part saves and loads its history shares
+    # across three runs, one day each; equal to one whole planner (the shares are per node)
+    from _tree_helpers import daily_loads, feeder_tree
+
+    from dpstream.engine._auto_split import release_auto_whole
+    from dpstream.pipelines._autoplan import _config, new_planner
+    from dpstream.pipelines._period_steps import history_measurements
+    from dpstream.store._source import release_parquet_to_store
+    from postproc import Hierarchy
+
+    w, days = 48, 3
+    ch = feeder_tree()  # 72 leaves: planned node by node, splittable
+    tree = Hierarchy(children=ch)
+    loads = daily_loads(len(tree.leaves), w, L + days, seed=4)
+    loads[:, : 2 * w] *= 1.0 + 0.5 * np.sin(np.arange(2 * w) / 1.5)  # rough oldest history
+    idx = pd.date_range("2024-01-01", periods=(L + days) * w, freq="30min")
+    hist = pd.DataFrame(loads[:, : L * w].T, index=idx[: L * w], columns=list(tree.leaves))
+    kw = {"epsilon": 1.0, "alpha": 0.5, "hierarchy": ch, "seed": 5, "cut": 2, "history": hist}
+    with ReleaseStore(tmp_path / "s.db") as store:
+        for d in range(days):  # one run per day, each reading the parts' saved states
+            path = tmp_path / f"day{d}.parquet"
+            y = loads[:, (L + d) * w : (L + d + 1) * w]
+            pd.concat(
+                [
+                    pd.DataFrame(
+                        {"unique_id": x, "ds": idx[(L + d) * w : (L + d + 1) * w], "y": y[i]}
+                    )
+                    for i, x in enumerate(tree.leaves)
+                ]  # fmt: skip
+            ).to_parquet(path)
+            release_parquet_to_store(store, path, **kw)
+        got = store.read(sorted(store.ordinals()))
+    cfg = _config(
+        hierarchy=tree, nodes=tree.nodes, epsilon=1.0, alpha=0.5, w=w, delta=None,
+        noise="laplace", target="all", level_shares=None, prior=True,
+    )  # fmt: skip
+    planner = new_planner(cfg)
+    planner.add_history(
+        history_measurements(np.asarray(tree.sparse_matrix @ loads[:, : L * w]).T, w)
+    )
+    assert planner._moment is not None
+    for d in range(days):
+        vals = np.asarray(tree.sparse_matrix @ loads[:, (L + d) * w : (L + d + 1) * w])
+        want = release_auto_whole(planner, cfg, tree, vals, ordinal=d, seed=5)[0]
+        assert planner._moment_prev is not None  # the history block still fading
+        have = got.iloc[w * d : w * (d + 1)][list(tree.nodes)].to_numpy().T
+        assert np.abs(have - want).max() <= 1e-9 * np.abs(want).max()
