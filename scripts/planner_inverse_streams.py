@@ -393,7 +393,7 @@ def block_lines(frame: pd.DataFrame, target: float, block: int, draws: int = 200
         f"{1 / sum(normal):.0f} (three such cells: at least one outside with probability "
         f"{1 - (1 - sum(normal)) ** 3:.0%}), mostly above 1.2: the window is not symmetric "
         "about 1 on this scale. For a one-query target the criterion therefore reads as a "
-        f"check that a right inverse passes ≈ {1 - sum(normal):.0%} of the time, not as a "
+        f"check that a right inverse passes ≈ {1 - sum(normal):.1%} of the time, not as a "
         f"bound; one cell outside is not evidence against the plan. The evidence is the RMSE "
         f"over all {err.size} seeds: {rmse:.1f} = {rmse / target:.3f} of the target (relative "
         f"s.e. {rel_se:.1%} from the squared errors' spread).",
