@@ -464,7 +464,7 @@ def main() -> None:
         if "variant" in table:  # share parts
             command = (
                 f"python scripts/optstream_defaults.py --trials {int(table['trials'].max())} "
-                "--datasets --months M --share-stem S --per-trial"
+                "--datasets --months M [--alphas A] --share-stem S --per-trial"
             )
             text = _share_markdown(table, command)
         else:
