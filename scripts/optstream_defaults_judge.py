@@ -10,7 +10,9 @@ References (same seeds, 30 trials each, ``scripts/optstream_defaults.py``):
   of sessions 7-10): the ``_stream`` tables at :data:`FORGETTING_MAIN`, the level shares of
   session 9 (``optstream_level_shares_30_s9.csv``);
 * **now**: the committed tables (``optstream_defaults_{regional,household}_30_stream.csv``,
-  ``optstream_level_shares_30.csv``), the two-block variogram window.
+  ``optstream_level_shares_30.csv``), the two-block variogram window (session 11), its
+  public-history block leaving oldest first in the ``auto + history`` cells and the level shares
+  (``HISTORY_FADE = "periods"``, session 12).
 
 Paired differences (now − reference, relative to the reference, mean ± standard error over the
 trials) where per-trial errors of both sides exist: ``<table>_trials.csv`` (``--per-trial``)
