@@ -88,6 +88,10 @@ _MAX_HARMONICS = 4
 #: Lowest backtest factor κ: a noisy backtest may tighten the moment estimate of the day-to-day
 #: variance at most 4x (2x in standard deviation); it may widen it without limit.
 _KAPPA_FLOOR = 0.25
+#: :class:`PriorState`: correct the frozen weights of its folded periods to first order in σ²
+#: (their derivatives summed beside them, 15 more (N, w) arrays; class Notes). Opt-in, off by
+#: default (issue 22: measured in ``scripts/optstream_prior_gap.py``, not yet on the tables).
+FOLD_LINEAR = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -585,6 +589,17 @@ class PriorState:
       exponential window of mean age ``days``) instead of dropping the oldest period, which
       would need its arrays.
 
+    With :data:`FOLD_LINEAR` (opt-in, ``linear=True``) the frozen weights are corrected to
+    first order in σ²: a period folded at σ_q² also adds its weighted terms' derivatives (15
+    more (N, w) sums: ``k = f/(σ_q² + spread)³`` times 1, y, y², rv, and the same times σ_q²,
+    for the moments; ``u = 1/(σ_q² + e)``'s u²y, u³, u³e and σ_q² times u², u²y, u³, u³e for
+    the forecast), and the sums are re-weighted at the current σ̂², ``Σ g(σ²)X ≈ Σ g(σ_q²)X +
+    (σ² − σ_q²) Σ g'(σ_q²)X``, where that keeps at least half the frozen weight (else the
+    frozen terms). The frozen weights bias σ̂² low (a period's weight was set at a σ̂² of ~8
+    periods that holds its own excess); measured, ``scripts/optstream_prior_gap.py`` (issue
+    22): regional Feb α/ε = 100, 10 trials, against the exact planner, leaves +0.38 → +0.08 %,
+    national +0.63 → +0.08 %.
+
     State: 12 arrays (N, w) float64 and 3 (N,), plus ``recent`` periods of 3 float64 and 1
     bool (N, w) arrays: ≈ (96 + 25·recent)·N·w bytes (1.3 GB at 100,000 feeders, w = 48,
     ``recent`` = 7), independent of ``days`` (:attr:`nbytes`). ``calibration="backtest"``
@@ -595,9 +610,21 @@ class PriorState:
     """
 
     _ARRAYS = ("g", "gy", "gyy", "grv", "sy", "sv", "hy", "hyy", "wt", "wy", "w2", "w2e")
+    #: :data:`FOLD_LINEAR`'s sums: the moments' weight derivatives (k = f/(σ_q² + spread)³,
+    #: times 1, y, y², rv, and the same times σ_q²) and the forecast's (u = 1/(σ_q² + e):
+    #: u²y, σ_q²u², σ_q²u²y, u³, σ_q²u³, u³e, σ_q²u³e).
+    _LINEAR = ("ka", "kay", "kayy", "karv", "kb", "kby", "kbyy", "kbrv",
+               "u2y", "su2", "su2y", "u3", "su3", "u3e", "su3e")  # fmt: skip
 
     def __init__(
-        self, n_nodes: int, w: int, *, days: int = 28, recent: int = 7, shrink: bool = True
+        self,
+        n_nodes: int,
+        w: int,
+        *,
+        days: int = 28,
+        recent: int = 7,
+        shrink: bool = True,
+        linear: bool | None = None,
     ) -> None:
         for name, value, least in (("days", days, 2), ("recent", recent, 0)):
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
@@ -607,8 +634,16 @@ class PriorState:
                 )
         self.days, self.recent = int(days), int(recent)
         self.shrink = shrink
+        if linear is not None and not isinstance(linear, bool | np.bool_):
+            raise ParameterError(
+                f"The 'linear' parameter of PriorState must be True, False or None (the module's "
+                f"FOLD_LINEAR). Got {linear!r} instead."
+            )
+        self.linear = bool(FOLD_LINEAR if linear is None else linear)
+        """Frozen weights corrected to first order in σ² (:data:`FOLD_LINEAR`)."""
+        self._arrays = self._ARRAYS + (self._LINEAR if self.linear else ())
         self.n_nodes, self.w = int(n_nodes), int(w)
-        for name in self._ARRAYS:
+        for name in self._arrays:
             setattr(self, name, np.zeros((self.n_nodes, self.w)))
         self.count = np.zeros(self.n_nodes)  # own periods (decayed)
         self.hn = np.zeros(self.n_nodes)  # own periods of public history (decayed)
@@ -625,7 +660,7 @@ class PriorState:
     @property
     def nbytes(self) -> int:
         """Bytes of the state's arrays."""
-        names = (*self._ARRAYS, "count", "hn", "sigma2")
+        names = (*self._arrays, "count", "hn", "sigma2")
         total = sum(getattr(self, a).nbytes for a in names)
         return int(total + sum(a.nbytes for h in self._held for a in h[:5]))
 
@@ -633,7 +668,7 @@ class PriorState:
         if self.n_periods < self.days:
             return
         f = (self.days - 1.0) / self.days
-        for name in (*self._ARRAYS, "count", "hn"):
+        for name in (*self._arrays, "count", "hn"):
             getattr(self, name)[...] *= f
         for h in self._held:
             h[5] *= f
@@ -647,13 +682,15 @@ class PriorState:
         ``(arrays, scalars)`` -- the running sums and the JSON-able counters, the held periods'
         forgetting weights included; the held periods themselves are the caller's to keep
         (their measurements) and give back to :meth:`restore`."""
-        arrays = {a: getattr(self, a) for a in (*self._ARRAYS, "count", "hn", "sigma2")}
+        arrays = {a: getattr(self, a) for a in (*self._arrays, "count", "hn", "sigma2")}
         scalars = {
             "days": self.days, "recent": self.recent, "shrink": bool(self.shrink),
             "n_nodes": self.n_nodes, "w": self.w, "n_periods": self.n_periods,
             "floor": [self._noise, self._obs, self._level, self._size],
             "held_weights": [float(h[5]) for h in self._held],
         }  # fmt: skip
+        if self.linear:  # (only then: a default state's export is unchanged)
+            scalars["linear"] = True
         return arrays, scalars
 
     @classmethod
@@ -663,8 +700,9 @@ class PriorState:
         that was exported). ``copy=False``: the sums are ``arrays``' own float64 arrays, not
         copies (arrays read back from a file for this state alone: no second copy held)."""
         st = cls(scalars["n_nodes"], scalars["w"], days=scalars["days"],
-                 recent=scalars["recent"], shrink=scalars["shrink"])  # fmt: skip
-        for name in (*cls._ARRAYS, "count", "hn", "sigma2"):
+                 recent=scalars["recent"], shrink=scalars["shrink"],
+                 linear=bool(scalars.get("linear", False)))  # fmt: skip
+        for name in (*st._arrays, "count", "hn", "sigma2"):
             a = arrays[name]
             setattr(st, name, np.array(a, dtype=np.float64) if copy else np.asarray(a, np.float64))
         st.n_periods = int(scalars["n_periods"])
@@ -746,11 +784,29 @@ class PriorState:
             self.gy[rows, c] += g * yc
             self.gyy[rows, c] += g * yc * yc
             self.grv[rows, c] += g * rvc
-            del parts, g, yc, rvc
+            del g
             terms = self._weights(held, sigma2[rows], self.w, rows)
             for name, term in zip(("wt", "wy", "w2", "w2e"), terms, strict=True):
                 getattr(self, name)[rows] += f * term
-            del terms
+            if self.linear:
+                q2 = sigma2[rows, None]
+                k = np.where(parts[2], f / (q2 + parts[1] + _FLOOR) ** 3, 0.0)
+                for x, a, b in ((1.0, "ka", "kb"), (yc, "kay", "kby"),
+                                (yc * yc, "kayy", "kbyy"), (rvc, "karv", "kbrv")):  # fmt: skip
+                    getattr(self, a)[rows, c] += k * x
+                    getattr(self, b)[rows, c] += q2 * k * x
+                u = terms[0]
+                u2, u3 = f * u * u, f * u * u * u
+                yr, er = y[rows], e[rows]
+                self.u2y[rows] += u2 * yr
+                self.su2[rows] += q2 * u2
+                self.su2y[rows] += q2 * u2 * yr
+                self.u3[rows] += u3
+                self.su3[rows] += q2 * u3
+                self.u3e[rows] += u3 * er
+                self.su3e[rows] += q2 * u3 * er
+                del k, u, u2, u3
+            del parts, yc, rvc, terms
 
     def _common(self, r: int, rows: slice = slice(None)):
         count = np.maximum(self.count[rows], 2.0)[:, None]
@@ -806,12 +862,19 @@ class PriorState:
 
     def _sigma2_rows(self, r: int, rows: slice, folded: bool, cols: list) -> np.ndarray:
         count, scale, cm1, m, sv = self._common(r, rows)
-        g, gy, gyy, grv = (a[rows, :r] for a in (self.g, self.gy, self.gyy, self.grv))
-        # folded periods: Σ_q g (scale²(y − m)² − rv − others_q) / scale, with
-        # others_q = (Σ rv − rv_q)/(count − 1)²
-        num_f = scale * scale * (gyy - 2.0 * m * gy + m * m * g) - grv - (sv * g - grv) / cm1
-        num_f = (num_f / scale).sum(axis=1)
-        cnt_f = g.sum(axis=1)
+        frozen = [a[rows, :r] for a in (self.g, self.gy, self.gyy, self.grv)]
+
+        def moments(g, gy, gyy, grv):
+            # folded periods: Σ_q g (scale²(y − m)² − rv − others_q) / scale, with
+            # others_q = (Σ rv − rv_q)/(count − 1)²
+            num = scale * scale * (gyy - 2.0 * m * gy + m * m * g) - grv - (sv * g - grv) / cm1
+            return (num / scale).sum(axis=1), g.sum(axis=1)
+
+        num_f, cnt_f = moments(*frozen)
+        linear = self.linear and folded  # FOLD_LINEAR: re-weighted at each iterate
+        if linear:
+            ka = [getattr(self, a)[rows, :r] for a in ("ka", "kay", "kayy", "karv")]
+            kb = [getattr(self, a)[rows, :r] for a in ("kb", "kby", "kbyy", "kbrv")]
         hn = self.hn[rows, None]
         ex_h = (scale * scale * (self.hyy[rows, :r] - 2.0 * m * self.hy[rows, :r] + m * m * hn)
                 - sv * hn / cm1) / scale  # fmt: skip
@@ -821,6 +884,13 @@ class PriorState:
         held = [self._excess(h, r, common, c, rows) for h, c in zip(self._held, cols, strict=True)]
         for it in range(3 if folded else 4):
             equal = it == 0 and not folded
+            if linear:  # Σ g(σ²)X ≈ Σ g(σ_q²)X − 2 Σ (σ² − σ_q²) k X, k = f/(σ_q² + spread)³
+                q2 = sigma2[:, None]
+                fix = [x + 2.0 * (b - q2 * a) for x, a, b in zip(frozen, ka, kb, strict=True)]
+                ok = fix[0] >= 0.5 * frozen[0]  # too far to extrapolate: frozen
+                num_f, cnt_f = moments(
+                    *(np.where(ok, c, x) for c, x in zip(fix, frozen, strict=True))
+                )
             gw = 1.0 if equal else 1.0 / (sigma2[:, None] + spread_h + _FLOOR) ** 2
             num = num_f + (gw * ex_h).sum(axis=1)
             cnt = cnt_f + np.broadcast_to(gw * hn, ex_h.shape).sum(axis=1)
@@ -854,10 +924,20 @@ class PriorState:
         sigma2 = sigma2v[:, None]
         hw = 1.0 / np.maximum(sigma2, floor)  # public history: e = 0, one weight per node
         hn = self.hn[rows, None]
-        total = self.wt[rows, :r] + hn * hw
-        wy = self.wy[rows, :r] + self.hy[rows, :r] * hw
-        w2 = self.w2[rows, :r] + hn * hw * hw
-        w2e = self.w2e[rows, :r].copy()
+        wt, wy, w2, w2e = (a[rows, :r] for a in (self.wt, self.wy, self.w2, self.w2e))
+        if self.linear:  # the folded weights u = 1/(σ_q² + e) at σ², to first order (u' = −u²)
+            u2y, su2, su2y, u3, su3, u3e, su3e = (getattr(self, a)[rows, :r]
+                                                  for a in self._LINEAR[8:])  # fmt: skip
+            lin = (wt - sigma2 * w2 + su2, wy - sigma2 * u2y + su2y,
+                   w2 - 2.0 * sigma2 * u3 + 2.0 * su3,
+                   w2e - 2.0 * sigma2 * u3e + 2.0 * su3e)  # fmt: skip
+            ok = (lin[0] >= 0.5 * wt) & (lin[2] >= 0.25 * w2)  # too far to extrapolate: frozen
+            wt, wy, w2, w2e = (np.where(ok, a, b) for a, b in zip(lin, (wt, wy, w2, w2e),
+                                                                  strict=True))  # fmt: skip
+        total = wt + hn * hw
+        wy = wy + self.hy[rows, :r] * hw
+        w2 = w2 + hn * hw * hw
+        w2e = w2e.copy()
         for held in self._held:
             f = held[5]
             t, ty, t2, t2e = self._weights(held, sigma2v, r, rows)

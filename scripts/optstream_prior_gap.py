@@ -14,6 +14,11 @@ seed ``100 * trial + alpha``) under
 * ``sigma_frozen`` / ``weights_frozen``: the streaming state with only σ̂² from the frozen
   moments (the forecast weighs every period at it exactly), or only the forecast's weights
   frozen (at the exact σ̂²): which of the two frozen parts is the gap;
+* ``fold_linear``: the streaming state with ``postproc._prior.FOLD_LINEAR = True`` (the
+  package's opt-in of the correction below);
+* ``linear``: a prototype (here) of ``fold_linear``: the frozen weights corrected to first
+  order in σ² around each period's fold σ_q² (the moments' correction iterated outside the
+  package's iteration);
 * ``loo``: the streaming state, a period folded at the σ̂² of the other periods (leave-one-out:
   the σ̂² it was folded at included its own excess, which biased σ̂² low);
 * ``exact_pc0``: the exact planner with ``profile_prior(prior_count=0)`` (no pseudo-
@@ -38,6 +43,7 @@ import pandas as pd
 
 import dpstream
 import planner._stream_planner as sp
+import postproc._prior as _prior_module
 from dpstream.pipelines import _autoplan
 from postproc import profile_prior
 from postproc._prior import _FLOOR, PriorState
@@ -250,15 +256,16 @@ _CLASSES = {
     "sigma_frozen": _MomentsFrozen,
     "weights_frozen": _WeightsFrozen,
 }
-STATES = ("exact", "stream", "recent31", "linear", "loo", "sigma_frozen", "weights_frozen",
-          "prior_stream", "plan_exact", "plan_stream", "exact_pc0")  # fmt: skip
+STATES = ("exact", "stream", "recent31", "fold_linear", "linear", "loo", "sigma_frozen",
+          "weights_frozen", "prior_stream", "plan_exact", "plan_stream", "exact_pc0")  # fmt: skip
 
 
 def _state(name: str) -> None:
     sp.StreamPlanner.__init__, sp.StreamPlanner.update, sp.StreamPlanner.plan = (
         _init, _update, _plan
     )  # fmt: skip
-    _autoplan.STREAMING_STATE = name == "stream" or name in _CLASSES
+    _prior_module.FOLD_LINEAR = name == "fold_linear"
+    _autoplan.STREAMING_STATE = name in ("stream", "fold_linear") or name in _CLASSES
     _autoplan.PriorState = _CLASSES.get(name, _ORIG_STATE)
     _autoplan.profile_prior = (
         functools.partial(profile_prior, prior_count=0.0) if name == "exact_pc0" else _ORIG_MODEL
@@ -272,6 +279,7 @@ def _restore() -> None:
         _ORIG_INIT, _ORIG_UPDATE, _ORIG_PLAN
     )  # fmt: skip
     _autoplan.STREAMING_STATE = True
+    _prior_module.FOLD_LINEAR = False
     _autoplan.PriorState = _ORIG_STATE
     _autoplan.profile_prior = _ORIG_MODEL
     MODE["side"] = None
