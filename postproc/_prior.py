@@ -598,7 +598,8 @@ class PriorState:
     frozen terms). The frozen weights bias σ̂² low (a period's weight was set at a σ̂² of ~8
     periods that holds its own excess); measured, ``scripts/optstream_prior_gap.py`` (issue
     22): regional Feb α/ε = 100, 10 trials, against the exact planner, leaves +0.38 → +0.08 %,
-    national +0.63 → +0.08 %.
+    national +0.63 → +0.08 %; but on the household the low σ̂² had helped (Jun 100: frozen
+    −0.54 % against exact, corrected −0.04 %), so it is not the default (not on the tables).
 
     State: 12 arrays (N, w) float64 and 3 (N,), plus ``recent`` periods of 3 float64 and 1
     bool (N, w) arrays: ≈ (96 + 25·recent)·N·w bytes (1.3 GB at 100,000 feeders, w = 48,
