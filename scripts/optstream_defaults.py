@@ -135,6 +135,20 @@ def _predicted_and_realised(
     return float(np.mean(pred)), float(np.mean(real))
 
 
+def paired_against_exact(trials: pd.DataFrame, states) -> list[tuple[str, str, float, float, int]]:
+    """Paired differences of per-trial errors (columns ``trial``, ``state``, ``leaves``,
+    ``root``) against ``state == "exact"``, in % of the exact mean: ``(level, state, mean,
+    standard error, pairs)`` for every state but ``exact`` (the diagnostics
+    ``optstream_history_fade.py`` and ``optstream_prior_gap.py``)."""
+    out = []
+    for level in ("leaves", "root"):
+        p = trials.pivot_table(index="trial", columns="state", values=level)
+        for name in [s for s in states if s != "exact"]:
+            diff = (p[name] - p["exact"]) / p["exact"].mean() * 100
+            out.append((level, name, diff.mean(), diff.std(ddof=1) / np.sqrt(len(diff)), len(diff)))
+    return out
+
+
 def _errors(out: pd.DataFrame, truth: pd.DataFrame, leaves: list[str], root: str):
     err = (out[truth.columns] - truth).abs().mean()
     return float(err[leaves].mean()), float(err[root]), float(err.mean())

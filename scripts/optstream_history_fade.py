@@ -32,7 +32,6 @@ import argparse
 import importlib.util
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 import dpstream
@@ -121,12 +120,8 @@ def main() -> None:
         d.to_csv(args.csv, index=False)
     if "exact" not in args.states:
         return
-    for level in ("leaves", "root"):
-        p = d.pivot_table(index="trial", columns="state", values=level)
-        for name in [s for s in args.states if s != "exact"]:
-            diff = (p[name] - p["exact"]) / p["exact"].mean() * 100
-            se = diff.std(ddof=1) / np.sqrt(len(diff))
-            print(f"{level:6s} {name} - exact: {diff.mean():+.3f} ± {se:.3f} % ({len(diff)} pairs)")
+    for level, name, mean, se, n in od.paired_against_exact(d, args.states):
+        print(f"{level:6s} {name} - exact: {mean:+.3f} ± {se:.3f} % ({n} pairs)")
 
 
 if __name__ == "__main__":

@@ -316,12 +316,8 @@ def main() -> None:
         return
     print(f"{args.dataset} {args.month} {args.alpha:g}: {args.trials} trials")
     print(d.groupby("state")[["leaves", "root", "mean_k"]].mean().to_string())
-    for level in ("leaves", "root"):
-        p = d.pivot_table(index="trial", columns="state", values=level)
-        for name in [s for s in args.states if s != "exact"]:
-            diff = (p[name] - p["exact"]) / p["exact"].mean() * 100
-            se = diff.std(ddof=1) / np.sqrt(len(diff))
-            print(f"{level:6s} {name:12s} - exact: {diff.mean():+.3f} ± {se:.3f} % ({len(diff)})")
+    for level, name, mean, se, n in od.paired_against_exact(d, args.states):
+        print(f"{level:6s} {name:12s} - exact: {mean:+.3f} ± {se:.3f} % ({n})")
 
 
 if __name__ == "__main__":
