@@ -92,6 +92,13 @@ _KAPPA_FLOOR = 0.25
 #: (their derivatives summed beside them, 15 more (N, w) arrays; class Notes). Opt-in, off by
 #: default (issue 22: measured in ``scripts/optstream_prior_gap.py``, not yet on the tables).
 FOLD_LINEAR = False
+#: :class:`PriorState`: fold a period's weights *relative* to a reference measurement of each
+#: node (its noise, and each step's error variance, in the newest held period at the first
+#: fold), and weigh the folded sums at the current σ̂² through the reference (class Notes). Exact
+#: for periods measured like the reference (a plan kept from day to day: every folded day of
+#: the 30-trial tables but the first), where the frozen weights biased σ̂² 5-25 % low (issue
+#: 22). The default; False: session 7's absolute frozen weights.
+FOLD_RELATIVE = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -589,7 +596,23 @@ class PriorState:
       exponential window of mean age ``days``) instead of dropping the oldest period, which
       would need its arrays.
 
-    With :data:`FOLD_LINEAR` (opt-in, ``linear=True``) the frozen weights are corrected to
+    *Relative weights* (:data:`FOLD_RELATIVE`, the default). A folded period's weight
+    ``g(σ²; s_q) = 1/(σ² + s_q)²`` (s_q: its spread, from its noise) is not frozen whole: it
+    is split as ``g(σ²; s̄)·ρ_q`` with ``s̄`` the spread, at the same moment, of a reference
+    noise ``v̄`` per node (the newest held period's at the first fold) and
+    ``ρ_q = g(σ_q²; s_q)/g(σ_q²; s̄)`` frozen; the sums hold ``Σ ρ_q X_q`` and are weighed by
+    ``g(σ̂²; s̄)`` (s̄ from the current noise sums) at every iterate of σ̂². The forecast's
+    weights ``1/(σ² + e_q)`` likewise, relative to a reference error variance ``ē`` per node
+    and step. A period measured as the reference (ρ_q = 1: the plan of the newest day, kept
+    from day to day; every folded period of the 30-trial tables but the first) is weighted
+    exactly as :func:`profile_prior` weighs it at any σ̂², whatever σ̂² was when it was folded;
+    the others keep their weight *relative* to the reference's frozen, an error of the order
+    of (s_q − s̄)(σ̂² − σ_q²). Why: frozen whole, a period's weight was set at a σ̂² of ~8
+    periods that held its own excess, so large excesses got less weight and σ̂² ended the
+    month 5-25 % low (``scripts/optstream_prior_gap.py``, issue 22). State: one (N,) and one
+    (N, w) array more.
+
+    With :data:`FOLD_LINEAR` (opt-in, ``linear=True``; not with relative weights) the frozen weights are corrected to
     first order in σ²: a period folded at σ_q² also adds its weighted terms' derivatives (15
     more (N, w) sums: ``k = f/(σ_q² + spread)³`` times 1, y, y², rv, and the same times σ_q²,
     for the moments; ``u = 1/(σ_q² + e)``'s u²y, u³, u³e and σ_q² times u², u²y, u³, u³e for
@@ -626,6 +649,7 @@ class PriorState:
         recent: int = 7,
         shrink: bool = True,
         linear: bool | None = None,
+        relative: bool | None = None,
     ) -> None:
         for name, value, least in (("days", days, 2), ("recent", recent, 0)):
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
@@ -642,6 +666,22 @@ class PriorState:
             )
         self.linear = bool(FOLD_LINEAR if linear is None else linear)
         """Frozen weights corrected to first order in σ² (:data:`FOLD_LINEAR`)."""
+        if relative is not None and not isinstance(relative, bool | np.bool_):
+            raise ParameterError(
+                f"The 'relative' parameter of PriorState must be True, False or None (the "
+                f"module's FOLD_RELATIVE). Got {relative!r} instead."
+            )
+        if relative and self.linear:
+            raise ParameterError(
+                "The 'relative' and 'linear' parameters of PriorState exclude each other (the "
+                "first-order correction is of absolute frozen weights). Got both True."
+            )
+        self.relative = bool(FOLD_RELATIVE and not self.linear if relative is None else relative)
+        """Folded weights relative to a reference measurement per node (:data:`FOLD_RELATIVE`)."""
+        self.vref: np.ndarray | None = None
+        """Relative weights: (N,) the reference noise variance v̄ (set at the first fold)."""
+        self.eref: np.ndarray | None = None
+        """Relative weights: (N, w) the reference error variance ē (set at the first fold)."""
         self._arrays = self._ARRAYS + (self._LINEAR if self.linear else ())
         self.n_nodes, self.w = int(n_nodes), int(w)
         for name in self._arrays:
@@ -663,6 +703,7 @@ class PriorState:
         """Bytes of the state's arrays."""
         names = (*self._arrays, "count", "hn", "sigma2")
         total = sum(getattr(self, a).nbytes for a in names)
+        total += sum(a.nbytes for a in (self.vref, self.eref) if a is not None)
         return int(total + sum(a.nbytes for h in self._held for a in h[:5]))
 
     def _decay(self) -> None:
@@ -692,6 +733,10 @@ class PriorState:
         }  # fmt: skip
         if self.linear:  # (only then: a default state's export is unchanged)
             scalars["linear"] = True
+        if self.relative:  # (a state saved without it folds absolute weights when restored)
+            scalars["relative"] = True
+            if self.vref is not None:
+                arrays.update(vref=self.vref, eref=self.eref)
         return arrays, scalars
 
     @classmethod
@@ -702,7 +747,11 @@ class PriorState:
         copies (arrays read back from a file for this state alone: no second copy held)."""
         st = cls(scalars["n_nodes"], scalars["w"], days=scalars["days"],
                  recent=scalars["recent"], shrink=scalars["shrink"],
-                 linear=bool(scalars.get("linear", False)))  # fmt: skip
+                 linear=bool(scalars.get("linear", False)),
+                 relative=bool(scalars.get("relative", False)))  # fmt: skip
+        if st.relative and "vref" in arrays:
+            st.vref = np.array(arrays["vref"], dtype=np.float64)
+            st.eref = np.array(arrays["eref"], dtype=np.float64)
         for name in (*st._arrays, "count", "hn", "sigma2"):
             a = arrays[name]
             setattr(st, name, np.array(a, dtype=np.float64) if copy else np.asarray(a, np.float64))
@@ -776,10 +825,16 @@ class PriorState:
         temporaries, a dozen (N, w) arrays whole, stay small)."""
         y, rv, s, e, own, f = held
         c = np.flatnonzero(s[:, : self.w].any(axis=0))  # the steps some node sampled
+        if self.relative and self.vref is None:
+            self._set_reference(held)
+        floor = self._floor()
         for i in range(0, self.n_nodes, _SHRINK_ROWS):
             rows = slice(i, i + _SHRINK_ROWS)
-            parts = self._excess(held, self.w, self._common(self.w, rows), c, rows)
+            common = self._common(self.w, rows)
+            parts = self._excess(held, self.w, common, c, rows)
             g = self._weight(parts, sigma2[rows], equal=False)  # f included; columns c only
+            if self.relative:  # ρ_q = g(σ_q²; s_q)/g(σ_q²; s̄) (class Notes)
+                g /= self._reference_weight(sigma2[rows], common, rows, c)
             yc, rvc = y[rows][:, c], rv[rows][:, c]
             self.g[rows, c] += g
             self.gy[rows, c] += g * yc
@@ -787,6 +842,10 @@ class PriorState:
             self.grv[rows, c] += g * rvc
             del g
             terms = self._weights(held, sigma2[rows], self.w, rows)
+            if self.relative:  # relative to ū = 1/(σ_q² + ē): u/ū, u y/ū, u²/ū², u² e/ū²
+                inv = np.maximum(self.eref[rows] + sigma2[rows, None], floor)
+                terms = (terms[0] * inv, terms[1] * inv, terms[2] * inv * inv,
+                         terms[3] * inv * inv)  # fmt: skip
             for name, term in zip(("wt", "wy", "w2", "w2e"), terms, strict=True):
                 getattr(self, name)[rows] += f * term
             if self.linear:
@@ -808,6 +867,31 @@ class PriorState:
                 self.su3e[rows] += q2 * u3 * er
                 del k, u, u2, u3
             del parts, yc, rvc, terms
+
+    def _set_reference(self, folding: list) -> None:
+        """Relative weights: the reference measurement of each node, from the newest held
+        period (its noise on the steps it sampled, and its error variance; nodes it did not
+        measure: the period being folded's)."""
+        newest = self._held[-1]
+
+        def noise(h):
+            s = h[2]
+            n = s.sum(axis=1)
+            return np.divide(np.where(s, h[1], 0.0).sum(axis=1), n, out=np.full(n.shape, np.nan),
+                             where=n > 0)  # fmt: skip
+
+        v = noise(newest)
+        v = np.where(np.isnan(v), noise(folding), v)
+        self.vref = np.where(np.isnan(v), 0.0, v)
+        self.eref = np.where(newest[4][:, None], newest[3], folding[3]).astype(np.float64)
+
+    def _reference_weight(self, sigma2: np.ndarray, common, rows: slice, cols) -> np.ndarray:
+        """Relative weights: ``g(σ²; s̄) = 1/(σ² + s̄)²`` of the reference noise v̄ of the
+        nodes ``rows`` at the steps ``cols`` (s̄ as a period's spread, :meth:`_excess`)."""
+        _, scale, cm1, _, sv = common
+        v = self.vref[rows, None]
+        spread = (v + (sv[:, cols] - v) / cm1) / scale
+        return 1.0 / (sigma2[:, None] + spread + _FLOOR) ** 2
 
     def _common(self, r: int, rows: slice = slice(None)):
         count = np.maximum(self.count[rows], 2.0)[:, None]
@@ -873,6 +957,7 @@ class PriorState:
 
         num_f, cnt_f = moments(*frozen)
         linear = self.linear and folded  # FOLD_LINEAR: re-weighted at each iterate
+        relative = self.relative and folded  # FOLD_RELATIVE: weighed at each iterate
         if linear:
             ka = [getattr(self, a)[rows, :r] for a in ("ka", "kay", "kayy", "karv")]
             kb = [getattr(self, a)[rows, :r] for a in ("kb", "kby", "kbyy", "kbrv")]
@@ -892,6 +977,9 @@ class PriorState:
                 num_f, cnt_f = moments(
                     *(np.where(ok, c, x) for c, x in zip(fix, frozen, strict=True))
                 )
+            if relative:  # Σ g(σ²; s_q) X ≈ g(σ²; s̄) Σ ρ_q X (exact where s_q = s̄)
+                gbar = self._reference_weight(sigma2, common, rows, slice(0, r))
+                num_f, cnt_f = moments(*(x * gbar for x in frozen))
             gw = 1.0 if equal else 1.0 / (sigma2[:, None] + spread_h + _FLOOR) ** 2
             num = num_f + (gw * ex_h).sum(axis=1)
             cnt = cnt_f + np.broadcast_to(gw * hn, ex_h.shape).sum(axis=1)
@@ -926,6 +1014,9 @@ class PriorState:
         hw = 1.0 / np.maximum(sigma2, floor)  # public history: e = 0, one weight per node
         hn = self.hn[rows, None]
         wt, wy, w2, w2e = (a[rows, :r] for a in (self.wt, self.wy, self.w2, self.w2e))
+        if self.relative and self.eref is not None:  # the folded Σ ρ X times ū = 1/(σ² + ē)
+            ub = 1.0 / np.maximum(self.eref[rows, :r] + sigma2, floor)
+            wt, wy, w2, w2e = wt * ub, wy * ub, w2 * ub * ub, w2e * ub * ub
         if self.linear:  # the folded weights u = 1/(σ_q² + e) at σ², to first order (u' = −u²)
             u2y, su2, su2y, u3, su3, u3e, su3e = (getattr(self, a)[rows, :r]
                                                   for a in self._LINEAR[8:])  # fmt: skip

@@ -69,7 +69,7 @@ def test_folded_periods_track_the_exact_prior_where_frozen_weights_drift():
     stacked = [np.stack(a) for a in zip(*periods, strict=True)]
     exact = profile_prior(*stacked[:3], days=56, error=stacked[3])
     held = _fed(periods, recent=len(periods))  # nothing folded: profile_prior to rounding
-    frozen = _fed(periods, recent=7)
+    frozen = _fed(periods, recent=7, relative=False)  # session 7's absolute frozen weights
     linear = _fed(periods, recent=7, linear=True)
     tau = {k: s.prior().variance.mean() for k, s in (("frozen", frozen), ("linear", linear))}
     ref = exact.variance.mean()
