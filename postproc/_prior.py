@@ -612,21 +612,22 @@ class PriorState:
     month 5-25 % low (``scripts/optstream_prior_gap.py``, issue 22). State: one (N,) and one
     (N, w) array more.
 
-    With :data:`FOLD_LINEAR` (opt-in, ``linear=True``; not with relative weights) the frozen weights are corrected to
-    first order in σ²: a period folded at σ_q² also adds its weighted terms' derivatives (15
-    more (N, w) sums: ``k = f/(σ_q² + spread)³`` times 1, y, y², rv, and the same times σ_q²,
-    for the moments; ``u = 1/(σ_q² + e)``'s u²y, u³, u³e and σ_q² times u², u²y, u³, u³e for
-    the forecast), and the sums are re-weighted at the current σ̂², ``Σ g(σ²)X ≈ Σ g(σ_q²)X +
-    (σ² − σ_q²) Σ g'(σ_q²)X``, where that keeps at least half the frozen weight (else the
-    frozen terms). The frozen weights bias σ̂² low (a period's weight was set at a σ̂² of ~8
-    periods that holds its own excess); measured, ``scripts/optstream_prior_gap.py`` (issue
-    22): regional Feb α/ε = 100, 10 trials, against the exact planner, leaves +0.38 → +0.08 %,
-    national +0.63 → +0.08 %; but on the household the low σ̂² had helped (Jun 100: frozen
-    −0.54 % against exact, corrected −0.04 %), so it is not the default (not on the tables).
+    With :data:`FOLD_LINEAR` (opt-in, ``linear=True``; it excludes relative weights) the
+    absolute frozen weights are corrected to first order in σ² instead: a period folded at
+    σ_q² also adds its weighted terms' derivatives (15 more (N, w) sums: ``k = f/(σ_q² +
+    spread)³`` times 1, y, y², rv, and the same times σ_q², for the moments; ``u = 1/(σ_q² +
+    e)``'s u²y, u³, u³e and σ_q² times u², u²y, u³, u³e for the forecast), and the sums are
+    re-weighted at the current σ̂², ``Σ g(σ²)X ≈ Σ g(σ_q²)X + (σ² − σ_q²) Σ g'(σ_q²)X``,
+    where that keeps at least half the frozen weight (else the frozen terms). Measured
+    (``scripts/optstream_prior_gap.py``, 10 trials against the exact planner): regional Feb
+    α/ε = 100 national +0.63 → +0.08 % (relative weights: −0.03 %), household Oct 10 total
+    +0.20 → +0.36 % (relative: +0.08 %, the look-back's forgetting): the relative weights are
+    the default.
 
-    State: 12 arrays (N, w) float64 and 3 (N,), plus ``recent`` periods of 3 float64 and 1
-    bool (N, w) arrays: ≈ (96 + 25·recent)·N·w bytes (1.3 GB at 100,000 feeders, w = 48,
-    ``recent`` = 7), independent of ``days`` (:attr:`nbytes`). ``calibration="backtest"``
+    State: 12 arrays (N, w) float64 and 3 (N,) (relative weights: 13 and 4), plus
+    ``recent`` periods of 3 float64 and 1 bool (N, w) arrays: ≈ (104 + 25·recent)·N·w bytes
+    (1.3 GB at 100,000 feeders, w = 48, ``recent`` = 7), independent of ``days``
+    (:attr:`nbytes`). ``calibration="backtest"``
     and pooled bandwidths are not available here (not the defaults: :func:`profile_prior`).
 
     *Privacy*: the inputs are released measurements and public history (post-processing,
