@@ -734,7 +734,7 @@ class PriorState:
         }  # fmt: skip
         if self.linear:  # (only then: a default state's export is unchanged)
             scalars["linear"] = True
-        if self.relative:  # (a state saved without it folds absolute weights when restored)
+        if self.relative:  # (a state saved without it and folded goes on with absolute weights)
             scalars["relative"] = True
             if self.vref is not None:
                 arrays.update(vref=self.vref, eref=self.eref)
@@ -746,10 +746,14 @@ class PriorState:
         ``(values, noise, sampled, error, own)`` as :meth:`add` took them (bitwise the state
         that was exported). ``copy=False``: the sums are ``arrays``' own float64 arrays, not
         copies (arrays read back from a file for this state alone: no second copy held)."""
+        relative = scalars.get("relative")
+        if relative is None:  # saved before relative weights: absolute sums once one is folded
+            folded = any(np.any(arrays[k]) for k in ("g", "wt"))
+            relative = False if folded else None  # None: the module's (nothing folded yet)
         st = cls(scalars["n_nodes"], scalars["w"], days=scalars["days"],
                  recent=scalars["recent"], shrink=scalars["shrink"],
                  linear=bool(scalars.get("linear", False)),
-                 relative=bool(scalars.get("relative", False)))  # fmt: skip
+                 relative=None if relative is None else bool(relative))  # fmt: skip
         if st.relative and "vref" in arrays:
             st.vref = np.array(arrays["vref"], dtype=np.float64)
             st.eref = np.array(arrays["eref"], dtype=np.float64)

@@ -110,8 +110,8 @@ def test_export_and_restore_keep_the_reference():
 
 
 def test_a_state_saved_before_relative_weights_keeps_folding_absolute():
-    """A saved state without the flag (older code) has absolute frozen sums: restored, it
-    goes on as it was (mixing the two kinds of sums would be wrong)."""
+    """A saved state without the flag (older code) that folded has absolute frozen sums:
+    restored, it goes on as it was (mixing the two kinds of sums would be wrong)."""
     periods = _month(np.random.default_rng(4), p=14, n=40)
     old = _fed(periods[:12], recent=3, relative=False)
     arrays, scalars = old.export()
@@ -123,3 +123,22 @@ def test_a_state_saved_before_relative_weights_keeps_folding_absolute():
         for s in (old, back):
             s.add(y, var, sampled, error, np.ones(40, dtype=bool))
     np.testing.assert_array_equal(old.prior().mean, back.prior().mean)
+
+
+def test_a_state_saved_before_relative_weights_and_any_fold_takes_them_up():
+    """Without the flag but with nothing folded yet (older code, fewer than recent + 1
+    periods) the sums are the same under both rules: restored, it folds relative weights,
+    as a state that never was saved."""
+    periods = _month(np.random.default_rng(5), p=14, n=40)
+    old = _fed(periods[:3], recent=3, relative=False)
+    arrays, scalars = old.export()
+    assert "relative" not in scalars and not arrays["g"].any()
+    held = [(h[0], h[1], h[2], h[3], h[4]) for h in old._held]
+    back = PriorState.restore(arrays, scalars, held)
+    assert back.relative is True
+    fresh = _fed(periods[:3], recent=3)
+    for y, var, sampled, error in periods[3:]:
+        for s in (fresh, back):
+            s.add(y, var, sampled, error, np.ones(40, dtype=bool))
+    np.testing.assert_array_equal(fresh.prior().mean, back.prior().mean)
+    np.testing.assert_array_equal(fresh.prior().variance, back.prior().variance)
