@@ -27,9 +27,14 @@ feeders, w = 48, of which the 7 held periods are 0.85 GB). Without it (exact, th
 the golden tests): the last :data:`PRIOR_DAYS` periods' measurements, read by ``prior_model``
 (O(N w · PRIOR_DAYS), 6.4 GB at 100,000 feeders) and a period leaving the variogram's look-back
 subtracted exactly. While a block of public history is in the variogram's look-back (its
-first L − 1 released periods) the streaming state also holds each history period's share of
-each node's roughness (:data:`HISTORY_FADE` = ``"periods"``): an (L, N) array, L·8 = 224 bytes
-per node (22.4 MB per 100,000 nodes), none without history.
+first L − 1 released periods) the streaming state also holds what the block's oldest-first
+fade needs (:data:`HISTORY_FADE` = ``"lowrank"``, the default since session 13): each node's
+shares of its roughness over the block's L periods as r = :data:`HISTORY_RANK` = 8 period
+profiles (L, r) and r weights per node (r, N), r·8 = 64 bytes per node (6.4 MB per 100,000
+nodes) and L·r·8 = 1.8 kB whatever N; the (L, N) shares exist only while
+:meth:`StreamPlanner.add_history` reads the block. None without history. (``"periods"``,
+session 12's default, kept the (L, N) shares: 224 bytes per node, growing with L; a state
+saved with them still loads and fades by them.)
 
 Subtrees (issue 22.2, the per-subtree engine)
 ---------------------------------------------
@@ -99,16 +104,26 @@ PRIOR_DAYS = 56
 VARIOGRAM_WINDOW = "blocks"
 #: How the two-block window's previous block leaves when it is public history (a block of the
 #: last L = :data:`LOOKBACK` periods read by :meth:`StreamPlanner.add_history`), oldest period
-#: first as the exact window (:meth:`StreamPlanner.roughness`): ``"periods"`` (the default since
-#: session 12: each history period's share of each node's roughness is kept, (L, N) numbers,
-#: and the block's (N, w) sums are scaled per node by the share of its periods still in the
-#: window), ``"trend"`` or ``"weekly"`` (each period's sums fitted in its position over a line,
+#: first as the exact window (:meth:`StreamPlanner.roughness`): ``"lowrank"`` (the default
+#: since session 13: as ``"periods"``, with the (L, N) shares kept as their rank-r factors,
+#: r = :data:`HISTORY_RANK`: O(N r), whatever L; on the five diagnostic cells of
+#: ``scripts/optstream_history_fade.py`` (5 nodes: exact at r ≥ 5) within ±0.001 % of
+#: ``"periods"``, r = 4 +0.031 % on household Feb 10; at 2,000 synthetic feeders the faded
+#: part within 6 % of ``"periods"``' at the 99th percentile, the mean rate's 42 %:
+#: ``scripts/optstream_history_fade_scale.py``), ``"periods"`` (session 12's default: each
+#: history period's share of each node's roughness is kept, (L, N) numbers, and the block's
+#: (N, w) sums are scaled per node by the share of its periods still in the window),
+#: ``"trend"`` or ``"weekly"`` (each period's sums fitted in its position over a line,
 #: or a line and a 7-period cycle, from one or seven more (N, w) moments: O(N w), but measured
 #: further from the exact planner) -- or ``"mean"`` (session 11's rule: at the block's mean
 #: rate, as a released block; regional Jun α/ε = 10 national +1.19 % against the exact planner,
 #: ``"periods"`` −0.10 %: ``scripts/optstream_history_fade.py``). A released previous block
 #: always leaves at its mean rate (releases without history are unchanged, bit for bit).
-HISTORY_FADE = "periods"
+HISTORY_FADE = "lowrank"
+#: Rank r of :data:`HISTORY_FADE` = ``"lowrank"``: the history block's per-node shares of its
+#: periods, (L, N), kept as r period profiles (L, r) and r weights per node (r, N) (at most N
+#: of them). Measured (``docs/results/optstream_defaults_findings.md``): r = 8.
+HISTORY_RANK = 8
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -315,31 +330,44 @@ def _basis(name: str, length: int) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
+def history_profiles(gram: np.ndarray, rank: int) -> np.ndarray:
+    """B (L, r): the ``rank`` leading eigenvectors of a history block's (L, L) Gram matrix
+    G Gᵀ (:meth:`_HistoryMoments.gram`), made orthogonal to the constant exactly (G's
+    columns sum to zero, so its leading directions are): the fade is 1 at n = 0."""
+    _, vecs = np.linalg.eigh(np.asarray(gram, dtype=np.float64))  # ascending
+    b = vecs[:, ::-1][:, : max(int(rank), 0)]
+    return b - b.mean(axis=0)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _HistoryMoments:
     """What a block of public history keeps for its oldest-first fade (:data:`HISTORY_FADE`,
     :meth:`StreamPlanner.roughness`): ``"periods"``, each period's roughness per node (summed
-    over the lags); ``"trend"``/``"weekly"``, the moments Σᵢ φ_j(i)·rᵢ over its periods i
-    (j ≥ 1: the constant's is the block's own sums). Its noise part is not kept (history is
-    noise-free)."""
+    over the lags); ``"lowrank"``, the same while :meth:`StreamPlanner.add_history` reads the
+    block, then (:meth:`complete`) only its rank-r factors; ``"trend"``/``"weekly"``, the
+    moments Σᵢ φ_j(i)·rᵢ over its periods i (j ≥ 1: the constant's is the block's own sums).
+    Its noise part is not kept (history is noise-free)."""
 
     basis: str
     """The :data:`HISTORY_FADE` it was kept for."""
     squares: np.ndarray = field(hash=False)
-    """``"periods"``: (L, N); else (J, N, w)."""
+    """``"periods"`` (and ``"lowrank"`` while the block is read): (L, N); ``"lowrank"``
+    complete: (r, N), the node weights C; else (J, N, w)."""
     counts: np.ndarray = field(hash=False)
-    """``"periods"``: (0, w); else (J, w), or (J, N, w) with per-node counts."""
+    """``"periods"``/``"lowrank"``: (0, w); else (J, w), or (J, N, w) with per-node counts."""
+    profiles: np.ndarray | None = field(default=None, hash=False)
+    """``"lowrank"`` complete: (L, r), the period profiles B; None otherwise."""
 
     @classmethod
     def empty(cls, basis: str, n: int, w: int) -> _HistoryMoments:
-        if basis == "periods":
+        if basis in ("periods", "lowrank"):
             return cls(basis=basis, squares=np.zeros((LOOKBACK, n)), counts=np.zeros((0, w)))
         j = _basis(basis, 1).shape[1] - 1
         return cls(basis=basis, squares=np.zeros((j, n, w)), counts=np.zeros((j, w)))
 
     def add(self, r: RoughnessStats, i: int) -> _HistoryMoments:
         """With the block's period at position ``i``."""
-        if self.basis == "periods":  # each period's share of each node's roughness
+        if self.basis in ("periods", "lowrank"):  # each period's share of each node's roughness
             squares = self.squares.copy()
             squares[i] = r.squares.sum(axis=1)
             return _HistoryMoments(basis=self.basis, squares=squares, counts=self.counts)
@@ -351,17 +379,57 @@ class _HistoryMoments:
             counts=self.counts + phi.reshape((-1,) + (1,) * counts.ndim) * counts[None],
         )
 
+    def _centred_shares(self) -> np.ndarray:
+        """G = F − 1/L (L, N): each node's shares of its roughness over the block's periods
+        (a node without roughness: 1/L each) less the mean rate; columns summing to zero."""
+        total = self.squares.sum(axis=0)
+        share = np.divide(self.squares, total, out=np.full(self.squares.shape, 1.0 / LOOKBACK),
+                          where=total > 0)  # fmt: skip
+        return share - 1.0 / LOOKBACK
+
+    def gram(self) -> np.ndarray | None:
+        """(L, L) G Gᵀ of a ``"lowrank"`` block read but not yet factored (additive over
+        nodes: the subtrees' sum is the whole tree's); None otherwise."""
+        if self.basis != "lowrank" or self.profiles is not None:
+            return None
+        g = self._centred_shares()
+        return g @ g.T
+
+    def complete(self, rank: int, profiles: np.ndarray | None = None) -> _HistoryMoments:
+        """The block read: ``"lowrank"`` keeps its shares' rank-``rank`` factors only (other
+        fades: unchanged). ``profiles``: B (L, r) given (:func:`history_profiles` of the
+        whole tree's :meth:`gram`, for a subtree's planner), else this block's own.
+
+        Each node's shares of its roughness over the block's L periods, F (L, N) (columns
+        summing to one; a node without roughness: 1/L each), less the mean rate, G = F − 1/L,
+        are factored G ≈ B C by their leading r principal directions: the eigenvectors of the
+        (L, L) Gram matrix G Gᵀ (O(L² N), nothing N × N), B (L, r) the r leading ones (made
+        orthogonal to the constant exactly: G's columns sum to zero, so its directions are),
+        C = Bᵀ G (r, N). Exact (B C = G) when F has rank ≤ r: G = (I − 𝟙𝟙ᵀ/L) F. The common
+        part of the nodes' day-to-day roughness (weekends, holidays) is what the leading
+        directions hold."""
+        if self.basis != "lowrank" or self.profiles is not None:
+            return self
+        g = self._centred_shares()
+        if profiles is None:  # (rank at most N: G's rank)
+            profiles = history_profiles(g @ g.T, min(int(rank), g.shape[1]))
+        b = np.asarray(profiles, dtype=np.float64)
+        return _HistoryMoments(basis=self.basis, squares=b.T @ g, counts=self.counts,
+                               profiles=b)  # fmt: skip
+
     def part(self, s0: RoughnessStats, n: int) -> RoughnessStats:
         """The block's sums ``s0`` still in the look-back after ``n`` newer periods: its
         periods i ≥ n, fitted (:meth:`StreamPlanner.roughness`), kept within [0, ``s0``]."""
-        if self.basis == "periods":
-            total = self.squares.sum(axis=0)
-            frac = np.divide(self.squares[n:].sum(axis=0), total,
-                             out=np.full(total.shape, (LOOKBACK - n) / LOOKBACK),
-                             where=total > 0)  # fmt: skip
-            return RoughnessStats(squares=s0.squares * frac[:, None],
-                                  noise=s0.noise * ((LOOKBACK - n) / LOOKBACK),
-                                  counts=s0.counts * ((LOOKBACK - n) / LOOKBACK))  # fmt: skip
+        if self.basis in ("periods", "lowrank"):
+            rate = (LOOKBACK - n) / LOOKBACK
+            if self.profiles is not None:  # the mean rate and the rank-r shares' correction
+                frac = np.clip(rate + self.profiles[n:].sum(axis=0) @ self.squares, 0.0, 1.0)
+            else:
+                total = self.squares.sum(axis=0)
+                frac = np.divide(self.squares[n:].sum(axis=0), total,
+                                 out=np.full(total.shape, rate), where=total > 0)  # fmt: skip
+            return RoughnessStats(squares=s0.squares * frac[:, None], noise=s0.noise * rate,
+                                  counts=s0.counts * rate)  # fmt: skip
         phi = _basis(self.basis, LOOKBACK)
         # fitted r_i = φ(i) β with β = pinv(ΦᵀΦ) M (M_0 = s0): the tail's weights of M
         c = np.linalg.pinv(phi.T @ phi) @ phi[n:].sum(axis=0)
@@ -377,7 +445,8 @@ class _HistoryMoments:
 
     @property
     def nbytes(self) -> int:
-        return int(self.squares.nbytes + self.counts.nbytes)
+        extra = 0 if self.profiles is None else self.profiles.nbytes
+        return int(self.squares.nbytes + self.counts.nbytes + extra)
 
 
 class StreamPlanner:
@@ -489,6 +558,8 @@ class StreamPlanner:
         for key, mo in (("moment", self._moment), ("moment_prev", self._moment_prev)):
             if mo is not None:  # only while a block of public history is in the look-back
                 arrays.update({f"{key}_squares": mo.squares, f"{key}_counts": mo.counts})
+                if mo.profiles is not None:  # "lowrank": its period profiles
+                    arrays[f"{key}_profiles"] = mo.profiles
                 scalars[f"{key}_basis"] = mo.basis
         if self.previous is not None:
             pos, cost, noise = self.previous
@@ -528,7 +599,8 @@ class StreamPlanner:
             if f"{key}_squares" in arrays:
                 mo = _HistoryMoments(basis=scalars[f"{key}_basis"],
                                      squares=arrays[f"{key}_squares"],
-                                     counts=arrays[f"{key}_counts"])  # fmt: skip
+                                     counts=arrays[f"{key}_counts"],
+                                     profiles=arrays.get(f"{key}_profiles"))  # fmt: skip
             setattr(self, f"_{key}", mo)
         self.previous = None
         if "previous_pos" in arrays:
@@ -622,11 +694,16 @@ class StreamPlanner:
         for i, (m, plan) in enumerate(items):
             self.update(m, plan, roughness=i >= first)
 
-    def add_history(self, measurements: list[Measurement]) -> None:
+    def add_history(self, measurements: list[Measurement], *, factor: bool = True) -> None:
         """Public history, full periods oldest first (noise-free measurements). With
         :data:`VARIOGRAM_WINDOW` = ``"blocks"`` a streaming planner's variogram reads the last
         :data:`LOOKBACK` of them only: the older ones would have left its look-back before the
-        first plan (as they leave the periods state's)."""
+        first plan (as they leave the periods state's).
+
+        With :data:`HISTORY_FADE` = ``"lowrank"`` the block's (L, N) shares exist only while it
+        is read here: they are factored at the end (rank :data:`HISTORY_RANK`). ``factor=False``
+        (one subtree of a split tree) keeps them until :meth:`factor_history` is given the
+        whole tree's profiles (the sum of every part's :meth:`history_gram`)."""
         full = [i for i, m in enumerate(measurements) if m.values.shape[1] == self.cfg.w]
         blocks = self.streaming and VARIOGRAM_WINDOW == "blocks"
         first = full[-LOOKBACK] if blocks and len(full) > LOOKBACK else 0
@@ -639,7 +716,21 @@ class StreamPlanner:
                 n = self.cfg.matrix.shape[0]
                 self._moment = _HistoryMoments.empty(HISTORY_FADE, n, self.cfg.w)
             self.update(m, roughness=i >= first)
+        if factor:  # the block read: "lowrank" keeps its factors only
+            self.factor_history()
         self.from_history = self.n_measured
+
+    def history_gram(self) -> np.ndarray | None:
+        """(L, L) Gram matrix of the history block's centred shares, read by
+        ``add_history(factor=False)`` and not yet factored (``"lowrank"``); None otherwise."""
+        return None if self._moment is None else self._moment.gram()
+
+    def factor_history(self, profiles: np.ndarray | None = None) -> None:
+        """Keep the history block's rank-r factors only (``"lowrank"``; a no-op otherwise):
+        with ``profiles`` B (L, r) given (:func:`history_profiles` of the whole tree's Gram
+        matrix: a split tree's parts factor alike, as one planner), else its own."""
+        if self._moment is not None:
+            self._moment = self._moment.complete(HISTORY_RANK, profiles)
 
     def carry(self, previous: tuple[np.ndarray, np.ndarray, str] | None) -> None:
         """Start after an earlier release (:func:`carried_previous`): its last w steps' samples
@@ -675,14 +766,19 @@ class StreamPlanner:
         ``docs/results/optstream_defaults_findings.md``).
 
         A previous block of public history (:data:`HISTORY_FADE` not ``"mean"``) leaves
-        oldest period first instead, as the exact window. ``"periods"`` (the default) keeps
-        beside the block's sums S₀ = Σᵢ rᵢ (periods i = 0 .. L − 1) each period's share of
-        each node's roughness, pᵢ = Σ_h rᵢ(h) / Σ_h S₀(h) over the lags h ((L, N) numbers,
-        kept while the block is read), and takes the part still in the window after n
-        released periods as S₀ · Σ_{i≥n} pᵢ per node (counts and noise at the mean rate:
-        those of public history do not vary): exact when each node's periods differ in level
-        only, not in the shape of their variogram (weekends smoother than weekdays are a
-        level). ``"trend"`` / ``"weekly"`` keep instead moments M_j = Σᵢ φ_j(i)·rᵢ of a few
+        oldest period first instead, as the exact window. ``"periods"`` keeps beside the
+        block's sums S₀ = Σᵢ rᵢ (periods i = 0 .. L − 1) each period's share of each node's
+        roughness, pᵢ = Σ_h rᵢ(h) / Σ_h S₀(h) over the lags h ((L, N) numbers, kept while
+        the block is read), and takes the part still in the window after n released periods
+        as S₀ · Σ_{i≥n} pᵢ per node (counts and noise at the mean rate: those of public
+        history do not vary): exact when each node's periods differ in level only, not in the
+        shape of their variogram (weekends smoother than weekdays are a level).
+        ``"lowrank"`` (the default) factors the shares less the mean rate once the block is
+        read, F − 1/L ≈ B C (:meth:`_HistoryMoments.complete`: B (L, r) the leading
+        eigenvectors of the (L, L) Gram matrix, C (r, N)), and takes S₀ per node times
+        clip((L − n)/L + (Σ_{i≥n} B[i]) C, 0, 1): O(N r) kept, exact when F has rank ≤ r
+        (the nodes' day-to-day roughness shares r patterns: weekends, holidays).
+        ``"trend"`` / ``"weekly"`` keep instead moments M_j = Σᵢ φ_j(i)·rᵢ of a few
         basis functions (a line, and the harmonics of a 7-period cycle), take each period's
         sums as their least-squares fit rᵢ ≈ φ(i)ᵀβ, β = (ΦᵀΦ)⁺ M, and the part as
         Σ_{i≥n} φ(i)ᵀβ within [0, S₀]: O(N w) (one or seven more sums), exact when each (node,

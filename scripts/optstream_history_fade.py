@@ -15,6 +15,9 @@ periods of public history as one block and, as the month's periods come in, weig
 * ``weekly``: as ``trend`` with a weekly cycle in the fit (``HISTORY_FADE = "weekly"``);
 * ``periods``: each history period's share of each node's roughness (summed over lags) kept,
   (L, N) numbers (``HISTORY_FADE = "periods"``, the release's default since session 12);
+* ``lowrank``: the ``periods`` shares factored by their r leading directions over the nodes,
+  (L, r) period profiles and r weights per node (``HISTORY_FADE = "lowrank"``,
+  ``HISTORY_RANK = r``: O(N r), whatever L); ``--ranks 1 2 4`` runs one state ``rank<r>`` per r;
 * ``fix``: blocks, but while the previous block is the public history its periods leave oldest
   first, re-read from the history (a prototype, monkeypatched here: it holds the history's L
   periods of variogram sums, so its state grows with L; not the release's code);
@@ -73,12 +76,16 @@ def _roughness(self):
     return _ORIG[2](self)
 
 
-STATES = ("exact", "now", "trend", "weekly", "periods", "fix")
+STATES = ("exact", "now", "trend", "weekly", "periods", "lowrank", "fix")
 
 
 def _state(name: str) -> None:
+    """Set the planner for state ``name`` (``rank<r>``: ``"lowrank"`` at rank r)."""
     _autoplan.STREAMING_STATE = name != "exact"
-    sp.HISTORY_FADE = name if name in ("trend", "weekly", "periods") else "mean"
+    if name.startswith("rank"):
+        sp.HISTORY_RANK = int(name[4:])
+        name = "lowrank"
+    sp.HISTORY_FADE = name if name in ("trend", "weekly", "periods", "lowrank") else "mean"
     patched = (_add_history, _update, _roughness) if name == "fix" else _ORIG
     sp.StreamPlanner.add_history, sp.StreamPlanner.update, sp.StreamPlanner.roughness = patched
 
@@ -91,8 +98,18 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=6)
     parser.add_argument("--variant", choices=["equal", "root"], default=None)
     parser.add_argument("--states", nargs="+", choices=STATES, default=list(STATES))
+    parser.add_argument(
+        "--ranks",
+        nargs="+",
+        type=int,
+        default=[sp.HISTORY_RANK],
+        help="the ranks r of the lowrank state (one state rank<r> each)",
+    )
     parser.add_argument("--csv", default=None, help="write the per-trial errors here")
     args = parser.parse_args()
+    default = (sp.HISTORY_FADE, sp.HISTORY_RANK)
+    ranks = [f"rank{r}" for r in args.ranks]
+    states = [s for name in args.states for s in (ranks if name == "lowrank" else [name])]
     frame, hierarchy, root, leaves, year = od._data(args.dataset)
     cur, prev = od.MONTHS[args.month]
     truth = frame.loc[f"{year}-{cur}"][[root, *leaves]]
@@ -109,18 +126,18 @@ def main() -> None:
             ]
             kw.update(extra, prior=False)
             seed = 7_000 * i + 100 * trial + int(args.alpha)
-        for name in args.states:
+        for name in states:
             _state(name)
             out = dpstream.release_optstream(truth[leaves], seed=seed, **kw)
             leaf, top, _ = od._errors(out, truth, leaves, root)
             rows.append({"trial": trial, "state": name, "leaves": leaf, "root": top})
-    _state("periods")  # the default
+    sp.HISTORY_FADE, sp.HISTORY_RANK = default
     d = pd.DataFrame(rows)
     if args.csv:
         d.to_csv(args.csv, index=False)
-    if "exact" not in args.states:
+    if "exact" not in states:
         return
-    for level, name, mean, se, n in od.paired_against_exact(d, args.states):
+    for level, name, mean, se, n in od.paired_against_exact(d, states):
         print(f"{level:6s} {name} - exact: {mean:+.3f} ± {se:.3f} % ({n} pairs)")
 
 

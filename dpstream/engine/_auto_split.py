@@ -464,12 +464,21 @@ class SubtreeAuto(SolverCalls):
         forget_structure(self.task.key)
 
     # -- the planner's state (public values) ---------------------------------------------------
-    def begin(self, history: list, carried, stored: bool) -> None:
+    def begin(self, history: list, carried, stored: bool):
         """Public history (noise-free :class:`Measurement` rows of this subtree); the carried
-        samples of an earlier release when the store holds no period (``stored`` False)."""
-        self.planner.add_history(history)
+        samples of an earlier release when the store holds no period (``stored`` False).
+        Returns the history block's Gram matrix (``HISTORY_FADE = "lowrank"``: factored by
+        :meth:`factor_history` with the whole tree's profiles) or None."""
+        self.planner.add_history(history, factor=False)
+        gram = self.planner.history_gram()
         if not stored:
             self.planner.carry(carried)
+        self._rest(True)
+        return gram
+
+    def factor_history(self, profiles) -> None:
+        """The history block's factors over the whole tree's ``profiles`` (:meth:`begin`)."""
+        self.planner.factor_history(profiles)
         self._rest(True)
 
     def add_stored(self, m: Measurement, plan: PeriodPlan) -> None:
@@ -969,9 +978,16 @@ class AutoSplit:
         items = iter(items)
         first = next(items, None)
         top = self.top_rows
-        self.top_planner.add_history([_rows_of(m, None, top)[0] for m in history])
-        self.call("begin", [([_rows_of(m, None, r)[0] for m in history], carried, first is not None)
-                            for r in self.rows])  # fmt: skip
+        self.top_planner.add_history([_rows_of(m, None, top)[0] for m in history], factor=False)
+        grams = self.call("begin", [([_rows_of(m, None, r)[0] for m in history], carried,
+                                     first is not None) for r in self.rows])  # fmt: skip
+        grams = [g for g in [self.top_planner.history_gram(), *grams] if g is not None]
+        if grams:  # "lowrank": every part factors its shares over the whole tree's profiles
+            from planner._stream_planner import HISTORY_RANK, history_profiles
+
+            profiles = history_profiles(sum(grams), HISTORY_RANK)
+            self.top_planner.factor_history(profiles)
+            self.each("factor_history", profiles)
         if first is None:
             self.top_planner.carry(carried)
         leaf = self.cfg.leaf_nodes

@@ -60,8 +60,14 @@ def _saved_keys(store) -> set[str]:
         )
 
 
+@pytest.mark.parametrize("fade", ["periods", "lowrank"])
 @pytest.mark.parametrize("every_day", [True, False], ids=["history-daily", "history-once"])
-def test_the_history_fade_across_daily_runs_equals_in_memory(tmp_path, every_day):
+def test_the_history_fade_across_daily_runs_equals_in_memory(
+    tmp_path, every_day, fade, monkeypatch
+):
+    # "lowrank" at rank 1 of the 4 nodes: its (L, 1) profiles and (1, N) weights are saved
+    monkeypatch.setattr(sp, "HISTORY_FADE", fade)
+    monkeypatch.setattr(sp, "HISTORY_RANK", 1)
     frame = loads(L + DAYS)
     history, days = frame.iloc[: 48 * L], frame.iloc[48 * L :]
     want = in_memory(days, history)
@@ -74,20 +80,31 @@ def test_the_history_fade_across_daily_runs_equals_in_memory(tmp_path, every_day
     np.testing.assert_allclose(pd.concat(got).to_numpy(), want, rtol=0, atol=1e-9)
     # the history's shares were saved while it was in the look-back, and only then
     assert ["moment_prev_squares" in k for k in keys] == [d < L - 1 for d in range(DAYS)]
+    assert ["moment_prev_profiles" in k for k in keys] == [
+        d < L - 1 and fade == "lowrank" for d in range(DAYS)
+    ]
 
 
-def test_the_history_fade_changes_this_release(monkeypatch):
+@pytest.mark.parametrize("fade", ["periods", "lowrank"])
+def test_the_history_fade_changes_this_release(fade, monkeypatch):
     # the test above can fail: the saved shares matter here (the mean rate plans otherwise)
+    monkeypatch.setattr(sp, "HISTORY_FADE", fade)
+    monkeypatch.setattr(sp, "HISTORY_RANK", 1)
     frame = loads(L + DAYS)
     history, days = frame.iloc[: 48 * L], frame.iloc[48 * L :]
-    fade = in_memory(days, history)
+    faded = in_memory(days, history)
     monkeypatch.setattr(sp, "HISTORY_FADE", "mean")
-    assert np.abs(in_memory(days, history) - fade).max() > 1e-6
+    assert np.abs(in_memory(days, history) - faded).max() > 1e-6
 
 
-def test_a_split_store_fades_the_history_as_the_whole_planner(tmp_path):
+@pytest.mark.parametrize("fade", ["periods", "lowrank"])
+def test_a_split_store_fades_the_history_as_the_whole_planner(tmp_path, fade, monkeypatch):
     # the split engine (cut 2, this process): each part saves and loads its history shares
-    # across three runs, one day each; equal to one whole planner (the shares are per node)
+    # across three runs, one day each; equal to one whole planner (the shares are per node;
+    # "lowrank": every part factors them over the whole tree's profiles, the sum of the
+    # parts' Gram matrices)
+    monkeypatch.setattr(sp, "HISTORY_FADE", fade)
+    monkeypatch.setattr(sp, "HISTORY_RANK", 2)
     from _tree_helpers import daily_loads, feeder_tree
 
     from dpstream.engine._auto_split import release_auto_whole
@@ -127,6 +144,7 @@ def test_a_split_store_fades_the_history_as_the_whole_planner(tmp_path):
         history_measurements(np.asarray(tree.sparse_matrix @ loads[:, : L * w]).T, w)
     )
     assert planner._moment is not None
+    assert (planner._moment.profiles is not None) == (fade == "lowrank")
     for d in range(days):
         vals = np.asarray(tree.sparse_matrix @ loads[:, (L + d) * w : (L + d + 1) * w])
         want = release_auto_whole(planner, cfg, tree, vals, ordinal=d, seed=5)[0]
