@@ -849,8 +849,11 @@ class PriorState:
             terms = self._weights(held, sigma2[rows], self.w, rows)
             if self.relative:  # relative to ū = 1/(σ_q² + ē): u/ū, u y/ū, u²/ū², u² e/ū²
                 inv = np.maximum(self.eref[rows] + sigma2[rows, None], floor)
-                terms = (terms[0] * inv, terms[1] * inv, terms[2] * inv * inv,
-                         terms[3] * inv * inv)  # fmt: skip
+                for j, t in enumerate(terms):  # (in place: the terms are this fold's own)
+                    if j == 2:
+                        inv *= inv
+                    t *= inv
+                del inv
             for name, term in zip(("wt", "wy", "w2", "w2e"), terms, strict=True):
                 getattr(self, name)[rows] += f * term
             if self.linear:
@@ -876,19 +879,21 @@ class PriorState:
     def _set_reference(self, folding: list) -> None:
         """Relative weights: the reference measurement of each node, from the newest held
         period (its noise on the steps it sampled, and its error variance; nodes it did not
-        measure: the period being folded's)."""
+        measure: the period being folded's). A block of nodes at a time (no (N, w)
+        temporaries: the arrays set are the state's own)."""
         newest = self._held[-1]
-
-        def noise(h):
-            s = h[2]
-            n = s.sum(axis=1)
-            return np.divide(np.where(s, h[1], 0.0).sum(axis=1), n, out=np.full(n.shape, np.nan),
-                             where=n > 0)  # fmt: skip
-
-        v = noise(newest)
-        v = np.where(np.isnan(v), noise(folding), v)
-        self.vref = np.where(np.isnan(v), 0.0, v)
-        self.eref = np.where(newest[4][:, None], newest[3], folding[3]).astype(np.float64)
+        self.vref = np.zeros(self.n_nodes)
+        self.eref = np.empty((self.n_nodes, self.w))
+        for i in range(0, self.n_nodes, _SHRINK_ROWS):
+            rows = slice(i, i + _SHRINK_ROWS)
+            v = np.zeros(self.vref[rows].shape)
+            for h in (folding, newest):  # the newest's where it sampled, else the folded's
+                s = h[2][rows]
+                n = s.sum(axis=1)
+                got = np.where(s, h[1][rows], 0.0).sum(axis=1)
+                v = np.where(n > 0, got / np.maximum(n, 1), v)
+            self.vref[rows] = v
+            self.eref[rows] = np.where(newest[4][rows, None], newest[3][rows], folding[3][rows])
 
     def _reference_weight(self, sigma2: np.ndarray, common, rows: slice, cols) -> np.ndarray:
         """Relative weights: ``g(σ²; s̄) = 1/(σ² + s̄)²`` of the reference noise v̄ of the

@@ -4,7 +4,13 @@ Releases one main-table ``auto`` cell of ``scripts/optstream_defaults.py`` (meth
 seed ``100 * trial + alpha``) under
 
 * ``exact``: the periods state (``STREAMING_STATE = False``, the issue's reference);
-* ``stream``: the default streaming state (``postproc.PriorState``, two-block variogram);
+* ``stream``: the default streaming state (``postproc.PriorState``, two-block variogram;
+  relative folded weights, ``FOLD_RELATIVE``, since session 13);
+* ``absolute``: the streaming state with session 7's absolute frozen weights (the default
+  until session 12; ``sigma_frozen``, ``weights_frozen``, ``loo`` and ``linear`` below are
+  variants of it);
+* ``pin_first``: relative weights, the first released period held instead of folded (how
+  much of what is left is that period's frozen relative weight);
 * ``recent31``: the streaming state with ``recent = 31`` (nothing frozen in a month);
 * ``prior_stream``: the exact planner (periods, exact variogram) whose prior -- for the plan
   and for the merge -- is the running sums' (isolates the prior from the variogram);
@@ -111,9 +117,33 @@ def _plan(self, r=None, *, tail_of=None, scores=None):
     return plan, merged[0]
 
 
+class _Absolute(PriorState):
+    """Session 7's absolute frozen weights (the default until ``FOLD_RELATIVE``)."""
+
+    def __init__(self, n_nodes, w, *, days=28, recent=7, shrink=True, relative=False):
+        super().__init__(n_nodes, w, days=days, recent=recent, shrink=shrink, relative=relative)
+
+
 class _Recent31(PriorState):
     def __init__(self, n_nodes, w, *, days=28, recent=31, shrink=True):
         super().__init__(n_nodes, w, days=days, recent=recent, shrink=shrink)
+
+
+class _PinFirst(PriorState):
+    """Relative weights, the first released period held (weighted exactly) instead of folded:
+    how much of the rest is that period's frozen relative weight (a diagnostic; the σ̂² a
+    period is folded at here leaves the pinned period out)."""
+
+    def add(self, *args, **kw):
+        pinned = getattr(self, "_pin", None)
+        if pinned is not None:
+            self._held.remove(pinned)
+        super().add(*args, **kw)
+        if pinned is None and self._held and not kw.get("public", False):
+            pinned = self._held[0]
+            self._pin = pinned
+        if pinned is not None and pinned not in self._held:
+            self._held.insert(0, pinned)
 
 
 class _Twin(PriorState):
@@ -123,9 +153,9 @@ class _Twin(PriorState):
     RECENT = (31, 7)
 
     def __init__(self, n_nodes, w, *, days=28, recent=None, shrink=True):
-        mine, twin = self.RECENT
-        super().__init__(n_nodes, w, days=days, recent=mine, shrink=shrink)
-        self.twin = PriorState(n_nodes, w, days=days, recent=twin, shrink=shrink)
+        mine, twin = self.RECENT  # (session 7's absolute frozen weights: what they isolate)
+        super().__init__(n_nodes, w, days=days, recent=mine, shrink=shrink, relative=False)
+        self.twin = PriorState(n_nodes, w, days=days, recent=twin, shrink=shrink, relative=False)
 
     def add(self, *args, **kw):
         super().add(*args, **kw)
@@ -149,9 +179,10 @@ class _WeightsFrozen(_Twin):
     RECENT = (7, 31)
 
 
-class _LeaveOut(PriorState):
+class _LeaveOut(_Absolute):
     """A period leaving the held ones is folded at the σ̂² of the other periods (the folded
-    sums, the history and the other held periods), not at one that includes its own excess."""
+    sums, the history and the other held periods), not at one that includes its own excess
+    (absolute frozen weights otherwise)."""
 
     def _fold(self, held, sigma2):
         if self._held and self._held[0] is held:
@@ -163,7 +194,7 @@ class _LeaveOut(PriorState):
         super()._fold(held, sigma2)
 
 
-class _Linear(PriorState):
+class _Linear(_Absolute):
     """Frozen weights corrected to first order in σ² (a prototype of an O(N w) fix): a
     period folded at σ_q² adds, beside its weighted terms, their derivatives in σ² (as sums
     of k·X and σ_q²·k·X), so that the sums are re-weighted at the current σ̂²:
@@ -250,14 +281,17 @@ class _Linear(PriorState):
 
 
 _CLASSES = {
+    "absolute": _Absolute,
+    "pin_first": _PinFirst,
     "recent31": _Recent31,
     "linear": _Linear,
     "loo": _LeaveOut,
     "sigma_frozen": _MomentsFrozen,
     "weights_frozen": _WeightsFrozen,
 }
-STATES = ("exact", "stream", "recent31", "fold_linear", "linear", "loo", "sigma_frozen",
-          "weights_frozen", "prior_stream", "plan_exact", "plan_stream", "exact_pc0")  # fmt: skip
+STATES = ("exact", "stream", "absolute", "pin_first", "recent31", "fold_linear", "linear",
+          "loo", "sigma_frozen", "weights_frozen", "prior_stream", "plan_exact", "plan_stream",
+          "exact_pc0")  # fmt: skip
 
 
 def _state(name: str) -> None:
