@@ -85,6 +85,24 @@ def test_the_history_fade_across_daily_runs_equals_in_memory(
     ]
 
 
+def test_a_store_saved_with_the_periods_shares_fades_by_them_under_lowrank(tmp_path, monkeypatch):
+    # day 1 run by session 12's code ((L, N) shares saved), the next days by the rank-r
+    # default: the saved state keeps its own fade, as the in-memory "periods" release
+    monkeypatch.setattr(sp, "HISTORY_RANK", 1)
+    frame = loads(L + DAYS)
+    history, days = frame.iloc[: 48 * L], frame.iloc[48 * L :]
+    monkeypatch.setattr(sp, "HISTORY_FADE", "periods")
+    want = in_memory(days, history)
+    got = []
+    for d in range(DAYS):
+        with ReleaseStore(tmp_path / "s.db") as store:
+            kw = {"history": history} if d == 0 else {}
+            got.append(store.release_optstream(days.iloc[48 * d : 48 * (d + 1)], **KW, **kw))
+        monkeypatch.setattr(sp, "HISTORY_FADE", "lowrank")
+    np.testing.assert_allclose(pd.concat(got).to_numpy(), want, rtol=0, atol=1e-9)
+    assert np.abs(in_memory(days, history) - want).max() > 1e-6  # (lowrank plans otherwise)
+
+
 @pytest.mark.parametrize("fade", ["periods", "lowrank"])
 def test_the_history_fade_changes_this_release(fade, monkeypatch):
     # the test above can fail: the saved shares matter here (the mean rate plans otherwise)
