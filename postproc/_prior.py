@@ -99,6 +99,12 @@ FOLD_LINEAR = False
 #: the 30-trial tables but the first), where the frozen weights biased σ̂² 5-25 % low (issue
 #: 22). The default; False: session 7's absolute frozen weights.
 FOLD_RELATIVE = True
+#: :class:`PriorState`: hold a stream's first period (planned without a prior: measured unlike
+#: the days after it, so not like the reference of :data:`FOLD_RELATIVE`) until it leaves the
+#: look-back, weighted exactly, then drop it as the exact window drops its oldest period,
+#: instead of folding it (class Notes). One period's arrays more for the first ``days``
+#: periods of a stream. The default; False: it is folded as any other.
+HOLD_FIRST = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -651,6 +657,7 @@ class PriorState:
         shrink: bool = True,
         linear: bool | None = None,
         relative: bool | None = None,
+        hold_first: bool | None = None,
     ) -> None:
         for name, value, least in (("days", days, 2), ("recent", recent, 0)):
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
@@ -679,6 +686,15 @@ class PriorState:
             )
         self.relative = bool(FOLD_RELATIVE and not self.linear if relative is None else relative)
         """Folded weights relative to a reference measurement per node (:data:`FOLD_RELATIVE`)."""
+        if hold_first is not None and not isinstance(hold_first, bool | np.bool_):
+            raise ParameterError(
+                f"The 'hold_first' parameter of PriorState must be True, False or None (the "
+                f"module's HOLD_FIRST). Got {hold_first!r} instead."
+            )
+        self.hold_first = bool(HOLD_FIRST if hold_first is None else hold_first)
+        """Hold the stream's first period until it leaves the look-back (:data:`HOLD_FIRST`)."""
+        self._first: list | None = None  # the first period while it is among the held ones
+        self._pinned: list | None = None  # ... once held past them (dropped after ``days``)
         self.vref: np.ndarray | None = None
         """Relative weights: (N,) the reference noise variance v̄ (set at the first fold)."""
         self.eref: np.ndarray | None = None
@@ -705,7 +721,7 @@ class PriorState:
         names = (*self._arrays, "count", "hn", "sigma2")
         total = sum(getattr(self, a).nbytes for a in names)
         total += sum(a.nbytes for a in (self.vref, self.eref) if a is not None)
-        return int(total + sum(a.nbytes for h in self._held for a in h[:5]))
+        return int(total + sum(a.nbytes for h in self._exact() for a in h[:5]))
 
     def _decay(self) -> None:
         if self.n_periods < self.days:
@@ -713,7 +729,7 @@ class PriorState:
         f = (self.days - 1.0) / self.days
         for name in (*self._arrays, "count", "hn"):
             getattr(self, name)[...] *= f
-        for h in self._held:
+        for h in self._exact():
             h[5] *= f
         self._noise *= f
         self._obs *= f
@@ -732,6 +748,14 @@ class PriorState:
             "floor": [self._noise, self._obs, self._level, self._size],
             "held_weights": [float(h[5]) for h in self._held],
         }  # fmt: skip
+        if self.hold_first:  # (the first period: among the held ones, or pinned past them)
+            scalars["hold_first"] = True
+            scalars["first_held"] = self._first is not None
+            if self._pinned is not None:
+                y, rv, s, e, own, f = self._pinned
+                arrays.update(pinned_values=y, pinned_noise=rv, pinned_sampled=s,
+                              pinned_error=e, pinned_own=own)  # fmt: skip
+                scalars["pinned_weight"] = float(f)
         if self.linear:  # (only then: a default state's export is unchanged)
             scalars["linear"] = True
         if self.relative:  # (a state saved without it and folded goes on with absolute weights)
@@ -753,7 +777,8 @@ class PriorState:
         st = cls(scalars["n_nodes"], scalars["w"], days=scalars["days"],
                  recent=scalars["recent"], shrink=scalars["shrink"],
                  linear=bool(scalars.get("linear", False)),
-                 relative=None if relative is None else bool(relative))  # fmt: skip
+                 relative=None if relative is None else bool(relative),
+                 hold_first=bool(scalars.get("hold_first", False)))  # fmt: skip
         if st.relative and "vref" in arrays:
             st.vref = np.array(arrays["vref"], dtype=np.float64)
             st.eref = np.array(arrays["eref"], dtype=np.float64)
@@ -770,7 +795,34 @@ class PriorState:
             s = np.asarray(sampled, dtype=bool) & own[:, None]
             st._held.append([np.asarray(y, dtype=np.float64), np.asarray(rv, dtype=np.float64),
                              s, np.asarray(e, dtype=np.float64), own, float(f)])  # fmt: skip
+        if scalars.get("first_held") and st._held:
+            st._first = st._held[0]
+        if "pinned_values" in arrays:
+            own = np.asarray(arrays["pinned_own"], dtype=bool)
+            st._pinned = [np.array(arrays["pinned_values"], dtype=np.float64),
+                          np.array(arrays["pinned_noise"], dtype=np.float64),
+                          np.asarray(arrays["pinned_sampled"], dtype=bool) & own[:, None],
+                          np.array(arrays["pinned_error"], dtype=np.float64), own,
+                          float(scalars["pinned_weight"])]  # fmt: skip
         return st
+
+    def _exact(self) -> list[list]:
+        """The periods weighted exactly at the current σ̂²: the held ones and a pinned first."""
+        return self._held if self._pinned is None else [self._pinned, *self._held]
+
+    def _drop_pinned(self) -> None:
+        """The pinned first period leaves the look-back: its plain sums are taken out (it
+        has no folded terms), as the exact window drops its oldest period."""
+        y, rv, s, _, own, f = self._pinned
+        mine = own[:, None]
+        self._noise -= f * float(np.where(s, rv, 0.0).sum())
+        self._obs -= f * float(s.sum())
+        self._level -= f * float(np.abs(y).sum())
+        self._size -= f * y.size
+        self.count -= f * own
+        self.sy -= f * np.where(mine, y, 0.0)
+        self.sv -= f * np.where(mine, rv, 0.0)
+        self._pinned = None
 
     def floor_sums(self) -> tuple[float, float, float, float]:
         """The variance floor's sums over this state's nodes (known noise, its observations,
@@ -801,7 +853,10 @@ class PriorState:
         rv = np.asarray(noise, dtype=np.float64)
         own = np.asarray(own, dtype=bool)
         s = np.asarray(sampled, dtype=bool) & own[:, None]
-        self._decay()
+        if self._pinned is not None and self.n_periods >= self.days:
+            self._drop_pinned()  # the look-back's oldest period leaves (exact, no forgetting)
+        else:
+            self._decay()
         self.n_periods += 1
         mine = own[:, None]
         self._noise += float(np.where(s, rv, 0.0).sum())
@@ -818,9 +873,14 @@ class PriorState:
             self.sv += np.where(mine, rv, 0.0)
             e = np.asarray(error, dtype=np.float64)
             self._held.append([y, rv, s, e, own, 1.0])
+            if self.hold_first and self.n_periods == 1:  # the stream's first period
+                self._first = self._held[-1]
             if len(self._held) > self.recent:
-                self.sigma2 = self._sigma2(self.w)
-                self._fold(self._held[0], self.sigma2)
+                if self._held[0] is self._first:  # held on, not folded (HOLD_FIRST)
+                    self._pinned, self._first = self._first, None
+                else:
+                    self.sigma2 = self._sigma2(self.w)
+                    self._fold(self._held[0], self.sigma2)
                 del self._held[0]
         self.sigma2 = self._sigma2(self.w)
 
@@ -941,14 +1001,16 @@ class PriorState:
 
     def _sigma2(self, r: int) -> np.ndarray:
         """(N,) σ̂² from the first r steps (module Notes, 1; ``bandwidth=inf``): the folded
-        sums, the history and the held periods, the last two reweighted as in
-        :func:`_node_block` (equal weights, then three passes) when nothing is folded yet.
+        sums, the history and the held periods, reweighted as in :func:`_node_block` (equal
+        weights, then three passes) when nothing is folded yet or the folded weights are
+        relative (equal weights: the relative sums themselves); absolute frozen weights:
+        three passes from the last σ̂².
 
         Every step is per node, so it runs a block of ``_SHRINK_ROWS`` nodes at a time (its
         (N, r) temporaries in cache; bitwise the same): what is common to the nodes, whether
         anything is folded and each held period's sampled steps, is found first."""
         folded = bool(self.g[:, :r].sum(axis=1).any())
-        cols = [np.flatnonzero(h[2][:, :r].any(axis=0)) for h in self._held]
+        cols = [np.flatnonzero(h[2][:, :r].any(axis=0)) for h in self._exact()]
         out = np.empty(self.n_nodes)
         for i in range(0, self.n_nodes, _SHRINK_ROWS):
             rows = slice(i, i + _SHRINK_ROWS)
@@ -977,9 +1039,11 @@ class PriorState:
         spread_h = sv / cm1 / scale  # history: rv = 0
         sigma2 = self.sigma2[rows] if folded else np.zeros(cnt_f.size)
         common = count, scale, cm1, m, sv
-        held = [self._excess(h, r, common, c, rows) for h, c in zip(self._held, cols, strict=True)]
-        for it in range(3 if folded else 4):
-            equal = it == 0 and not folded
+        held = [self._excess(h, r, common, c, rows)
+                for h, c in zip(self._exact(), cols, strict=True)]  # fmt: skip
+        restart = relative or not folded  # from equal weights, as profile_prior (4 iterates)
+        for it in range(4 if restart else 3):
+            equal = it == 0 and restart
             if linear:  # Σ g(σ²)X ≈ Σ g(σ_q²)X − 2 Σ (σ² − σ_q²) k X, k = f/(σ_q² + spread)³
                 q2 = sigma2[:, None]
                 fix = [x + 2.0 * (b - q2 * a) for x, a, b in zip(frozen, ka, kb, strict=True)]
@@ -987,9 +1051,11 @@ class PriorState:
                 num_f, cnt_f = moments(
                     *(np.where(ok, c, x) for c, x in zip(fix, frozen, strict=True))
                 )
-            if relative:  # Σ g(σ²; s_q) X ≈ g(σ²; s̄) Σ ρ_q X (exact where s_q = s̄)
+            if relative and not equal:  # Σ g(σ²; s_q) X ≈ g(σ²; s̄) Σ ρ_q X (exact: s_q = s̄)
                 gbar = self._reference_weight(sigma2, common, rows, slice(0, r))
                 num_f, cnt_f = moments(*(x * gbar for x in frozen))
+            elif relative:  # equal weights: Σ ρ_q X (ρ_q = 1 for a period like the reference)
+                num_f, cnt_f = moments(*frozen)
             gw = 1.0 if equal else 1.0 / (sigma2[:, None] + spread_h + _FLOOR) ** 2
             num = num_f + (gw * ex_h).sum(axis=1)
             cnt = cnt_f + np.broadcast_to(gw * hn, ex_h.shape).sum(axis=1)
@@ -1040,7 +1106,7 @@ class PriorState:
         wy = wy + self.hy[rows, :r] * hw
         w2 = w2 + hn * hw * hw
         w2e = w2e.copy()
-        for held in self._held:
+        for held in self._exact():
             f = held[5]
             t, ty, t2, t2e = self._weights(held, sigma2v, r, rows)
             total = total + f * t

@@ -142,3 +142,65 @@ def test_a_state_saved_before_relative_weights_and_any_fold_takes_them_up():
             s.add(y, var, sampled, error, np.ones(40, dtype=bool))
     np.testing.assert_array_equal(fresh.prior().mean, back.prior().mean)
     np.testing.assert_array_equal(fresh.prior().variance, back.prior().variance)
+
+
+def _first_unlike(rng, p, n=400, w=8):
+    """The first period noisier (planned without a prior), the rest alike (one plan)."""
+    periods = _month(rng, p=p, n=n, w=w, noise=4.0)
+    first = _month(rng, p=1, n=n, w=w, noise=16.0)[0]
+    return [first, *periods[1:]]
+
+
+def test_the_first_period_is_held_and_the_month_folds_exactly():
+    """HOLD_FIRST: the first period, measured unlike the rest, is held past the recent ones
+    (weighted exactly), so a month whose later days share one plan is profile_prior's to
+    rounding, where folding the first period at a frozen relative weight is not."""
+    periods = _first_unlike(np.random.default_rng(6), p=28)
+    exact = _exact(periods)
+    held = _fed(periods, recent=7)
+    assert held.hold_first is True and held._pinned is not None
+    np.testing.assert_allclose(held.prior().variance, exact.variance, rtol=1e-9)
+    np.testing.assert_allclose(held.prior().mean, exact.mean, rtol=1e-9, atol=1e-9)
+    folded = _fed(periods, recent=7, hold_first=False)
+    assert np.abs(folded.prior().variance / exact.variance - 1.0).max() > 1e-4
+
+
+def test_the_held_first_period_leaves_the_look_back_as_the_exact_window_drops_it():
+    periods = _first_unlike(np.random.default_rng(7), p=12)
+    n, w = periods[0][0].shape
+    st = PriorState(n, w, days=10, recent=3)
+    for i, (y, var, sampled, error) in enumerate(periods[:11]):
+        st.add(y, var, sampled, error, np.ones(n, dtype=bool))
+        assert (st._pinned is not None) == (3 <= i < 10)
+    stacked = [np.stack(a) for a in zip(*periods[1:11], strict=True)]  # periods 2..11
+    exact = profile_prior(*stacked[:3], days=10, error=stacked[3])
+    np.testing.assert_allclose(st.prior().variance, exact.variance, rtol=1e-9)
+    np.testing.assert_allclose(st.prior().mean, exact.mean, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("cut", [1, 5, 9])  # first among the held / pinned / dropped
+def test_export_and_restore_keep_the_first_period(cut):
+    periods = _first_unlike(np.random.default_rng(8), p=14, n=30)
+    kw = {"days": 8, "recent": 3}
+    st = PriorState(30, 8, **kw)
+    for y, var, sampled, error in periods[:cut]:
+        st.add(y, var, sampled, error, np.ones(30, dtype=bool))
+    arrays, scalars = st.export()
+    held = [(h[0], h[1], h[2], h[3], h[4]) for h in st._held]
+    back = PriorState.restore(arrays, scalars, held)
+    assert (back._first is None) == (st._first is None)
+    assert (back._pinned is None) == (st._pinned is None)
+    for y, var, sampled, error in periods[cut:]:
+        for s in (st, back):
+            s.add(y, var, sampled, error, np.ones(30, dtype=bool))
+    np.testing.assert_array_equal(st.prior().mean, back.prior().mean)
+    np.testing.assert_array_equal(st.prior().variance, back.prior().variance)
+
+
+def test_hold_first_is_checked_and_switchable(monkeypatch):
+    assert prior_module.HOLD_FIRST is True
+    with pytest.raises(ParameterError, match="'hold_first' parameter of PriorState"):
+        PriorState(3, 8, hold_first="yes")
+    monkeypatch.setattr(prior_module, "HOLD_FIRST", False)
+    assert PriorState(3, 8).hold_first is False
+    assert "hold_first" not in PriorState(3, 8).export()[1]
