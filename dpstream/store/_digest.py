@@ -243,12 +243,18 @@ def check_changed_readings(
         tg = np.frombuffer(tags, np.uint8).reshape(len(names), -1)[changed]
         st = np.frombuffer(s_tags, np.uint8).reshape(len(names), -1)[changed]
         diff = tg != st
-        steps = np.where(diff.any(axis=1), np.argmax(diff, axis=1), 0)
+        # a changed reading whose one-byte tag is unchanged (1 in 256) cannot be located:
+        # such a series sorts after every located one, and no step is named for it
+        located = diff.any(axis=1)
+        steps = np.where(located, np.argmax(diff, axis=1), diff.shape[1])
         first = int(np.lexsort((changed, steps))[0])  # earliest step, then the first series
-        stamp = grid.start(o) + int(steps[first]) * grid.step
-        at = pd.Timestamp(stamp) if grid.kind == "datetime" else stamp
+        if located[first]:
+            stamp = grid.start(o) + int(steps[first]) * grid.step
+            at = f"at {pd.Timestamp(stamp) if grid.kind == 'datetime' else stamp}"
+        else:
+            at = "at a step the store cannot locate (it keeps one byte per reading)"
         raise ChangedReadingError(
-            f"{subject} of {owner} has a changed reading: series {names[changed[first]]!r} at "
+            f"{subject} of {owner} has a changed reading: series {names[changed[first]]!r} "
             f"{at} differs from the reading the store released the period starting "
             f"{grid.label(o)} from (a meter correction?). The released period stands (a period "
             "is released once): supply the readings as released, or drop that period, to "

@@ -43,6 +43,17 @@ def _charges(path) -> int:
 KW = {"epsilon": 1.0, "alpha": 50.0, "k": 10, "hierarchy": regional_hierarchy(), "seed": 4}
 
 
+@pytest.fixture(autouse=True)
+def _fixed_key(monkeypatch):
+    """Every store's digest key fixed (the operating system's random key otherwise): a
+    reading's one-byte tag is unchanged by a change 1 time in 256, and then the step cannot
+    be named (``test_an_unlocatable_change_names_no_step``); with a fixed key the steps these
+    tests name are located every run."""
+    import secrets
+
+    monkeypatch.setattr(secrets, "token_bytes", lambda n: bytes(range(7, 7 + n)))
+
+
 def test_identical_resupply_passes_and_a_changed_reading_is_refused(tmp_path):
     wide = _wide()
     changed = wide.copy()
@@ -193,3 +204,24 @@ def test_cli_parquet_store_names_the_changed_reading(tmp_path, capsys, layout):
     assert "changed reading: series 'rural' at 2016-10-30 21:00:00" in err and "123456" not in err
     assert _charges(tmp_path / "ops.db") == charges
     assert run("day.parquet") == 0  # identical: returned as stored
+
+
+def test_an_unlocatable_change_names_no_step(tmp_path, monkeypatch):
+    """A change whose one-byte tag collides (1 in 256) is still refused, with the series and
+    the period but no made-up step (it used to be named at the period's start)."""
+    import dpstream.store._digest as digest
+
+    con, config = _store_con(tmp_path, 3, 10)
+    frame = pd.DataFrame(np.arange(60.0).reshape(20, 3), columns=config["nodes"])
+    record_input_digests(con, config, {0, 1}, frame, None)
+    real = digest._fingerprints
+    monkeypatch.setattr(digest, "_fingerprints",
+                        lambda key, o, names, vals: (real(key, o, names, vals)[0],
+                                                     real(key, o, names, frame.to_numpy()[
+                                                         10 * o : 10 * o + 10].T)[1]))  # fmt: skip
+    fixed = frame.copy()
+    fixed.iloc[13, 1] += 1.0
+    with pytest.raises(ChangedReadingError, match="series 'm001' at a step the store cannot") as e:
+        check_changed_readings(con, config, {0, 1}, fixed, None, "t")
+    assert "period starting 10" in str(e.value) and " at 10 " not in str(e.value)
+    con.close()
