@@ -136,13 +136,11 @@ class _PinFirst(PriorState):
 
     def add(self, *args, **kw):
         pinned = getattr(self, "_pin", None)
-        if pinned is not None:
-            self._held.remove(pinned)
+        self._held = [h for h in self._held if h is not pinned]
         super().add(*args, **kw)
         if pinned is None and self._held and not kw.get("public", False):
-            pinned = self._held[0]
-            self._pin = pinned
-        if pinned is not None and pinned not in self._held:
+            self._pin = self._held[0]  # the first released period: stays held
+        elif pinned is not None:
             self._held.insert(0, pinned)
 
 
