@@ -613,10 +613,15 @@ class PriorState:
     from day to day; every folded period of the 30-trial tables but the first) is weighted
     exactly as :func:`profile_prior` weighs it at any σ̂², whatever σ̂² was when it was folded;
     the others keep their weight *relative* to the reference's frozen, an error of the order
-    of (s_q − s̄)(σ̂² − σ_q²). Why: frozen whole, a period's weight was set at a σ̂² of ~8
-    periods that held its own excess, so large excesses got less weight and σ̂² ended the
-    month 5-25 % low (``scripts/optstream_prior_gap.py``, issue 22). State: one (N,) and one
-    (N, w) array more.
+    of (s_q − s̄)(σ̂² − σ_q²). The one period that is never like the rest, the stream's first
+    (planned without a prior), is not folded but held (:data:`HOLD_FIRST`) until it leaves
+    the look-back, when it is dropped exactly as the exact window drops its oldest period
+    (no forgetting at that step). With these, a month whose days after the first share one
+    plan gets :func:`profile_prior`'s prior to rounding (``tests/postproc/
+    test_prior_fold_relative.py``); what is left is the forgetting past ``days`` periods.
+    Why: frozen whole, a period's weight was set at a σ̂² of ~8 periods that held its own
+    excess, so large excesses got less weight and σ̂² ended the month 5-25 % low
+    (``scripts/optstream_prior_gap.py``, issue 22). State: one (N,) and one (N, w) array more.
 
     With :data:`FOLD_LINEAR` (opt-in, ``linear=True``; it excludes relative weights) the
     absolute frozen weights are corrected to first order in σ² instead: a period folded at
@@ -631,8 +636,10 @@ class PriorState:
     the default.
 
     State: 12 arrays (N, w) float64 and 3 (N,) (relative weights: 13 and 4), plus
-    ``recent`` periods of 3 float64 and 1 bool (N, w) arrays: ≈ (104 + 25·recent)·N·w bytes
-    (1.3 GB at 100,000 feeders, w = 48, ``recent`` = 7), independent of ``days``
+    ``recent`` periods of 3 float64 and 1 bool (N, w) arrays (``recent`` + 1 while the first
+    period is held, :data:`HOLD_FIRST`: the first ``days`` periods of a stream): ≈ (104 +
+    25·recent)·N·w bytes (1.3 GB at 100,000 feeders, w = 48, ``recent`` = 7), independent of
+    ``days``
     (:attr:`nbytes`). ``calibration="backtest"``
     and pooled bandwidths are not available here (not the defaults: :func:`profile_prior`).
 
