@@ -638,8 +638,11 @@ class PriorState:
     State: 12 arrays (N, w) float64 and 3 (N,) (relative weights: 13 and 4), plus
     ``recent`` periods of 3 float64 and 1 bool (N, w) arrays (``recent`` + 1 while the first
     period is held, :data:`HOLD_FIRST`: the first ``days`` periods of a stream): ≈ (104 +
-    25·recent)·N·w bytes (1.3 GB at 100,000 feeders, w = 48, ``recent`` = 7), independent of
-    ``days``
+    25·recent)·N·w bytes (1.2 GB at 100,000 feeders, w = 48, ``recent`` = 6; 1.3 GB with the
+    first period held), independent of ``days``. Six held periods, not seven (session 7-12):
+    with relative weights a fold is exact for a period like the reference, and six measured
+    the same against the exact planner (``scripts/optstream_prior_gap.py``, state
+    ``recent6``); with the first period held the state is no larger than before
     (:attr:`nbytes`). ``calibration="backtest"``
     and pooled bandwidths are not available here (not the defaults: :func:`profile_prior`).
 
@@ -660,7 +663,7 @@ class PriorState:
         w: int,
         *,
         days: int = 28,
-        recent: int = 7,
+        recent: int = 6,
         shrink: bool = True,
         linear: bool | None = None,
         relative: bool | None = None,

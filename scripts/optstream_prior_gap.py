@@ -10,7 +10,9 @@ seed ``100 * trial + alpha``) under
   until session 12; ``sigma_frozen``, ``weights_frozen``, ``loo`` and ``linear`` below are
   variants of it);
 * ``pin_first``: relative weights, the first released period held instead of folded (how
-  much of what is left is that period's frozen relative weight);
+  much of what is left is that period's frozen relative weight; the default does this since
+  ``HOLD_FIRST``);
+* ``recent6``: the default with six held periods instead of seven;
 * ``recent31``: the streaming state with ``recent = 31`` (nothing frozen in a month);
 * ``prior_stream``: the exact planner (periods, exact variogram) whose prior -- for the plan
   and for the merge -- is the running sums' (isolates the prior from the variogram);
@@ -126,6 +128,13 @@ class _Absolute(PriorState):
 
 class _Recent31(PriorState):
     def __init__(self, n_nodes, w, *, days=28, recent=31, shrink=True):
+        super().__init__(n_nodes, w, days=days, recent=recent, shrink=shrink)
+
+
+class _Recent6(PriorState):
+    """The default with six held periods (with the first period held past them: seven)."""
+
+    def __init__(self, n_nodes, w, *, days=28, recent=6, shrink=True):
         super().__init__(n_nodes, w, days=days, recent=recent, shrink=shrink)
 
 
@@ -281,15 +290,16 @@ class _Linear(_Absolute):
 _CLASSES = {
     "absolute": _Absolute,
     "pin_first": _PinFirst,
+    "recent6": _Recent6,
     "recent31": _Recent31,
     "linear": _Linear,
     "loo": _LeaveOut,
     "sigma_frozen": _MomentsFrozen,
     "weights_frozen": _WeightsFrozen,
 }
-STATES = ("exact", "stream", "absolute", "pin_first", "recent31", "fold_linear", "linear",
-          "loo", "sigma_frozen", "weights_frozen", "prior_stream", "plan_exact", "plan_stream",
-          "exact_pc0")  # fmt: skip
+STATES = ("exact", "stream", "absolute", "pin_first", "recent6", "recent31", "fold_linear",
+          "linear", "loo", "sigma_frozen", "weights_frozen", "prior_stream", "plan_exact",
+          "plan_stream", "exact_pc0")  # fmt: skip
 
 
 def _state(name: str) -> None:

@@ -22,7 +22,7 @@ from postproc._prior import PriorState
 
 W = 48
 H = Hierarchy(children=feeder_tree())  # 72 leaves: split, every node planned on its own
-DAYS = 9  # past the prior's first fold (it holds 7 released periods)
+DAYS = 9  # past the prior's first fold (it holds 6 released periods, and the first)
 
 
 def _cfg():
@@ -36,7 +36,8 @@ def _equal_states(a, b) -> None:
     for k in xa:
         assert np.array_equal(xa[k], xb[k]), k
     ha, hb = a._state._held, b._state._held
-    assert len(ha) == len(hb) == 7
+    assert len(ha) == len(hb) == a._state.recent
+    assert (a._state._pinned is None) == (b._state._pinned is None)
     for p, q in zip(ha, hb, strict=True):
         assert all(np.array_equal(x, y) for x, y in zip(p[:5], q[:5], strict=True))
         assert p[5] == q[5]
@@ -57,11 +58,13 @@ def test_a_saved_state_is_read_back_one_held_period_at_a_time():
         release_auto_whole(planner, cfg, H, vals, ordinal=d, seed=3)
     del planner.update
     assert planner._state.n_periods == DAYS and np.any(planner._state.g)  # folded
-    blob = ps.dumps_part(planner, list(range(DAYS - 7, DAYS)), digest="d")
-    held, alive = log[-7:], []
+    n = ps.held_count(planner)  # the default's held periods (six)
+    assert n == planner._state.recent == 6
+    blob = ps.dumps_part(planner, list(range(DAYS - n, DAYS)), digest="d")
+    held, alive = log[-n:], []
 
     def read(ordinals):  # each plan a fresh copy, made when asked for
-        assert list(ordinals) == list(range(DAYS - 7, DAYS))
+        assert list(ordinals) == list(range(DAYS - n, DAYS))
         for m, plan in held:
             # the earlier periods' plans are gone once their error variances are formed
             assert all(r() is None for r in alive)
@@ -72,7 +75,7 @@ def test_a_saved_state_is_read_back_one_held_period_at_a_time():
 
     back = new_planner(cfg)
     assert ps.load_part(blob, back, read, digest="d") is not None
-    assert len(alive) == 7 and all(r() is None for r in alive)
+    assert len(alive) == n and all(r() is None for r in alive)
     _equal_states(planner, back)
     # the same from a list (the store's whole-tree path): emptied as it is read
     items = [(m, replace(p, variances=p.variances.copy())) for m, p in held]
