@@ -14,10 +14,11 @@ periods of public history as one block and, as the month's periods come in, weig
   the period's position (``HISTORY_FADE = "trend"``: O(N w));
 * ``weekly``: as ``trend`` with a weekly cycle in the fit (``HISTORY_FADE = "weekly"``);
 * ``periods``: each history period's share of each node's roughness (summed over lags) kept,
-  (L, N) numbers (``HISTORY_FADE = "periods"``, the release's default since session 12);
+  (L, N) numbers (``HISTORY_FADE = "periods"``, the release's default in session 12);
 * ``lowrank``: the ``periods`` shares factored by their r leading directions over the nodes,
   (L, r) period profiles and r weights per node (``HISTORY_FADE = "lowrank"``,
-  ``HISTORY_RANK = r``: O(N r), whatever L); ``--ranks 1 2 4`` runs one state ``rank<r>`` per r;
+  ``HISTORY_RANK = r``: O(N r), whatever L; the default since session 13, r = 8); ``--ranks 1 2
+  4`` runs one state ``rank<r>`` per r;
 * ``fix``: blocks, but while the previous block is the public history its periods leave oldest
   first, re-read from the history (a prototype, monkeypatched here: it holds the history's L
   periods of variogram sums, so its state grows with L; not the release's code);
