@@ -21,20 +21,21 @@ look-back of :data:`LOOKBACK` periods as two blocks of sums (:data:`VARIOGRAM_WI
 ``"blocks"``, the default: :meth:`StreamPlanner.roughness`; ``"forgetting"``, session 7's rule,
 multiplies every sum by (L − 1)/L before a period is added past L), the prior's look-back of
 :data:`PRIOR_DAYS` by forgetting (that factor with L = :data:`PRIOR_DAYS`), the prior's weights
-of older periods frozen, and the last 7 released periods held to weigh them exactly (see
-:class:`postproc.PriorState`): O(N w) bytes, the same at any look-back (1.4 GB at 100,000
-feeders, w = 48, of which the 7 held periods are 0.85 GB). Without it (exact, the reference of
-the golden tests): the last :data:`PRIOR_DAYS` periods' measurements, read by ``prior_model``
-(O(N w · PRIOR_DAYS), 6.4 GB at 100,000 feeders) and a period leaving the variogram's look-back
-subtracted exactly. While a block of public history is in the variogram's look-back (its
-first L − 1 released periods) the streaming state also holds what the block's oldest-first
-fade needs (:data:`HISTORY_FADE` = ``"lowrank"``, the default since session 13): each node's
-shares of its roughness over the block's L periods as r = :data:`HISTORY_RANK` = 8 period
-profiles (L, r) and r weights per node (r, N), r·8 = 64 bytes per node (6.4 MB per 100,000
+of older periods folded relative to a reference measurement (exact for a period measured like
+it), the last 6 released periods held to weigh them exactly and the stream's first period held
+until it leaves the look-back (see :class:`postproc.PriorState`): O(N w) bytes, the same at any
+look-back (about 1.4 GB at 100,000 feeders, w = 48, of which the 7 held periods are 0.85 GB).
+Without it (exact, the reference of the golden tests): the last :data:`PRIOR_DAYS` periods'
+measurements, read by ``prior_model`` (O(N w · PRIOR_DAYS), 6.4 GB at 100,000 feeders) and a period
+leaving the variogram's look-back subtracted exactly. While a block of public history is in the
+variogram's look-back (its first L − 1 released periods) the streaming state also holds what the
+block's oldest-first fade needs (:data:`HISTORY_FADE` = ``"lowrank"``, the default since session
+13): each node's shares of its roughness over the block's L periods as r = :data:`HISTORY_RANK` = 8
+period profiles (L, r) and r weights per node (r, N), r·8 = 64 bytes per node (6.4 MB per 100,000
 nodes) and L·r·8 = 1.8 kB whatever N; the (L, N) shares exist only while
-:meth:`StreamPlanner.add_history` reads the block. None without history. (``"periods"``,
-session 12's default, kept the (L, N) shares: 224 bytes per node, growing with L; a state
-saved with them still loads and fades by them.)
+:meth:`StreamPlanner.add_history` reads the block. None without history. (``"periods"``, session
+12's default, kept the (L, N) shares: 224 bytes per node, growing with L; a state saved with them
+still loads and fades by them.)
 
 Subtrees (issue 22.2, the per-subtree engine)
 ---------------------------------------------
