@@ -12,7 +12,8 @@ References (same seeds, 30 trials each, ``scripts/optstream_defaults.py``):
 * **now**: the committed tables (``optstream_defaults_{regional,household}_30_stream.csv``,
   ``optstream_level_shares_30.csv``), the two-block variogram window (session 11), its
   public-history block leaving oldest first in the ``auto + history`` cells and the level shares
-  (``HISTORY_FADE = "periods"``, session 12).
+  (``HISTORY_FADE = "periods"``, session 12; ``"lowrank"``, session 13, the same on these 5-node
+  tables), the prior's folded weights relative to a reference (session 13).
 
 Paired differences (now − reference, relative to the reference, mean ± standard error over the
 trials) where per-trial errors of both sides exist: ``<table>_trials.csv`` (``--per-trial``)
