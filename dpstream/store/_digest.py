@@ -205,7 +205,9 @@ def check_changed_readings(
     """Refuse ``frame`` if it re-supplies a released period with a changed reading.
 
     Raises :class:`ChangedReadingError` naming the first changed (series, stamp) in time
-    order, no value and no count; reads the store (and the key file) only.
+    order that the store's one-byte tags locate (a change leaves its tag unchanged 1 time in
+    256: then an earlier change may go unnamed, and a series with none located is named
+    without a stamp), no value and no count; reads the store (and the key file) only.
     """
     if config is None or not released:
         return
