@@ -1061,11 +1061,12 @@ class PriorState:
                 num_f, cnt_f = moments(
                     *(np.where(ok, c, x) for c, x in zip(fix, frozen, strict=True))
                 )
-            if relative and not equal:  # Σ g(σ²; s_q) X ≈ g(σ²; s̄) Σ ρ_q X (exact: s_q = s̄)
+            # relative: equal weights (the first pass) are the sums Σ ρ_q X themselves, as
+            # summed above (ρ_q = 1 for a period like the reference); then
+            # Σ g(σ²; s_q) X ≈ g(σ²; s̄) Σ ρ_q X (exact where s_q = s̄)
+            if relative and not equal:
                 gbar = self._reference_weight(sigma2, common, rows, slice(0, r))
                 num_f, cnt_f = moments(*(x * gbar for x in frozen))
-            elif relative:  # equal weights: Σ ρ_q X (ρ_q = 1 for a period like the reference)
-                num_f, cnt_f = moments(*frozen)
             gw = 1.0 if equal else 1.0 / (sigma2[:, None] + spread_h + _FLOOR) ** 2
             num = num_f + (gw * ex_h).sum(axis=1)
             cnt = cnt_f + np.broadcast_to(gw * hn, ex_h.shape).sum(axis=1)
